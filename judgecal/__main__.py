@@ -1,0 +1,5 @@
+"""``python -m judgecal``."""
+
+from judgecal.cli import main
+
+main()

@@ -1,0 +1,251 @@
+"""Calibration methods behind one interface: ``Method.fit(train, ctx) -> Fitted``.
+
+A :class:`Fitted` exposes ``calibrate(score, length, density=None)`` (per-response calibrated
+scores; None for pair-only methods) and ``predict_pair(score_a, score_b, len_a, len_b, ...)``
+(P(a is preferred) in [0, 1]; score-based methods return the hard order 1 / 0.5 / 0 of their
+calibrated scores), plus ``params`` (a JSON-serialisable dict).
+
+Methods (source and formula; details in docs/calibration.md):
+
+* ``raw``: identity, S_calib = S.
+* ``linear``: ``clip(S - gamma * (L - L_ref) / L_ref, min, max)``, gamma >= 0 fitted like the
+  seed formula (the seed article's linear-penalty baseline).
+* ``polylog``: the seed formula (DESIGN.md), fitted by :mod:`judgecal.calibrate.fit`.
+* ``lowess``: Huang et al., "Post-hoc Reward Calibration: A Case Study on Length Bias", ICLR
+  2025: ``S_calib = S - g(ln L) + mean_train(g(ln L))`` where g is the LOWESS fit of score on
+  ln(max(L, 1)) over the training responses (statsmodels.nonparametric.lowess, frac=2/3, it=3),
+  applied out of sample by linear interpolation of the fitted curve (constant beyond its ends).
+  Unsupervised (uses no expert label); not clipped, so the mean score is unchanged in-sample.
+* ``lc_glm`` (pairs only): AlpacaEval 2.0 length-controlled GLM (Dubois et al. 2024,
+  "Length-Controlled AlpacaEval"): ``P(a beats b) = sigmoid(theta*(S_a - S_b) + phi*tanh((L_a -
+  L_b)/sd))``, sd = standard deviation of L_a - L_b in training, fitted on the expert outcomes
+  by maximum likelihood (ties half). ``predict_pair(..., length_term=False)`` removes the length
+  term as AlpacaEval does; evaluation uses ``length_term=True`` (see docs/calibration.md: fitted
+  on expert outcomes, the length term is the correction, and without it the ordering of every
+  pair equals the raw judge's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+from statsmodels.nonparametric.smoothers_lowess import lowess as sm_lowess
+
+from judgecal.calibrate.data import PairData, PointData
+from judgecal.calibrate.fit import FitResult, fit_pairwise, fit_pointwise
+from judgecal.calibrate.metrics import order_credit
+from judgecal.calibrate.penalty import LENGTH_FLOOR, density_multiplier, polylog_penalty
+from judgecal.errors import FitError, UsageError
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """Settings shared by every method of one evaluation.
+
+    ``scale``: the judge's (min, max); ``expert_scale``: pointwise experts' (min, max);
+    ``density``: use the density exemption in ``polylog`` (needs densities in the data);
+    ``density_w``: its weight w; ``starts``: starting points of the L-BFGS-B fits."""
+
+    l_ref: float
+    scale: tuple[float, float]
+    p_bounds: tuple[float, float] = (1.0, 1.5)
+    expert_scale: tuple[float, float] | None = None
+    density: bool = False
+    density_w: float = 0.5
+    starts: int = 4
+    lowess_frac: float = 2.0 / 3.0
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A fitted method. ``fit`` is the FitResult of penalty methods (None otherwise)."""
+
+    name: str
+    params: dict
+    fit: FitResult | None = None
+    per_response: bool = True
+    _apply: object = field(default=None, repr=False)
+    _pair: object = field(default=None, repr=False)
+
+    def calibrate(self, score, length, density=None) -> np.ndarray | None:
+        """Calibrated scores, shape (n,); None for pair-only methods (lc_glm)."""
+        if not self.per_response:
+            return None
+        return self._apply(np.asarray(score, dtype=float), np.asarray(length, dtype=float), density)
+
+    def predict_pair(self, score_a, score_b, len_a, len_b, density_a=None, density_b=None,
+                     *, length_term: bool = True) -> np.ndarray:
+        """P(a preferred), shape (n,). Score methods: 1 / 0.5 / 0 from calibrated scores."""
+        if self._pair is not None:
+            return self._pair(np.asarray(score_a, dtype=float), np.asarray(score_b, dtype=float),
+                              np.asarray(len_a, dtype=float), np.asarray(len_b, dtype=float),
+                              length_term)
+        return order_credit(self.calibrate(score_a, len_a, density_a),
+                            self.calibrate(score_b, len_b, density_b))
+
+
+def _responses(train):
+    """(scores, lengths, densities) of every response in the training data (pairs: a and b)."""
+    if isinstance(train, PairData):
+        dens = None
+        if train.density_a is not None and train.density_b is not None:
+            dens = np.concatenate([train.density_a, train.density_b])
+        return (np.concatenate([train.score_a, train.score_b]),
+                np.concatenate([train.len_a, train.len_b]), dens)
+    return train.score, train.length, train.density
+
+
+class Raw:
+    """Identity: the raw judge score (the baseline every method must beat)."""
+
+    name = "raw"
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+        return Fitted("raw", {}, _apply=lambda s, le, d: s.copy())
+
+
+class _PenaltyMethod:
+    penalty = "polylog"
+    name = "polylog"
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+        l_ref = ctx.l_ref
+        use_density = ctx.density and self.penalty == "polylog"
+        dparams = None
+        mult_a = mult_b = mult = None
+        if use_density:
+            _, _, dens = _responses(train)
+            if dens is None:
+                raise UsageError("the density exemption needs a density (entropy) per response")
+            dparams = {"h_ref": float(max(np.median(dens), 1e-9)), "w": float(ctx.density_w)}
+        starts = ctx.starts
+        if isinstance(train, PairData):
+            if use_density:
+                mult_a = density_multiplier(train.len_a, l_ref, train.density_a, dparams)
+                mult_b = density_multiplier(train.len_b, l_ref, train.density_b, dparams)
+            if start is not None and start.fit is not None:
+                starts = [(start.fit.gamma, start.fit.p, start.fit.bt_scale)]
+            res = fit_pairwise(train.score_a, train.score_b, train.len_a, train.len_b, train.outcome,
+                               l_ref=l_ref, scale=ctx.scale, p_bounds=ctx.p_bounds, starts=starts,
+                               mult_a=mult_a, mult_b=mult_b, penalty=self.penalty)
+        else:
+            if ctx.expert_scale is None:
+                raise UsageError("pointwise fits need the experts' scale (expert_scale)")
+            if use_density:
+                mult = density_multiplier(train.length, l_ref, train.density, dparams)
+            if start is not None and start.fit is not None:
+                starts = [(start.fit.gamma, start.fit.p)]
+            res = fit_pointwise(train.score, train.length, train.expert, expert_scale=ctx.expert_scale,
+                                judge_scale=ctx.scale, l_ref=l_ref, p_bounds=ctx.p_bounds,
+                                starts=starts, mult=mult, penalty=self.penalty)
+        lo, hi = ctx.scale
+        gamma, p, penalty = res.gamma, res.p, self.penalty
+
+        def apply(s, le, d):
+            if penalty == "linear":
+                pen = gamma * (le - l_ref) / l_ref
+            else:
+                pen = polylog_penalty(le, l_ref, gamma, p)
+                if dparams is not None:
+                    if d is None:
+                        raise UsageError("the density exemption needs a density per response")
+                    pen = pen * density_multiplier(le, l_ref, d, dparams)
+            return np.clip(s - pen, lo, hi)
+
+        params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale}
+        if dparams is not None:
+            params["density"] = dparams
+        return Fitted(self.name, params, fit=res, _apply=apply)
+
+
+class Linear(_PenaltyMethod):
+    """Linear length penalty ``clip(S - gamma (L - L_ref)/L_ref)`` (seed article's baseline)."""
+
+    penalty = "linear"
+    name = "linear"
+
+
+class PolyLog(_PenaltyMethod):
+    """The seed formula (DESIGN.md), optionally with the density exemption."""
+
+    penalty = "polylog"
+    name = "polylog"
+
+
+class Lowess:
+    """LOWESS residualisation on ln L (Huang et al., ICLR 2025); see the module docstring."""
+
+    name = "lowess"
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+        s, le, _ = _responses(train)
+        x = np.log(np.maximum(le, LENGTH_FLOOR))
+        if s.size < 3 or np.ptp(x) == 0:
+            xs, ys = np.array([0.0]), np.array([float(np.mean(s))])
+        else:
+            delta = 0.01 * float(np.ptp(x)) if s.size > 500 else 0.0
+            curve = sm_lowess(s, x, frac=ctx.lowess_frac, it=3, delta=delta, return_sorted=True)
+            xs, ys = curve[:, 0], curve[:, 1]
+            ok = np.isfinite(ys)
+            xs, ys = xs[ok], ys[ok]
+            xs, keep = np.unique(xs, return_index=True)  # duplicated x: one curve value each
+            ys = ys[keep]
+            if xs.size == 0:
+                raise FitError("LOWESS produced no finite curve")
+        centre = float(np.mean(np.interp(x, xs, ys)))
+
+        def apply(sc, length, d):
+            xl = np.log(np.maximum(length, LENGTH_FLOOR))
+            return sc - np.interp(xl, xs, ys) + centre
+
+        return Fitted("lowess", {"frac": ctx.lowess_frac, "it": 3, "centre": centre,
+                                 "n_curve": int(xs.size)}, _apply=apply)
+
+
+class LcGlm:
+    """AlpacaEval 2.0 length-controlled GLM on pairs (Dubois et al. 2024); module docstring."""
+
+    name = "lc_glm"
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+        if not isinstance(train, PairData):
+            raise UsageError("lc_glm needs pairwise data")
+        if train.n < 10:
+            raise FitError(f"too few expert-labelled pairs for lc_glm: {train.n} < 10")
+        dl = train.len_a - train.len_b
+        sd = float(np.std(dl)) or 1.0
+        x1 = train.score_a - train.score_b
+        x2 = np.tanh(dl / sd)
+        y = train.outcome
+        n = float(train.n)
+        width = ctx.scale[1] - ctx.scale[0]
+
+        def obj(t):
+            z = t[0] * x1 + t[1] * x2
+            loss = np.mean(np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z)
+            g = (0.5 + 0.5 * np.tanh(0.5 * z) - y) / n
+            return float(loss), np.array([np.dot(g, x1), np.dot(g, x2)])
+
+        x0 = [[1.0 / max(float(np.std(x1)), 1e-9), 0.0]]
+        if start is not None:
+            x0 = [[start.params["theta"], start.params["phi"]]]
+        bounds = [(-1e3 / width, 1e3 / width), (-50.0, 50.0)]
+        res = minimize(obj, x0[0], jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"ftol": 1e-12, "gtol": 1e-8, "maxiter": 500})
+        theta, phi = (float(v) for v in res.x)
+
+        def pair(sa, sb, la, lb, length_term):
+            z = theta * (sa - sb)
+            if length_term:
+                z = z + phi * np.tanh((la - lb) / sd)
+            return 0.5 + 0.5 * np.tanh(0.5 * z)
+
+        return Fitted("lc_glm", {"theta": theta, "phi": phi, "sd": sd, "loss": float(res.fun),
+                                 "converged": bool(res.success)}, per_response=False, _pair=pair)
+
+
+#: Every method, in report order. ``lc_glm`` applies to pairwise data only.
+PAIRWISE_METHODS = (Raw(), Linear(), PolyLog(), Lowess(), LcGlm())
+POINTWISE_METHODS = (Raw(), Linear(), PolyLog(), Lowess())

@@ -1,0 +1,349 @@
+"""Fitting gamma and p of the seed formula against expert labels (pairwise or pointwise).
+
+Sources: the penalty is DESIGN.md's seed formula (see :mod:`judgecal.calibrate.penalty`); the
+pairwise objective is the Bradley-Terry / logistic likelihood (Bradley & Terry 1952) with
+ties counted as half a win each way (the Rao-Kupper-free "half-win" convention used by
+Chatbot Arena's BT fits); the pointwise objective is ordinary least squares.
+
+Pairwise model, per pair i (a vs b)::
+
+    d_i  = (S_a - m_a*gamma*f(L_a; p)) - (S_b - m_b*gamma*f(L_b; p)),  f(L; p) = sign(r)|r|^p,
+           r = ln(max(L,1)/L_ref)
+    P(a beats b) = sigmoid(s * d_i)                   (s = bt_scale, the BT temperature, > 0)
+    loss = sum_i w_i [softplus(s d_i) - y_i s d_i] / sum_i w_i,  y_i in {1, 0.5, 0}
+
+(m = 1 unless the density exemption gives per-response multipliers.) The clip of the seed
+formula to the judge's scale is NOT part of the fitted model: it is non-differentiable, so the
+fit uses the unclipped calibrated score; the clip is applied only when scores are reported.
+
+Pointwise model: ``loss = sum_i w_i (S_i - m_i*gamma*f(L_i; p) - E'_i)^2 / sum_i w_i`` where
+E' is the expert score mapped linearly onto the judge's scale,
+``E' = j_min + (E - e_min) * (j_max - j_min) / (e_max - e_min)``.
+
+Both are minimised by ``scipy.optimize.minimize(method="L-BFGS-B")`` with bounds
+(gamma in [0, gamma_max], p in p_bounds, s in [1e-3, 1e3] / scale width), a vectorised objective
+and its analytic gradient, from several starting points; the best optimum is returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+
+from judgecal.calibrate.penalty import log_ratio
+from judgecal.errors import FitError, UsageError
+
+#: Fewer labelled pairs (or pointwise labels) than this raise FitError.
+MIN_LABELS = 10
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fitted calibration. ``bt_scale`` is None for pointwise fits; ``loss`` is the mean
+    negative log-likelihood in nats per pair (pairwise) or the mean squared error in squared
+    score units (pointwise). ``at_bound`` maps "gamma", "p", "bt_scale" to None, "lower" or
+    "upper". ``n`` counts labelled pairs (pairwise) or responses (pointwise)."""
+
+    gamma: float
+    p: float
+    l_ref: float
+    bt_scale: float | None
+    loss: float
+    n: int
+    converged: bool
+    at_bound: dict
+    message: str
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable copy."""
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _check_p_bounds(p_bounds) -> tuple[float, float]:
+    lo, hi = (float(v) for v in p_bounds)
+    if not (0 < lo <= hi) or not np.isfinite(hi):
+        raise UsageError(f"p bounds must satisfy 0 < p_min <= p_max, got {p_bounds!r}")
+    return lo, hi
+
+
+def _check_scale(scale) -> tuple[float, float]:
+    lo, hi = (float(v) for v in scale)
+    if not lo < hi:
+        raise UsageError(f"scale must be (min, max) with min < max, got {scale!r}")
+    return lo, hi
+
+
+def default_l_ref(*lengths) -> float:
+    """The median of all given lengths (floored at 1 unit): DESIGN.md's default L_ref."""
+    allv = np.concatenate([np.asarray(v, dtype=float).reshape(-1) for v in lengths])
+    if allv.size == 0:
+        raise FitError("cannot compute L_ref: no lengths")
+    return float(max(np.median(allv), 1.0))
+
+
+class _Feature:
+    """Precomputed f(L; p) = m * sign(r) * |r|^p and df/dp for one set of lengths."""
+
+    def __init__(self, length, l_ref, mult=None):
+        r = log_ratio(length, l_ref)
+        self.sign = np.sign(r) * (1.0 if mult is None else np.asarray(mult, dtype=float))
+        absr = np.abs(r)
+        self.logabs = np.where(absr > 0, np.log(np.where(absr > 0, absr, 1.0)), 0.0)
+
+    def __call__(self, p):
+        f = self.sign * np.exp(p * self.logabs)  # |r|^p, 0 where r == 0 (sign 0)
+        return f, f * self.logabs
+
+
+class _LinearFeature:
+    """f(L) = (L - L_ref) / L_ref of the linear baseline (no exponent: df/dp = 0)."""
+
+    def __init__(self, length, l_ref, mult=None):
+        self.f = (np.asarray(length, dtype=float) - l_ref) / l_ref
+        if mult is not None:
+            self.f = self.f * np.asarray(mult, dtype=float)
+        self.zero = np.zeros_like(self.f)
+
+    def __call__(self, p):
+        return self.f, self.zero
+
+
+def _make_feature(penalty: str, length, l_ref, mult=None):
+    if penalty == "polylog":
+        return _Feature(length, l_ref, mult)
+    if penalty == "linear":
+        return _LinearFeature(length, l_ref, mult)
+    raise UsageError(f"unknown penalty {penalty!r}: expected 'polylog' or 'linear'")
+
+
+def _weights(weights, n) -> np.ndarray:
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (n,) or np.any(w < 0) or w.sum() <= 0:
+        raise UsageError("weights must be n non-negative numbers with a positive sum")
+    return w / w.sum()
+
+
+def _at_bound(x, lo, hi, tol) -> str | None:
+    if x <= lo + tol:
+        return "lower"
+    if x >= hi - tol:
+        return "upper"
+    return None
+
+
+def _multistart(fun, starts, bounds, maxiter=500):
+    best = None
+    for x0 in starts:
+        x0 = np.clip(np.asarray(x0, dtype=float), [b[0] for b in bounds], [b[1] for b in bounds])
+        res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": maxiter, "ftol": 1e-12, "gtol": 1e-8})
+        if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
+            best = res
+    if best is None:
+        raise FitError("the fit failed: the objective was not finite at any starting point")
+    return best
+
+
+# ----------------------------------------------------------------------------- pairwise
+def bt_objective(theta, ds, feat_a: _Feature, feat_b: _Feature, y, w):
+    """Mean BT negative log-likelihood (nats/pair) and its gradient in (gamma, p, s).
+
+    Vectorised over pairs; ``w`` are normalised weights (sum 1). Source: module docstring.
+    """
+    gamma, p, s = theta
+    fa, dfa = feat_a(p)
+    fb, dfb = feat_b(p)
+    dF = fa - fb
+    d = ds - gamma * dF
+    z = s * d
+    # stable softplus(z) = max(z, 0) + log1p(exp(-|z|)); sigmoid(z) = (1 + tanh(z/2)) / 2
+    # (both much faster than np.logaddexp / a masked division on large arrays)
+    loss = float(np.dot(w, np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z))
+    gz = w * (0.5 + 0.5 * np.tanh(0.5 * z) - y)
+    grad = np.array([-s * np.dot(gz, dF), -s * gamma * np.dot(gz, dfa - dfb), np.dot(gz, d)])
+    return loss, grad
+
+
+def _pair_inputs(score_a, score_b, len_a, len_b, outcome):
+    arrs = [np.asarray(v, dtype=float).reshape(-1) for v in (score_a, score_b, len_a, len_b, outcome)]
+    n = arrs[0].shape[0]
+    names = ("score_a", "score_b", "len_a", "len_b", "outcome")
+    for name, a in zip(names, arrs):
+        if a.shape[0] != n:
+            raise UsageError(f"{name}: {a.shape[0]} values, expected {n}")
+        if not np.all(np.isfinite(a)):
+            raise UsageError(f"{name}: contains non-finite values")
+    if not np.all(np.isin(arrs[4], (0.0, 0.5, 1.0))):
+        raise UsageError("outcome: values must be 1.0 (a better), 0.0 (b better) or 0.5 (tie)")
+    return arrs
+
+
+def fit_pairwise(
+    score_a,
+    score_b,
+    len_a,
+    len_b,
+    outcome,
+    *,
+    l_ref: float | None = None,
+    scale: tuple[float, float] = (0.0, 10.0),
+    p_bounds: tuple[float, float] = (1.0, 1.5),
+    starts: int | Sequence[Sequence[float]] = 4,
+    weights=None,
+    mult_a=None,
+    mult_b=None,
+    gamma_max: float | None = None,
+    penalty: str = "polylog",
+) -> FitResult:
+    """Fit gamma, p and the BT scale s by maximum likelihood on expert pairwise preferences.
+
+    Args:
+        score_a, score_b: raw judge scores of the two responses, shape (n,), judge scale units.
+        len_a, len_b: their lengths, shape (n,), one unit (L = 0 allowed: floored at 1).
+        outcome: shape (n,): 1.0 = expert prefers a, 0.0 = b, 0.5 = tie (half a win each way).
+        l_ref: reference length; None = median of all lengths of len_a and len_b.
+        scale: the judge's (min, max); sets the bounds of gamma (gamma_max defaults to 10 x the
+            width) and of s ([1e-3, 1e3] / width). The fit itself is unclipped (module doc).
+        p_bounds: (p_min, p_max), default (1.0, 1.5) as in DESIGN.md.
+        starts: number of starting points (1-8, from a fixed grid of (gamma, p)) or an explicit
+            list of (gamma, p, s) starts (e.g. the full-data optimum for bootstrap refits).
+        weights: optional non-negative pair weights (bootstrap multiplicities), shape (n,).
+        mult_a, mult_b: optional penalty multipliers (density exemption), shape (n,).
+        gamma_max: upper bound of gamma (default 10 x the scale width).
+        penalty: "polylog" (seed formula) or "linear" (baseline f = (L - L_ref) / L_ref; p is
+            then fixed at 1 and reported as 1.0).
+    Returns:
+        :class:`FitResult` with bt_scale = s and loss in nats per pair (weighted mean).
+    Raises:
+        FitError: fewer than 10 pairs, or no decisive (non-tie) preference.
+        UsageError: bad bounds/scale or arrays of different lengths / non-finite values.
+    Source: DESIGN.md seed formula + Bradley-Terry likelihood with half-win ties (module doc).
+    """
+    sa, sb, la, lb, y = _pair_inputs(score_a, score_b, len_a, len_b, outcome)
+    n = sa.shape[0]
+    if n < MIN_LABELS:
+        raise FitError(f"too few expert-labelled pairs to fit a calibration: {n} < {MIN_LABELS}")
+    if np.all(y == 0.5):
+        raise FitError("no decisive expert preference: every labelled pair is a tie")
+    p_lo, p_hi = _check_p_bounds(p_bounds)
+    s_lo_scale, s_hi_scale = _check_scale(scale)
+    width = s_hi_scale - s_lo_scale
+    if l_ref is None:
+        l_ref = default_l_ref(la, lb)
+    l_ref = float(l_ref)
+    if penalty == "linear":
+        p_lo = p_hi = 1.0
+    fa, fb = _make_feature(penalty, la, l_ref, mult_a), _make_feature(penalty, lb, l_ref, mult_b)
+    ds = sa - sb
+    w = _weights(weights, n)
+    g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
+    bounds = [(0.0, g_hi), (p_lo, p_hi), (1e-3 / width, 1e3 / width)]
+    if isinstance(starts, (int, np.integer)):
+        sd = float(np.std(ds)) or width / 4
+        s0 = 1.0 / sd
+        pm = 0.5 * (p_lo + p_hi)
+        grid = [(0.05 * width, pm, s0), (0.0, p_lo, s0), (0.15 * width, p_hi, s0),
+                (0.4 * width, pm, 0.5 * s0), (0.02 * width, p_lo, 2 * s0), (0.8 * width, p_hi, s0),
+                (0.1 * width, p_hi, 0.3 * s0), (0.25 * width, p_lo, 3 * s0)]
+        starts = grid[: max(1, min(int(starts), len(grid)))]
+    res = _multistart(lambda t: bt_objective(t, ds, fa, fb, y, w), starts, bounds)
+    gamma, p, s = (float(v) for v in res.x)
+    at = {
+        "gamma": _at_bound(gamma, 0.0, g_hi, 1e-6 * width),
+        "p": _at_bound(p, p_lo, p_hi, 1e-6) if p_hi > p_lo else None,
+        "bt_scale": _at_bound(s, *bounds[2], 1e-6 * bounds[2][0]),
+    }
+    msg = str(res.message)
+    if at["gamma"] == "lower":
+        msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
+    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success), at, msg)
+
+
+# ----------------------------------------------------------------------------- pointwise
+def map_expert_scale(expert, expert_scale, judge_scale) -> np.ndarray:
+    """Map expert scores linearly onto the judge's scale: ``j_min + (E - e_min) * jw / ew``."""
+    e_lo, e_hi = _check_scale(expert_scale)
+    j_lo, j_hi = _check_scale(judge_scale)
+    return j_lo + (np.asarray(expert, dtype=float) - e_lo) * (j_hi - j_lo) / (e_hi - e_lo)
+
+
+def ls_objective(theta, s, feat: _Feature, target, w):
+    """Weighted mean squared error (score units^2) and gradient in (gamma, p)."""
+    gamma, p = theta
+    f, df = feat(p)
+    res = s - gamma * f - target
+    loss = float(np.dot(w, res * res))
+    g = -2.0 * w * res
+    return loss, np.array([np.dot(g, f), gamma * np.dot(g, df)])
+
+
+def fit_pointwise(
+    score,
+    length,
+    expert_score,
+    *,
+    expert_scale: tuple[float, float],
+    judge_scale: tuple[float, float],
+    l_ref: float | None = None,
+    p_bounds: tuple[float, float] = (1.0, 1.5),
+    starts: int | Sequence[Sequence[float]] = 4,
+    weights=None,
+    mult=None,
+    gamma_max: float | None = None,
+    penalty: str = "polylog",
+) -> FitResult:
+    """Fit gamma and p by least squares between the (unclipped) calibrated score and the expert
+    score mapped linearly onto the judge's scale (see :func:`map_expert_scale`).
+
+    Args:
+        score: raw judge scores, shape (n,); length: shape (n,); expert_score: shape (n,).
+        expert_scale, judge_scale: (min, max) of each scale.
+        l_ref: None = median length. p_bounds, starts, weights, mult, gamma_max, penalty: as
+            in :func:`fit_pairwise` (starts are (gamma, p) pairs here).
+    Returns:
+        :class:`FitResult` with bt_scale None and loss = weighted mean squared error.
+    Raises:
+        FitError: fewer than 10 labelled responses. UsageError: bad scales or bounds.
+    Source: DESIGN.md seed formula; ordinary least squares.
+    """
+    arrs = [np.asarray(v, dtype=float).reshape(-1) for v in (score, length, expert_score)]
+    n = arrs[0].shape[0]
+    for name, a in zip(("score", "length", "expert_score"), arrs):
+        if a.shape[0] != n or not np.all(np.isfinite(a)):
+            raise UsageError(f"{name}: expected {n} finite values")
+    if n < MIN_LABELS:
+        raise FitError(f"too few expert-labelled responses to fit a calibration: {n} < {MIN_LABELS}")
+    s, le, e = arrs
+    p_lo, p_hi = _check_p_bounds(p_bounds)
+    j_lo, j_hi = _check_scale(judge_scale)
+    width = j_hi - j_lo
+    target = map_expert_scale(e, expert_scale, judge_scale)
+    if l_ref is None:
+        l_ref = default_l_ref(le)
+    l_ref = float(l_ref)
+    if penalty == "linear":
+        p_lo = p_hi = 1.0
+    feat = _make_feature(penalty, le, l_ref, mult)
+    w = _weights(weights, n)
+    g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
+    bounds = [(0.0, g_hi), (p_lo, p_hi)]
+    if isinstance(starts, (int, np.integer)):
+        pm = 0.5 * (p_lo + p_hi)
+        grid = [(0.05 * width, pm), (0.0, p_lo), (0.15 * width, p_hi), (0.4 * width, pm),
+                (0.02 * width, p_lo), (0.8 * width, p_hi)]
+        starts = grid[: max(1, min(int(starts), len(grid)))]
+    res = _multistart(lambda t: ls_objective(t, s, feat, target, w), starts, bounds)
+    gamma, p = (float(v) for v in res.x)
+    at = {"gamma": _at_bound(gamma, 0.0, g_hi, 1e-6 * width),
+          "p": _at_bound(p, p_lo, p_hi, 1e-6) if p_hi > p_lo else None, "bt_scale": None}
+    msg = str(res.message)
+    if at["gamma"] == "lower":
+        msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
+    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success), at, msg)
+

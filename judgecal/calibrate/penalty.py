@@ -1,0 +1,176 @@
+"""The length penalty of the seed formula, and the optional information-density exemption.
+
+Source: DESIGN.md (seed formula of the method judgecal measures)::
+
+    S_calib = clip(S_raw - gamma * sign(L - L_ref) * |ln(L / L_ref)|^p, scale_min, scale_max)
+
+with gamma >= 0 (strength), p > 0 (usually in [1.0, 1.5]) and L_ref > 0 the reference length
+(the median length of the task family unless given). Lengths are in whatever unit the caller
+chose (tokens, words, characters or UTF-8 bytes); L and L_ref must use the same unit.
+
+Length zero: an empty response has L = 0 and ln(0) is undefined, so every length (and L_ref)
+is floored at :data:`LENGTH_FLOOR` = 1 unit before the logarithm: ``ln(max(L, 1) / max(L_ref,
+1))``. An empty answer is therefore treated like a one-unit answer (the shortest possible
+non-empty one); no function here ever raises a math error or returns NaN for L = 0.
+
+All functions are pure and vectorised over numpy arrays (broadcasting as numpy does).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping
+
+import numpy as np
+
+from judgecal.errors import UsageError
+
+#: Lengths (and L_ref) are floored at this many units before the logarithm (handles L = 0).
+LENGTH_FLOOR = 1.0
+
+#: Default weight ``w`` of the information-density exemption.
+DEFAULT_DENSITY_WEIGHT = 0.5
+
+
+def _check_l_ref(l_ref) -> np.ndarray:
+    l_ref = np.asarray(l_ref, dtype=float)
+    if not np.all(np.isfinite(l_ref)) or np.any(l_ref <= 0):
+        raise UsageError(f"l_ref must be a positive finite length, got {l_ref!r}")
+    return l_ref
+
+
+def log_ratio(length, l_ref) -> np.ndarray:
+    """ln(L / L_ref) with both lengths floored at :data:`LENGTH_FLOOR` (1 unit).
+
+    Args:
+        length: array-like of lengths, shape (n,) (any unit; >= 0).
+        l_ref: reference length(s) in the same unit, > 0 (scalar or broadcastable).
+    Returns:
+        float array of natural-log ratios (nats), shape of the broadcast. L = 0 gives
+        ln(1 / L_ref), never a math error.
+    Raises:
+        UsageError: l_ref not positive/finite. judgecal.errors.InputError is not raised here:
+        negative or NaN lengths give NaN (callers validate their inputs).
+    Source: DESIGN.md seed formula (the ln(L / L_ref) term).
+    """
+    l_ref = _check_l_ref(l_ref)
+    length = np.asarray(length, dtype=float)
+    return np.log(np.maximum(length, LENGTH_FLOOR)) - np.log(np.maximum(l_ref, LENGTH_FLOOR))
+
+
+def polylog_feature(length, l_ref, p) -> np.ndarray:
+    """sign(ln(L/L_ref)) * |ln(L/L_ref)|^p (the penalty for gamma = 1). Shape of the broadcast.
+
+    Source: DESIGN.md seed formula. Zero at L = L_ref; odd in the log ratio, so answers
+    shorter than L_ref get a bonus of the same size as longer ones get a penalty.
+    """
+    r = log_ratio(length, l_ref)
+    return np.sign(r) * np.abs(r) ** np.asarray(p, dtype=float)
+
+
+def polylog_penalty(length, l_ref, gamma, p) -> np.ndarray:
+    """The penalty gamma * sign(L - L_ref) * |ln(L / L_ref)|^p, in score units.
+
+    Args:
+        length: lengths, shape (n,), same unit as l_ref (floored at 1 unit: see module doc).
+        l_ref: reference length > 0.
+        gamma: strength >= 0 (score units per |nat|^p).
+        p: exponent > 0.
+    Returns:
+        float array, shape (n,): positive for L > L_ref (subtracted from the score), negative
+        (a bonus) for L < L_ref, 0 at L = L_ref.
+    Raises:
+        UsageError: gamma < 0, p <= 0 or l_ref not positive.
+    Source: DESIGN.md seed formula. Worked example (DESIGN.md): L = 1200, L_ref = 300,
+    gamma = 0.5, p = 1.2 gives 0.5 * ln(4)^1.2 = 0.7397.
+    """
+    if np.any(np.asarray(gamma, dtype=float) < 0):
+        raise UsageError(f"gamma must be >= 0, got {gamma!r}")
+    if np.any(np.asarray(p, dtype=float) <= 0):
+        raise UsageError(f"p must be > 0, got {p!r}")
+    return np.asarray(gamma, dtype=float) * polylog_feature(length, l_ref, p)
+
+
+def token_entropy(text: str) -> float:
+    """Unique-token (Shannon) entropy of a response, in bits, over whitespace tokens.
+
+    ``H = -sum_t (c_t / n) * log2(c_t / n)`` where c_t counts each distinct token of
+    ``text.split()`` and n is the number of tokens. An empty text (n = 0) and a text made of
+    one repeated token both give 0.0. A text of n distinct tokens gives log2(n).
+
+    Source: judgecal's reading of DESIGN.md's "information density (unique-token entropy)"
+    refinement; the exact form is ours (documented in docs/calibration.md).
+    """
+    tokens = text.split()
+    n = len(tokens)
+    if n == 0:
+        return 0.0
+    counts = np.fromiter(Counter(tokens).values(), dtype=float)
+    q = counts / n
+    return float(-(q * np.log2(q)).sum())
+
+
+def density_multiplier(length, l_ref, density, density_params: Mapping | None = None) -> np.ndarray:
+    """Multiplier of the penalty under the information-density exemption, shape (n,).
+
+    For L > L_ref: ``m = 1 - w * clip((H - H_ref) / H_ref, 0, 1)``; for L <= L_ref: m = 1 (the
+    bonus of short answers is never changed). H is :func:`token_entropy` of the response in
+    bits. ``density_params`` is ``{"h_ref": bits > 0, "w": weight in [0, 1]}``; a missing
+    ``h_ref`` defaults to the median of ``density`` and a missing ``w`` to 0.5. So a long answer
+    whose entropy is at least twice H_ref keeps (1 - w) of its penalty, one at or below H_ref
+    keeps all of it.
+
+    Raises:
+        UsageError: h_ref <= 0, w outside [0, 1], or density of another shape than length.
+    Source: judgecal's exact form of DESIGN.md's optional density refinement.
+    """
+    density = np.asarray(density, dtype=float)
+    length = np.asarray(length, dtype=float)
+    if density.shape != np.broadcast(length, density).shape:
+        raise UsageError("density must have one value per response (same shape as length)")
+    params = dict(density_params or {})
+    h_ref = float(params.get("h_ref", np.median(density) if density.size else 1.0))
+    w = float(params.get("w", DEFAULT_DENSITY_WEIGHT))
+    if not np.isfinite(h_ref) or h_ref <= 0:
+        raise UsageError(f"density h_ref must be > 0 bits, got {h_ref!r}")
+    if not 0.0 <= w <= 1.0:
+        raise UsageError(f"density weight w must be in [0, 1], got {w!r}")
+    excess = np.clip((density - h_ref) / h_ref, 0.0, 1.0)
+    m = 1.0 - w * excess
+    return np.where(log_ratio(length, l_ref) > 0, m, 1.0)
+
+
+def calibrate(
+    s_raw,
+    length,
+    l_ref,
+    gamma,
+    p,
+    scale_min,
+    scale_max,
+    density=None,
+    density_params: Mapping | None = None,
+) -> np.ndarray:
+    """Calibrated scores: ``clip(S_raw - m * gamma * sign(L-L_ref) * |ln(L/L_ref)|^p, min, max)``.
+
+    Args:
+        s_raw: raw judge scores, shape (n,), in the judge's scale units.
+        length: lengths, shape (n,) (floored at 1 unit before the log: L = 0 is allowed).
+        l_ref, gamma, p: see :func:`polylog_penalty`.
+        scale_min, scale_max: the judge's scale; the result is clipped to it.
+        density: optional per-response entropy in bits (:func:`token_entropy`), shape (n,);
+            None (default) disables the exemption (m = 1).
+        density_params: ``{"h_ref", "w"}`` of :func:`density_multiplier`.
+    Returns:
+        float array, shape (n,), within [scale_min, scale_max].
+    Raises:
+        UsageError: scale_min >= scale_max, gamma < 0, p <= 0, l_ref <= 0.
+    Source: DESIGN.md seed formula; worked example raw 9.0, L = 1200, L_ref = 300, gamma = 0.5,
+    p = 1.2 gives 8.26.
+    """
+    if not float(scale_min) < float(scale_max):
+        raise UsageError(f"scale_min must be < scale_max, got {scale_min!r} >= {scale_max!r}")
+    pen = polylog_penalty(length, l_ref, gamma, p)
+    if density is not None:
+        pen = pen * density_multiplier(length, l_ref, density, density_params)
+    return np.clip(np.asarray(s_raw, dtype=float) - pen, float(scale_min), float(scale_max))

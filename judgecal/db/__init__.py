@@ -1,0 +1,1 @@
+"""Database layer: models, engine and session scope, migrations, queries."""

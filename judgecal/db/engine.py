@@ -1,0 +1,118 @@
+"""Engine creation, session scope, URL masking and the schema-version guard.
+
+Every command except ``judgecal db ...`` goes through :func:`get_engine`, which refuses a
+database whose schema is behind this judgecal (one-line message naming ``judgecal db
+upgrade``) and creates and migrates a brand-new default SQLite database on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import event, inspect
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import create_engine
+
+from judgecal import config
+from judgecal.errors import DatabaseError, SchemaBehindError, UsageError
+
+
+def mask_url(url: str | object) -> str:
+    """The URL with any password replaced by ``***`` (safe for messages and logs)."""
+    try:
+        return make_url(str(url)).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable database URL>"
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def create(url: str | None = None) -> Engine:
+    """A SQLAlchemy engine for ``url`` (default :func:`judgecal.config.default_database_url`).
+
+    Raises UsageError for a URL SQLAlchemy cannot parse or whose driver is not installed.
+    SQLite files get WAL, foreign keys and a 30 s busy timeout; their folder is created."""
+    url = url or config.default_database_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UsageError(f"database URL {mask_url(url)!r} is not a valid SQLAlchemy URL") from None
+    kwargs: dict = {}
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (ImportError, ArgumentError, SQLAlchemyError) as exc:
+        raise UsageError(f"cannot use database {mask_url(url)}: {exc.__class__.__name__}: {exc}") from None
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    """True when the engine talks to SQLite."""
+    return engine.dialect.name == "sqlite"
+
+
+def get_engine(url: str | None = None, *, check: bool = True) -> Engine:
+    """The engine every workflow command uses.
+
+    A database with no tables at all is migrated to head (first use). A database that is
+    behind head raises :class:`SchemaBehindError` naming ``judgecal db upgrade``; an
+    unreachable one raises :class:`DatabaseError` with the masked URL."""
+    from judgecal.db import migrate
+
+    engine = create(url)
+    if not check:
+        return engine
+    try:
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+            current = migrate.current_revision(conn)
+    except OperationalError as exc:
+        raise DatabaseError(f"cannot connect to {mask_url(engine.url)}: {_first_line(exc)}") from None
+    head = migrate.head_revision()
+    if current == head:
+        return engine
+    if current is None and not (tables - {"alembic_version"}):
+        migrate.upgrade(engine, "head")
+        return engine
+    raise SchemaBehindError(
+        f"database {mask_url(engine.url)} is at revision {current or 'none'}, this judgecal needs {head}: "
+        "run `judgecal db upgrade`"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+@contextlib.contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session in one transaction: committed on success, rolled back on any exception."""
+    factory = sessionmaker(bind=engine, expire_on_commit=False)
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

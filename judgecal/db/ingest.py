@@ -1,0 +1,156 @@
+"""Write an :class:`~judgecal.importers.records.ImportBatch` with bulk, idempotent inserts.
+
+Called inside one session/transaction: a failure anywhere rolls the whole import back.
+Natural keys (item: family + prompt SHA-256; response: item + model + text SHA-256; label:
+SHA-256 of its content, annotator and source; rating: response + judge + sample) make a second
+import of the same file add nothing. Returns the number of rows added per table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.importers.records import ImportBatch, JudgeSpec, RespRef
+
+
+def lengths(text: str) -> dict[str, int]:
+    """Length of ``text`` in UTF-8 bytes, characters (code points) and whitespace words."""
+    return {"n_bytes": len(text.encode("utf-8")), "n_chars": len(text), "n_words": len(text.split())}
+
+
+def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
+    """Insert everything in ``batch`` that is not there yet; {table: rows added}."""
+    now = m.utcnow()
+    added: dict[str, int] = {}
+    families = {fam for fam, _ in batch.items} | {r.family for r in batch.responses}
+    existing = set(q.family_ids(session, None))
+    fam_ids = {fam: q.family_id(session, fam, create=True) for fam in sorted(families)}
+    added["task_family"] = len(set(fam_ids.values()) - existing)
+
+    item_rows = []
+    for (fam, prompt), extra in batch.items.items():
+        item_rows.append(
+            {
+                "task_family_id": fam_ids[fam],
+                "prompt": prompt,
+                "prompt_sha256": q.sha256_text(prompt),
+                "external_id": extra["external_id"],
+                "reference": extra["reference"],
+                "source": batch.source,
+                "created_at": now,
+            }
+        )
+    added["item"] = q.insert_ignore(session, m.Item, item_rows)
+    item_of: dict[tuple[str, str], int] = {}
+    for fam, fid in fam_ids.items():
+        hashes = {q.sha256_text(p): p for (f, p) in batch.items if f == fam}
+        for sha, iid in q.item_ids(session, fid, hashes).items():
+            item_of[(fam, hashes[sha])] = iid
+
+    resp_rows = []
+    for ref in batch.responses:
+        resp_rows.append(
+            {
+                "item_id": item_of[(ref.family, ref.prompt)],
+                "model": ref.model,
+                "text": ref.text,
+                "text_sha256": q.sha256_text(ref.text),
+                "created_at": now,
+                **lengths(ref.text),
+            }
+        )
+    added["response"] = q.insert_ignore(session, m.Response, resp_rows)
+    ids = q.response_ids(session, [(r["item_id"], r["model"], r["text_sha256"]) for r in resp_rows])
+
+    def rid(ref: RespRef) -> int:
+        return ids[(item_of[(ref.family, ref.prompt)], ref.model, q.sha256_text(ref.text))]
+
+    label_rows: list[dict[str, Any]] = []
+    for a, b, pref, annotator, source in batch.pair_labels:
+        ra, rb = rid(a), rid(b)
+        label_rows.append(
+            {
+                "label_key": q.key_of("pairwise", ra, rb, annotator, source),
+                "kind": "pairwise",
+                "response_a_id": ra,
+                "response_b_id": rb,
+                "preference": pref,
+                "annotator": annotator,
+                "source": source,
+                "created_at": now,
+            }
+        )
+    for ref, score, lo, hi, annotator, source in batch.point_labels:
+        r = rid(ref)
+        label_rows.append(
+            {
+                "label_key": q.key_of("pointwise", r, annotator, source),
+                "kind": "pointwise",
+                "response_id": r,
+                "score": score,
+                "scale_min": lo,
+                "scale_max": hi,
+                "annotator": annotator,
+                "source": source,
+                "created_at": now,
+            }
+        )
+    added["expert_label"] = _insert_labels(session, label_rows)
+
+    judges: dict[JudgeSpec, int] = {}
+    rating_rows = []
+    for r in batch.ratings:
+        spec: JudgeSpec = r["judge"]
+        if spec not in judges:
+            judges[spec] = q.get_or_create_judge(
+                session,
+                name=spec.name,
+                model=spec.model,
+                endpoint=spec.endpoint,
+                prompt_name=spec.prompt_name,
+                prompt_sha256=spec.prompt_sha256 or q.sha256_text(spec.prompt_name),
+                mode=spec.mode,
+                params=json.loads(spec.params_json),
+                scale_min=spec.scale_min,
+                scale_max=spec.scale_max,
+            ).id
+        rating_rows.append(
+            {
+                "response_id": rid(r["response"]),
+                "judge_id": judges[spec],
+                "sample_index": r["sample_index"],
+                "status": r["status"],
+                "score": r["score"],
+                "raw_output": r["raw_output"],
+                "error": r["error"],
+                "attempts": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+    added["rating"] = q.insert_ignore(session, m.Rating, rating_rows)
+
+    pair_rows = []
+    for c, v in batch.verbosity_pairs:
+        pair_rows.append(
+            {
+                "item_id": item_of[(c.family, c.prompt)],
+                "concise_response_id": rid(c),
+                "verbose_response_id": rid(v),
+                "source": batch.source,
+                "created_at": now,
+            }
+        )
+    added["verbosity_pair"] = q.insert_ignore(session, m.VerbosityPair, pair_rows)
+    return added
+
+
+def _insert_labels(session: Session, rows: list[dict[str, Any]]) -> int:
+    # pairwise and pointwise rows have different column sets: insert them separately
+    pair = [r for r in rows if r["kind"] == "pairwise"]
+    point = [r for r in rows if r["kind"] == "pointwise"]
+    return q.insert_ignore(session, m.ExpertLabel, pair) + q.insert_ignore(session, m.ExpertLabel, point)

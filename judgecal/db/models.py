@@ -1,0 +1,308 @@
+"""SQLAlchemy 2.0 models of the rating database (one schema for SQLite and PostgreSQL).
+
+Natural keys make every import and every rating idempotent: re-importing a file or re-running
+``judgecal rate`` never adds a duplicate row. Lengths are stored in UTF-8 bytes, characters and
+whitespace-separated words on the response; token counts per named tokenizer in
+``token_length``. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Optional
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> dt.datetime:
+    """The current time, timezone-aware UTC."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+Created = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class TaskFamily(Base):
+    """A family of tasks that share a length distribution (code, summaries, chat...).
+
+    ``l_ref`` fixes the reference length L_ref of the calibration; NULL means "the median
+    length of the family", computed at fit time in the fit's length unit."""
+
+    __tablename__ = "task_family"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    l_ref: Mapped[Optional[float]] = mapped_column(Float)
+    description: Mapped[Optional[str]] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Item(Base):
+    """A prompt (instruction) of a task family; unique on (family, SHA-256 of the prompt)."""
+
+    __tablename__ = "item"
+    __table_args__ = (UniqueConstraint("task_family_id", "prompt_sha256"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_family_id: Mapped[int] = mapped_column(ForeignKey("task_family.id", ondelete="CASCADE"), index=True)
+    external_id: Mapped[Optional[str]] = mapped_column(String(200))
+    prompt: Mapped[str] = mapped_column(Text)
+    prompt_sha256: Mapped[str] = mapped_column(String(64))
+    reference: Mapped[Optional[str]] = mapped_column(Text)
+    source: Mapped[Optional[str]] = mapped_column(String(500))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Response(Base):
+    """A candidate response to an item by a producing model; unique on (item, model, SHA-256 of text).
+
+    Lengths: ``n_bytes`` UTF-8 bytes, ``n_chars`` Unicode code points, ``n_words``
+    whitespace-separated words (``len(text.split())``)."""
+
+    __tablename__ = "response"
+    __table_args__ = (UniqueConstraint("item_id", "model", "text_sha256"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("item.id", ondelete="CASCADE"), index=True)
+    model: Mapped[str] = mapped_column(String(200), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    text_sha256: Mapped[str] = mapped_column(String(64))
+    n_bytes: Mapped[int] = mapped_column(Integer)
+    n_chars: Mapped[int] = mapped_column(Integer)
+    n_words: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TokenLength(Base):
+    """Length of a response in tokens under a named tokenizer (``hf:<folder>``, ``words``...)."""
+
+    __tablename__ = "token_length"
+    response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), primary_key=True)
+    tokenizer: Mapped[str] = mapped_column(String(500), primary_key=True)
+    n_tokens: Mapped[int] = mapped_column(Integer)
+
+
+class Judge(Base):
+    """A judge: model + endpoint (never with secrets) + prompt (name and SHA-256 of the exact
+    template text) + sampling parameters + score scale. ``judge_key`` is the SHA-256 of that
+    identity, so the same settings always map to the same row."""
+
+    __tablename__ = "judge"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    judge_key: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(300), index=True)
+    model: Mapped[str] = mapped_column(String(300))
+    endpoint: Mapped[str] = mapped_column(String(500))
+    prompt_name: Mapped[str] = mapped_column(String(300))
+    prompt_sha256: Mapped[str] = mapped_column(String(64))
+    mode: Mapped[str] = mapped_column(String(20), default="pointwise")  # pointwise | pairwise
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    scale_min: Mapped[float] = mapped_column(Float)
+    scale_max: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+RATING_STATUSES = ("pending", "running", "ok", "unparsed", "failed")
+
+
+class Rating(Base):
+    """One pointwise judge call (or imported judge score) for a response.
+
+    Unique on (response, judge, sample_index). ``status``: pending/running (claimed by a
+    worker), ok (``score`` set), unparsed (raw output kept, ``error`` says why), failed
+    (``error`` says why, after the capped retries). ``latency_s`` in seconds; token usage as
+    the endpoint reported it."""
+
+    __tablename__ = "rating"
+    __table_args__ = (
+        UniqueConstraint("response_id", "judge_id", "sample_index"),
+        CheckConstraint("status IN ('pending','running','ok','unparsed','failed')", name="status"),
+        Index("ix_rating_judge_status", "judge_id", "status"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), index=True)
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id", ondelete="CASCADE"))
+    sample_index: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(20))
+    raw_output: Mapped[Optional[str]] = mapped_column(Text)
+    score: Mapped[Optional[float]] = mapped_column(Float)
+    expected_score: Mapped[Optional[float]] = mapped_column(Float)
+    error: Mapped[Optional[str]] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[Optional[float]] = mapped_column(Float)
+    prompt_tokens: Mapped[Optional[int]] = mapped_column(Integer)
+    completion_tokens: Mapped[Optional[int]] = mapped_column(Integer)
+    claimed_by: Mapped[Optional[str]] = mapped_column(String(200))
+    claimed_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class PairwiseJudgment(Base):
+    """One pairwise judge call on (response_a, response_b) shown in ``position`` order
+    ('ab': a first, 'ba': b first). ``verdict`` is canonical: 'a', 'b' or 'tie' whatever the
+    order shown. Same statuses as :class:`Rating`."""
+
+    __tablename__ = "pairwise_judgment"
+    __table_args__ = (
+        UniqueConstraint("response_a_id", "response_b_id", "judge_id", "sample_index", "position"),
+        CheckConstraint("position IN ('ab','ba')", name="position"),
+        CheckConstraint("verdict IS NULL OR verdict IN ('a','b','tie')", name="verdict"),
+        CheckConstraint("status IN ('pending','running','ok','unparsed','failed')", name="status"),
+        Index("ix_pairwise_judgment_judge_status", "judge_id", "status"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    response_a_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), index=True)
+    response_b_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id", ondelete="CASCADE"))
+    sample_index: Mapped[int] = mapped_column(Integer, default=0)
+    position: Mapped[str] = mapped_column(String(2))
+    status: Mapped[str] = mapped_column(String(20))
+    raw_output: Mapped[Optional[str]] = mapped_column(Text)
+    verdict: Mapped[Optional[str]] = mapped_column(String(3))
+    error: Mapped[Optional[str]] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[Optional[float]] = mapped_column(Float)
+    prompt_tokens: Mapped[Optional[int]] = mapped_column(Integer)
+    completion_tokens: Mapped[Optional[int]] = mapped_column(Integer)
+    claimed_by: Mapped[Optional[str]] = mapped_column(String(200))
+    claimed_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+
+
+class ExpertLabel(Base):
+    """An expert (human) label: pointwise (``response_id``, ``score`` on
+    [``scale_min``, ``scale_max``]) or pairwise (``response_a_id``, ``response_b_id``,
+    ``preference`` 'a' | 'b' | 'tie'). ``label_key`` (SHA-256 of kind, responses, annotator and
+    source) makes imports idempotent."""
+
+    __tablename__ = "expert_label"
+    __table_args__ = (
+        CheckConstraint("kind IN ('pointwise','pairwise')", name="kind"),
+        CheckConstraint("preference IS NULL OR preference IN ('a','b','tie')", name="preference"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label_key: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(10))
+    response_id: Mapped[Optional[int]] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), index=True)
+    score: Mapped[Optional[float]] = mapped_column(Float)
+    scale_min: Mapped[Optional[float]] = mapped_column(Float)
+    scale_max: Mapped[Optional[float]] = mapped_column(Float)
+    response_a_id: Mapped[Optional[int]] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), index=True)
+    response_b_id: Mapped[Optional[int]] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    preference: Mapped[Optional[str]] = mapped_column(String(3))
+    annotator: Mapped[str] = mapped_column(String(200), default="expert")
+    source: Mapped[str] = mapped_column(String(500))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class VerbosityPair(Base):
+    """A concise and a verbose response to the same item (same content, different length)."""
+
+    __tablename__ = "verbosity_pair"
+    __table_args__ = (UniqueConstraint("concise_response_id", "verbose_response_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("item.id", ondelete="CASCADE"), index=True)
+    concise_response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    verbose_response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
+    source: Mapped[Optional[str]] = mapped_column(String(500))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Calibration(Base):
+    """A fitted length calibration: a versioned row, never updated or overwritten.
+
+    ``method`` names the penalty (``polylog`` for the seed formula); ``params`` holds gamma,
+    p, the Bradley-Terry scale and their bootstrap CIs; ``metrics`` holds in-sample and
+    cross-validated metrics of raw, every baseline and the fit; ``data`` describes what it used."""
+
+    __tablename__ = "calibration"
+    __table_args__ = (Index("ix_calibration_family_judge", "task_family_id", "judge_id", "id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_family_id: Mapped[int] = mapped_column(ForeignKey("task_family.id", ondelete="CASCADE"))
+    judge_id: Mapped[int] = mapped_column(ForeignKey("judge.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(50), default="polylog")
+    objective: Mapped[str] = mapped_column(String(20))  # pairwise | pointwise
+    length_unit: Mapped[str] = mapped_column(String(20))  # tokens | words | chars | bytes
+    tokenizer: Mapped[Optional[str]] = mapped_column(String(500))
+    l_ref: Mapped[float] = mapped_column(Float)
+    gamma: Mapped[float] = mapped_column(Float)
+    p: Mapped[float] = mapped_column(Float)
+    p_min: Mapped[float] = mapped_column(Float)
+    p_max: Mapped[float] = mapped_column(Float)
+    scale_min: Mapped[float] = mapped_column(Float)
+    scale_max: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    converged: Mapped[bool] = mapped_column(Boolean)
+    loss: Mapped[float] = mapped_column(Float)
+    folds: Mapped[int] = mapped_column(Integer)
+    n_bootstrap: Mapped[int] = mapped_column(Integer)
+    seed: Mapped[Optional[int]] = mapped_column(Integer)
+    density_exemption: Mapped[bool] = mapped_column(Boolean, default=False)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    judgecal_version: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class McRun(Base):
+    """A log-likelihood multiple-choice scoring run: model, task, dataset SHA-256, settings
+    (device, dtype, batch size, null context, prompt format...) and metrics with standard
+    errors, e.g. ``{"acc": {"value": .5, "stderr": .03}, ...}``."""
+
+    __tablename__ = "mc_run"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model: Mapped[str] = mapped_column(String(500), index=True)
+    task: Mapped[str] = mapped_column(String(500))
+    task_path: Mapped[Optional[str]] = mapped_column(Text)
+    dataset_sha256: Mapped[str] = mapped_column(String(64))
+    backend: Mapped[str] = mapped_column(String(50))
+    n_items: Mapped[int] = mapped_column(Integer)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    diagnostics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class McItemResult(Base):
+    """Per-item result of an :class:`McRun`. ``choices`` is a list, one entry per choice, of
+    ``{"ll": nats, "ll_null": nats or null, "n_tokens", "n_chars", "n_bytes", "is_greedy"}``;
+    ``pred_*`` the predicted choice index under each metric."""
+
+    __tablename__ = "mc_item_result"
+    __table_args__ = (UniqueConstraint("run_id", "item_index"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("mc_run.id", ondelete="CASCADE"))
+    item_index: Mapped[int] = mapped_column(Integer)
+    gold: Mapped[int] = mapped_column(Integer)
+    choices: Mapped[list[Any]] = mapped_column(JSON)
+    pred_acc: Mapped[int] = mapped_column(Integer)
+    pred_acc_norm: Mapped[int] = mapped_column(Integer)
+    pred_acc_bytes: Mapped[int] = mapped_column(Integer)
+    pred_acc_per_token: Mapped[int] = mapped_column(Integer)
+    pred_acc_pmi: Mapped[Optional[int]] = mapped_column(Integer)

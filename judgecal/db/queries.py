@@ -1,0 +1,144 @@
+"""Dialect-aware bulk writes and the lookups every workflow shares (no business logic)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from judgecal.db import models as m
+from judgecal.errors import NotFoundError, UsageError
+
+CHUNK = 5000
+
+
+def sha256_text(text: str) -> str:
+    """Hex SHA-256 of the UTF-8 bytes of ``text``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def key_of(*parts: Any) -> str:
+    """A stable hex SHA-256 natural key of JSON-serialisable parts."""
+    return sha256_text(json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def _insert(session: Session, model):
+    name = session.get_bind().dialect.name
+    if name == "postgresql":
+        return postgresql.insert(model)
+    if name == "sqlite":
+        return sqlite.insert(model)
+    raise UsageError(f"unsupported database dialect {name!r}: use SQLite or PostgreSQL")
+
+
+def insert_ignore(session: Session, model, rows: Sequence[dict], *, chunk: int = CHUNK) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING of ``rows`` (dicts of column values) in chunks.
+
+    Returns the number of rows actually inserted (existing natural keys are skipped)."""
+    added = 0
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        if not part:
+            continue
+        result = session.connection().execute(_insert(session, model).on_conflict_do_nothing(), list(part))
+        added += max(result.rowcount or 0, 0)
+    return added
+
+
+def family_id(session: Session, name: str, *, create: bool = False, l_ref: float | None = None) -> int:
+    """The id of the task family ``name``; created when ``create`` (else NotFoundError)."""
+    found = session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == name))
+    if found is not None:
+        if l_ref is not None:
+            session.get(m.TaskFamily, found).l_ref = l_ref
+        return found
+    if not create:
+        raise NotFoundError(f"task family {name!r} does not exist (see `judgecal stats`)")
+    insert_ignore(session, m.TaskFamily, [{"name": name, "l_ref": l_ref, "created_at": m.utcnow()}])
+    return session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == name))
+
+
+def family_ids(session: Session, names: Iterable[str] | None) -> list[int]:
+    """Ids of the named families (all families when ``names`` is empty or None)."""
+    names = list(names or [])
+    if not names:
+        return list(session.scalars(select(m.TaskFamily.id).order_by(m.TaskFamily.id)))
+    return [family_id(session, n) for n in names]
+
+
+def item_ids(session: Session, fam_id: int, prompt_hashes: Iterable[str]) -> dict[str, int]:
+    """{prompt_sha256: item id} for the given hashes in a family."""
+    hashes = list(set(prompt_hashes))
+    out: dict[str, int] = {}
+    for start in range(0, len(hashes), CHUNK):
+        part = hashes[start : start + CHUNK]
+        q = select(m.Item.prompt_sha256, m.Item.id).where(
+            m.Item.task_family_id == fam_id, m.Item.prompt_sha256.in_(part)
+        )
+        out.update(dict(session.execute(q).all()))
+    return out
+
+
+def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict[tuple[int, str, str], int]:
+    """{(item_id, model, text_sha256): response id} for the given natural keys."""
+    keys = list(set(keys))
+    out: dict[tuple[int, str, str], int] = {}
+    by_item: dict[int, None] = dict.fromkeys(k[0] for k in keys)
+    items = list(by_item)
+    wanted = set(keys)
+    for start in range(0, len(items), 900):
+        part = items[start : start + 900]
+        q = select(m.Response.item_id, m.Response.model, m.Response.text_sha256, m.Response.id).where(
+            m.Response.item_id.in_(part)
+        )
+        for item_id, model, sha, rid in session.execute(q):
+            if (item_id, model, sha) in wanted:
+                out[(item_id, model, sha)] = rid
+    return out
+
+
+def judge_by_name(session: Session, name: str) -> m.Judge:
+    """The judge called ``name`` (its name, model, or numeric id). Raises NotFoundError when
+    none matches and UsageError when several do (the message lists their ids)."""
+    if name.isdigit():
+        judge = session.get(m.Judge, int(name))
+        if judge is None:
+            raise NotFoundError(f"no judge with id {name}")
+        return judge
+    found = list(session.scalars(select(m.Judge).where(m.Judge.name == name).order_by(m.Judge.id)))
+    if not found:
+        found = list(session.scalars(select(m.Judge).where(m.Judge.model == name).order_by(m.Judge.id)))
+    if not found:
+        known = ", ".join(sorted(set(session.scalars(select(m.Judge.name))))) or "none"
+        raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
+    if len(found) > 1:
+        ids = ", ".join(f"{j.id} ({j.prompt_name}, {j.endpoint})" for j in found)
+        raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids}")
+    return found[0]
+
+
+def get_or_create_judge(session: Session, **fields: Any) -> m.Judge:
+    """The Judge row with these identity fields (model, endpoint, prompt_name, prompt_sha256,
+    mode, params, scale_min, scale_max, name); inserted on first use. The key is the SHA-256
+    of the identity (name excluded), so the same settings always map to one row."""
+    ident = {k: fields[k] for k in ("model", "endpoint", "prompt_sha256", "mode", "params", "scale_min", "scale_max")}
+    judge_key = key_of(ident)
+    row = dict(fields, judge_key=judge_key, created_at=m.utcnow())
+    row.setdefault("name", fields["model"])
+    insert_ignore(session, m.Judge, [row])
+    return session.scalar(select(m.Judge).where(m.Judge.judge_key == judge_key))
+
+
+def count_by(session: Session, stmt) -> dict:
+    """Run a grouped count statement and return {group tuple or value: count}."""
+    out = {}
+    for row in session.execute(stmt):
+        *keys, n = row
+        out[keys[0] if len(keys) == 1 else tuple(keys)] = n
+    return out
+

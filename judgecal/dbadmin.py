@@ -1,0 +1,48 @@
+"""``judgecal db ...``: upgrade, downgrade, current (no schema-version guard here)."""
+
+from __future__ import annotations
+
+from alembic.util.exc import CommandError
+
+from judgecal.db import engine as eng
+from judgecal.db import migrate
+from judgecal.errors import DatabaseError, UsageError
+
+
+def _run(url: str | None, fn, revision: str) -> str:
+    engine = eng.create(url)
+    try:
+        fn(engine, revision)
+        now, head = migrate.current(engine)
+    except CommandError as exc:
+        raise UsageError(f"cannot migrate to {revision!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - connection errors, with the URL masked
+        if isinstance(exc, (UsageError, DatabaseError)):
+            raise
+        raise DatabaseError(f"{eng.mask_url(engine.url)}: {eng._first_line(exc)}") from None
+    finally:
+        engine.dispose()
+    return f"{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head})"
+
+
+def upgrade(url: str | None, revision: str = "head") -> str:
+    """Upgrade to ``revision``; returns a one-line status."""
+    return _run(url, migrate.upgrade, revision)
+
+
+def downgrade(url: str | None, revision: str) -> str:
+    """Downgrade to ``revision``; returns a one-line status."""
+    return _run(url, migrate.downgrade, revision)
+
+
+def current(url: str | None) -> str:
+    """The database's revision and the head, as one line."""
+    engine = eng.create(url)
+    try:
+        now, head = migrate.current(engine)
+    except Exception as exc:  # noqa: BLE001
+        raise DatabaseError(f"{eng.mask_url(engine.url)}: {eng._first_line(exc)}") from None
+    finally:
+        engine.dispose()
+    state = "up to date" if now == head else "behind: run `judgecal db upgrade`"
+    return f"{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head}, {state})"

@@ -1,0 +1,59 @@
+"""One exception hierarchy for judgecal.
+
+The CLI turns every :class:`JudgecalError` into a one-line message on stderr and a non-zero
+exit status (2 for usage/input errors, 1 for failures found at run time). Library callers can
+catch :class:`JudgecalError` to handle them all.
+"""
+
+from __future__ import annotations
+
+
+class JudgecalError(Exception):
+    """Base class of every error judgecal raises on purpose. ``exit_code`` is the CLI's status."""
+
+    exit_code = 2
+
+
+class UsageError(JudgecalError):
+    """A bad option value or combination of options."""
+
+
+class InputError(JudgecalError):
+    """A bad input file or record. The message names the file and line (``FILE:LINE: reason``)
+    or the field."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        self.source = source
+        self.line = line
+        if source is not None:
+            loc = f"{source}:{line}" if line is not None else str(source)
+            message = f"{loc}: {message}"
+        super().__init__(message)
+
+
+class DatabaseError(JudgecalError):
+    """The database cannot be reached, is behind its migrations, or refused a write."""
+
+
+class SchemaBehindError(DatabaseError):
+    """The database schema is older than this judgecal: run ``judgecal db upgrade``."""
+
+
+class NotFoundError(JudgecalError):
+    """A named thing (task family, judge, run, calibration) does not exist."""
+
+
+class ModelError(JudgecalError):
+    """The local model cannot be obtained or loaded (missing extra, missing folder)."""
+
+
+class EndpointError(JudgecalError):
+    """An OpenAI-compatible endpoint answered in a way that cannot be used."""
+
+    exit_code = 1
+
+
+class FitError(JudgecalError):
+    """A calibration cannot be fitted (too few labels, degenerate data)."""
+
+    exit_code = 1

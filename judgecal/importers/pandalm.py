@@ -1,0 +1,56 @@
+"""PandaLM test set (WeOpenML/PandaLM ``data/testset-v1.json``).
+
+A JSON array of ``{idx, motivation_app, cmp_key, instruction, input, response1, response2,
+annotator1, annotator2, annotator3}``. The item prompt is the instruction, followed by a blank
+line and the input, leaving out whichever is blank (one real record has the instruction " "). ``cmp_key`` ``"<model1>_<model2>"`` names the
+producing models (split at the first ``_`` that leaves two non-empty names known from the
+key; otherwise ``pandalm/response1``/``response2``). Each annotator becomes one pairwise
+expert label (0 = tie, 1 = response1 better, 2 = response2 better).
+
+Records whose response is not a string (the real file has six whose response is the JSON
+value ``true``) are REJECTED one by one with a warning naming FILE:LINE and the reason; the rest
+of the file is imported. Every other bad record aborts the whole import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judgecal.importers.records import Fields, ImportBatch, RespRef, read_json_array
+
+ANNOTATION = {"0": "tie", "1": "a", "2": "b"}
+
+
+def parse(path: Path, family: str) -> ImportBatch:
+    """Parse the PandaLM JSON into an ImportBatch for ``family``. Raises InputError."""
+    path = Path(path)
+    batch = ImportBatch(source=f"pandalm/{path.name}")
+    for line, obj in read_json_array(path):
+        f = Fields(obj, str(path), line)
+        bad = [k for k in ("response1", "response2") if k in obj and not isinstance(obj[k], str)]
+        if bad:
+            batch.warnings.append(
+                f"{path}:{line}: record skipped: field {bad[0]!r} is {type(obj[bad[0]]).__name__} "
+                f"{obj[bad[0]]!r}, not a response text"
+            )
+            continue
+        parts = [f.text("instruction"), f.text("input", required=False) or ""]
+        prompt = "\n\n".join(p for p in parts if p.strip())
+        if not prompt:
+            raise f.fail("fields 'instruction' and 'input' are both empty")
+        model_a, model_b = _models(f.text("cmp_key", required=False))
+        external_id = None if obj.get("idx") is None else str(obj.get("idx"))
+        batch.add_item(family, prompt, external_id=external_id)
+        a = batch.add_response(RespRef(family, prompt, model_a, f.text("response1")))
+        b = batch.add_response(RespRef(family, prompt, model_b, f.text("response2")))
+        for k in ("annotator1", "annotator2", "annotator3"):
+            batch.pair_labels.append((a, b, f.choice(k, ANNOTATION), f"pandalm-{k}", batch.source))
+    return batch
+
+
+def _models(cmp_key: str | None) -> tuple[str, str]:
+    if cmp_key and "_" in cmp_key:
+        left, right = cmp_key.split("_", 1)
+        if left and right and left != right:
+            return left, right
+    return "pandalm/response1", "pandalm/response2"

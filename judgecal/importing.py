@@ -1,0 +1,43 @@
+"""``judgecal import``: parse a file into records, then write them in ONE transaction.
+
+A bad record aborts before anything is written (the parse runs first, over the whole file),
+and a database error rolls the transaction back, so an import is all or nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.ingest import write_batch
+from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
+from judgecal.importers.records import ImportBatch
+
+
+def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
+    """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "source": ...}."""
+    engine = get_engine(url)
+    with session_scope(engine) as session:
+        added = write_batch(session, batch)
+    engine.dispose()
+    return {"source": batch.source, "added": added, "warnings": batch.warnings}
+
+
+def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
+    """Import an LLMBar folder (dataset.json + ratings_*.json). Family default: ``llmbar/<folder>``."""
+    folder = Path(folder)
+    return import_batch(llmbar.parse(folder, family or f"llmbar/{folder.resolve().name}"), url)
+
+
+def import_pandalm(path: Path, family: str | None = None, url: str | None = None) -> dict:
+    """Import the PandaLM test set. Family default: ``pandalm``."""
+    return import_batch(pandalm.parse(Path(path), family or "pandalm"), url)
+
+
+def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None, url: str | None = None) -> dict:
+    """Import AlpacaEval output files and verbosity pairs. Family default: ``alpaca_eval``."""
+    return import_batch(alpaca_eval.parse(list(paths), family or "alpaca_eval", list(pairs)), url)
+
+
+def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, url: str | None = None) -> dict:
+    """Import a generic JSONL or CSV file of ``kind`` (responses, ratings, labels, pairs)."""
+    return import_batch(generic.parse(Path(path), kind, fmt=fmt, family=family), url)

@@ -1,0 +1,1 @@
+"""Judge layer: prompt templates, score parsing and the OpenAI-compatible async client."""

@@ -1,0 +1,1 @@
+"""Pure table building and renderers (terminal, JSON, Markdown, HTML, PNG)."""

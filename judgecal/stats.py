@@ -1,0 +1,58 @@
+"""``judgecal stats``: counts per task family."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from judgecal.db import models as m
+from judgecal.db.engine import get_engine, session_scope
+
+
+def collect_stats(url: str | None = None) -> list[dict]:
+    """One dict per task family: items, responses, expert labels (pairwise/pointwise),
+    verbosity pairs, and ratings as {judge name: {status: n}}."""
+    engine = get_engine(url)
+    out = []
+    with session_scope(engine) as s:
+        fams = s.execute(select(m.TaskFamily.id, m.TaskFamily.name).order_by(m.TaskFamily.name)).all()
+
+        def per_family(stmt):
+            return dict(s.execute(stmt).all())
+
+        items = per_family(select(m.Item.task_family_id, func.count()).group_by(m.Item.task_family_id))
+        resp = per_family(
+            select(m.Item.task_family_id, func.count()).join(m.Response, m.Response.item_id == m.Item.id).group_by(m.Item.task_family_id)
+        )
+        pairs = per_family(
+            select(m.Item.task_family_id, func.count()).join(m.VerbosityPair, m.VerbosityPair.item_id == m.Item.id).group_by(m.Item.task_family_id)
+        )
+        labels: dict[int, dict[str, int]] = {}
+        for fid, kind, n in s.execute(
+            select(m.Item.task_family_id, m.ExpertLabel.kind, func.count())
+            .join(m.Response, m.Response.item_id == m.Item.id)
+            .join(m.ExpertLabel, func.coalesce(m.ExpertLabel.response_a_id, m.ExpertLabel.response_id) == m.Response.id)
+            .group_by(m.Item.task_family_id, m.ExpertLabel.kind)
+        ):
+            labels.setdefault(fid, {})[kind] = n
+        ratings: dict[int, dict[str, dict[str, int]]] = {}
+        for fid, judge, status, n in s.execute(
+            select(m.Item.task_family_id, m.Judge.name, m.Rating.status, func.count())
+            .join(m.Response, m.Response.item_id == m.Item.id)
+            .join(m.Rating, m.Rating.response_id == m.Response.id)
+            .join(m.Judge, m.Judge.id == m.Rating.judge_id)
+            .group_by(m.Item.task_family_id, m.Judge.name, m.Rating.status)
+        ):
+            ratings.setdefault(fid, {}).setdefault(judge, {})[status] = n
+        for fid, name in fams:
+            out.append(
+                {
+                    "task_family": name,
+                    "items": items.get(fid, 0),
+                    "responses": resp.get(fid, 0),
+                    "expert_labels": labels.get(fid, {}),
+                    "verbosity_pairs": pairs.get(fid, 0),
+                    "ratings": ratings.get(fid, {}),
+                }
+            )
+    engine.dispose()
+    return out

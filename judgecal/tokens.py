@@ -1,0 +1,76 @@
+"""Token lengths of responses under a named tokenizer (``judgecal lengths``).
+
+Tokenizer names: ``smollm2`` (the tokenizer of the pulled SmolLM2 folder; the default),
+``hf:<folder>`` (any transformers tokenizer folder, loaded offline), and the tokenizer-free
+units ``words`` (whitespace words), ``chars`` (Unicode code points), ``bytes`` (UTF-8 bytes).
+Counts exclude special tokens (no BOS/EOS), so they measure the response text only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sqlalchemy import select
+
+from judgecal import config
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import ModelError, UsageError
+
+FREE_UNITS = {"words": "n_words", "chars": "n_chars", "bytes": "n_bytes"}
+
+
+def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
+    """A function mapping a list of texts to their token counts under tokenizer ``name``.
+
+    Raises UsageError for an unknown name, ModelError when the folder or transformers is missing."""
+    if name in FREE_UNITS:
+        fn = {"words": lambda t: len(t.split()), "chars": len, "bytes": lambda t: len(t.encode("utf-8"))}[name]
+        return lambda texts: [fn(t) for t in texts]
+    if name == "smollm2":
+        folder = config.default_model_dir()
+        if not (folder / "config.json").exists():
+            raise ModelError("the smollm2 tokenizer needs the local model: run `judgecal model pull` first")
+    elif name.startswith("hf:"):
+        folder = Path(name[3:]).expanduser()
+        if not folder.is_dir():
+            raise ModelError(f"tokenizer folder {folder} does not exist")
+    else:
+        raise UsageError(f"unknown tokenizer {name!r}: use smollm2, hf:<folder>, words, chars or bytes")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise ModelError("token lengths under a transformers tokenizer need the local extra: pip install 'judgecal[local]'") from None
+    tok = AutoTokenizer.from_pretrained(str(folder))
+
+    def count(texts: Sequence[str]) -> list[int]:
+        enc = tok(list(texts), add_special_tokens=False)["input_ids"]
+        return [len(ids) for ids in enc]
+
+    return count
+
+
+def fill_lengths(tokenizer: str = "smollm2", url: str | None = None, *, response_ids: Sequence[int] | None = None) -> dict:
+    """Compute and store token lengths for every response (or those in ``response_ids``) that
+    has none under ``tokenizer``. Returns {"tokenizer", "added", "total"}."""
+    count = counter(tokenizer)
+    engine = get_engine(url)
+    added = 0
+    with session_scope(engine) as s:
+        have = select(m.TokenLength.response_id).where(m.TokenLength.tokenizer == tokenizer)
+        stmt = select(m.Response.id, m.Response.text).where(m.Response.id.not_in(have)).order_by(m.Response.id)
+        if response_ids is not None:
+            stmt = stmt.where(m.Response.id.in_(list(response_ids)))
+        todo = s.execute(stmt).all()
+        for start in range(0, len(todo), 2000):
+            part = todo[start : start + 2000]
+            counts = count([t for _, t in part])
+            added += q.insert_ignore(
+                s, m.TokenLength, [{"response_id": rid, "tokenizer": tokenizer, "n_tokens": n} for (rid, _), n in zip(part, counts)]
+            )
+        total = len(s.scalars(have).all())
+    engine.dispose()
+    return {"tokenizer": tokenizer, "added": added, "total": total}
