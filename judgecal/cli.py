@@ -219,6 +219,22 @@ def model_pull(force: bool) -> None:
     click.echo(str(localmodel.pull_model(force=force)))
 
 
+# ---------------------------------------------------------------- export
+@cli.command("export")
+@click.argument("kind", type=click.Choice(["ratings", "labels", "pairs", "responses", "calibrations", "leaderboard"]))
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
+              help="Output format (default: from the file extension, else jsonl).")
+@pass_ctx
+def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None) -> None:
+    """Write KIND to FILE. ratings, labels, pairs and responses use the generic import format."""
+    from judgecal.export import export
+
+    fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
+    n = export(kind, fmt, file, ctx.url)
+    click.echo(f"wrote {n} {kind} rows to {file}")
+
+
 # ---------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, turning every error into one line and an exit status."""

@@ -1,0 +1,74 @@
+"""``judgecal export``: ratings, labels, pairs, responses (in the generic import format, so
+they round-trip through ``judgecal import jsonl|csv``), calibrations and the leaderboard.
+
+Files are written atomically (a temporary file beside the target, then renamed): an error
+never leaves a half-written export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from judgecal.db import exporting
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import UsageError
+
+ROUND_TRIP = {"responses": exporting.responses, "ratings": exporting.ratings, "labels": exporting.labels, "pairs": exporting.pairs}
+KINDS = (*ROUND_TRIP, "calibrations", "leaderboard")
+
+
+def export(kind: str, fmt: str, path: Path, url: str | None = None, **options) -> int:
+    """Write the ``kind`` rows to ``path`` as ``fmt`` (jsonl or csv); returns the row count."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown export kind {kind!r} (expected one of {', '.join(KINDS)})")
+    if fmt not in ("jsonl", "csv"):
+        raise UsageError(f"--format must be jsonl or csv, got {fmt!r}")
+    if kind in ROUND_TRIP:
+        engine = get_engine(url)
+        with session_scope(engine) as s:
+            rows = list(ROUND_TRIP[kind](s))
+        engine.dispose()
+    elif kind == "calibrations":
+        from judgecal.fitting import list_fits
+
+        rows = list_fits(url=url)
+    else:
+        from judgecal.leaderboard import build_leaderboard
+
+        rows = build_leaderboard(url=url, **options)["rows"]
+    write_rows(rows, Path(path), fmt)
+    return len(rows)
+
+
+def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> None:
+    """Write dict rows as JSONL or CSV (union of keys as header; nested values as JSON text)."""
+    rows = list(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            if fmt == "jsonl":
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            else:
+                header = list(dict.fromkeys(k for row in rows for k in row))
+                writer = csv.DictWriter(f, fieldnames=header)
+                writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: _cell(v) for k, v in row.items()})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return value

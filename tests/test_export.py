@@ -1,0 +1,30 @@
+"""Exports round-trip through the importers into a fresh database."""
+
+from __future__ import annotations
+
+import pytest
+
+from judgecal.stats import collect_stats
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_export_import_round_trip(tmp_path, data_dir, run_cli, fmt):
+    src = f"sqlite:///{tmp_path / 'src.db'}"
+    dst = f"sqlite:///{tmp_path / 'dst.db'}"
+    assert run_cli("--database-url", src, "import", "llmbar", data_dir / "llmbar" / "Adversarial_GPTInst").exit_code == 0
+    d = data_dir / "alpaca_eval"
+    assert run_cli("--database-url", src, "import", "alpaca-eval", "--pair",
+                   d / "gpt4_1106_preview_concise.json", d / "gpt4_1106_preview_verbose.json").exit_code == 0
+    for kind in ("responses", "labels", "ratings", "pairs"):
+        f = tmp_path / f"{kind}.{fmt}"
+        r = run_cli("--database-url", src, "export", kind, f)
+        assert r.exit_code == 0, r
+        r = run_cli("--database-url", dst, "import", fmt, f, "--kind", kind)
+        assert r.exit_code == 0, r
+    assert collect_stats(dst) == collect_stats(src)
+    # and the exports of the copy are identical to the exports of the original
+    for kind in ("labels", "ratings"):
+        a, b = tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"
+        run_cli("--database-url", src, "export", kind, a)
+        run_cli("--database-url", dst, "export", kind, b)
+        assert a.read_text() == b.read_text()
