@@ -17,7 +17,9 @@ from judgecal import __version__
 from judgecal.errors import JudgecalError
 from judgecal.secrets import scrub
 
-out = Console(soft_wrap=True)
+# wide tables stay readable in logs and pipes (rich would use 80 columns there)
+_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+out = Console(soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 FORMAT_TABLE_JSON = click.Choice(["table", "json"])
@@ -217,6 +219,127 @@ def model_pull(force: bool) -> None:
     from judgecal import localmodel
 
     click.echo(str(localmodel.pull_model(force=force)))
+
+
+# ---------------------------------------------------------------- fit
+@cli.command()
+@click.option("--task-family", "family", metavar="NAME", help="Task family to fit (required unless --list).")
+@click.option("--judge", metavar="NAME|ID", help="Judge whose ratings are calibrated (required unless --list).")
+@click.option("--objective", type=click.Choice(["pairwise", "pointwise"]), default=None,
+              help="Expert labels to fit against (default: pairwise when the family has pairwise labels).")
+@click.option("--length-unit", type=click.Choice(["tokens", "words", "chars", "bytes"]), default="tokens", show_default=True)
+@click.option("--tokenizer", default="smollm2", show_default=True, help="Tokenizer of --length-unit tokens (see `judgecal lengths`).")
+@click.option("--l-ref", type=float, default=None, help="Fixed reference length L_ref (default: the family's, else the median length).")
+@click.option("--p-bounds", nargs=2, type=float, default=(1.0, 1.5), show_default=True, metavar="MIN MAX")
+@click.option("--folds", type=click.IntRange(0, 100), default=5, show_default=True, help="K of the item-grouped cross-validation (0: none).")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
+              help="Bootstrap replicates for the confidence intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--density", is_flag=True, help="Information-density exemption: long answers with high unique-token entropy are penalised less.")
+@click.option("--verbosity-family", metavar="NAME", default=None,
+              help="Measure the verbosity win-rate on the concise/verbose pairs of this family (default: the fitted family).")
+@click.option("--list", "list_", is_flag=True, help="List the stored calibrations instead of fitting.")
+@FMT_OPT
+@pass_ctx
+def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bounds, folds, n_bootstrap, seed, density,
+        verbosity_family, list_, fmt) -> None:
+    """Fit the length penalty S_calib = S_raw - gamma*sign(L-L_ref)*|ln(L/L_ref)|^p against expert labels.
+
+    Every fit is stored as a new versioned row; raw, linear, LOWESS and length-controlled GLM
+    baselines are evaluated on the same cross-validation folds."""
+    from judgecal import fitting
+    from judgecal.report.tables import fits_table
+
+    if list_:
+        rows = fitting.list_fits(family, judge, ctx.url)
+        emit_json(rows) if fmt == "json" else out.print(fits_table(rows))
+        return
+    if not family or not judge:
+        raise click.UsageError("--task-family and --judge are required (or use --list)")
+    if p_bounds[0] > p_bounds[1] or p_bounds[0] <= 0:
+        raise click.BadParameter("need 0 < MIN <= MAX", param_hint="--p-bounds")
+    row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit, tokenizer=tokenizer,
+                          l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap, seed=seed,
+                          density=density, verbosity_family=verbosity_family)
+    if fmt == "json":
+        emit_json(row)
+        return
+    out.print(fits_table([row], title=f"calibration {row['id']}"))
+    for w in row["warnings"]:
+        warn(w)
+
+
+# ---------------------------------------------------------------- leaderboard, check
+FAMILIES_OPT = click.option("--task-family", "families", multiple=True, metavar="NAME", help="Task family (repeatable; default: all).")
+JUDGE_OPT = click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: the only judge with ratings).")
+CAL_OPT = click.option("--calibration", default="latest", show_default=True, metavar="ID|latest",
+                       help="Calibration to apply: the newest per family and judge, or one id.")
+
+
+@cli.command()
+@FAMILIES_OPT
+@JUDGE_OPT
+@CAL_OPT
+@click.option("--min-ratings", type=click.IntRange(0), default=30, show_default=True, help="Flag models with fewer rated responses.")
+@click.option("--max-unparsed", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="Flag models above this unparsed/failed share.")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--mc-reference", type=int, default=None, metavar="RUN_ID",
+              help="Flag acc and acc_norm moving in opposite directions against this multiple-choice run.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
+@pass_ctx
+def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed, mc_reference, fmt) -> None:
+    """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags."""
+    from judgecal.leaderboard import build_leaderboard
+    from judgecal.report import board as render
+
+    board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
+                              n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference)
+    if fmt == "json":
+        emit_json(board)
+    elif fmt == "markdown":
+        click.echo(render.leaderboard_markdown(board))
+    elif fmt == "csv":
+        import csv
+
+        rows = board["rows"]
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["model"])
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+    else:
+        out.print(render.leaderboard_table(board))
+
+
+@cli.command()
+@FAMILIES_OPT
+@JUDGE_OPT
+@CAL_OPT
+@click.option("--max-verbosity-winrate", type=click.FloatRange(0, 1), default=0.55, show_default=True,
+              help="Fail when the calibrated verbosity win-rate is above this.")
+@click.option("--min-agreement-gain", type=float, default=0.0, show_default=True,
+              help="Fail when cross-validated agreement (calibrated - raw) is below this.")
+@click.option("--max-unparsed", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="Fail when the unparsed + failed share of ratings is above this.")
+@click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
+@FMT_OPT
+@pass_ctx
+def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound, fmt) -> None:
+    """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error."""
+    from judgecal.check import run_check
+    from judgecal.report.board import check_table
+
+    result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
+                       min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound)
+    if fmt == "json":
+        emit_json(result)
+    else:
+        out.print(check_table(result))
+        for c in result["checks"]:
+            if not c["ok"]:
+                err.print(f"FAIL {c['message']}", highlight=False, markup=False)
+    if not result["ok"]:
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------- export

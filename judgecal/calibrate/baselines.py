@@ -1,5 +1,12 @@
 """Calibration methods behind one interface: ``Method.fit(train, ctx) -> Fitted``.
 
+``fit(train, ctx, start=None, weights=None)``: ``start`` is a previous fit to start from (the
+full-data optimum, for bootstrap and CV refits), ``weights`` (n,) are row multiplicities (a
+bootstrap resample without copying the data). ``fit_batch(train, ctx, W, start)`` refits once per
+row of W (B, n) and returns a list of Fitted (None where the fit failed); linear and lc_glm do it
+for all rows at once by damped Newton (:func:`judgecal.calibrate.fit.batch_logistic`), falling
+back to the L-BFGS-B fit for the rows where the Newton optimum leaves the bounds.
+
 A :class:`Fitted` exposes ``calibrate(score, length, density=None)`` (per-response calibrated
 scores; None for pair-only methods) and ``predict_pair(score_a, score_b, len_a, len_b, ...)``
 (P(a is preferred) in [0, 1]; score-based methods return the hard order 1 / 0.5 / 0 of their
@@ -34,7 +41,13 @@ from scipy.optimize import minimize
 from statsmodels.nonparametric.smoothers_lowess import lowess as sm_lowess
 
 from judgecal.calibrate.data import PairData, PointData
-from judgecal.calibrate.fit import FitResult, fit_pairwise, fit_pointwise
+from judgecal.calibrate.fit import (
+    FitResult,
+    batch_logistic,
+    fit_pairwise,
+    fit_pointwise,
+    single_threaded_blas,
+)
 from judgecal.calibrate.metrics import order_credit
 from judgecal.calibrate.penalty import LENGTH_FLOOR, density_multiplier, polylog_penalty
 from judgecal.errors import FitError, UsageError
@@ -97,20 +110,70 @@ def _responses(train):
     return train.score, train.length, train.density
 
 
-class Raw:
+def _weighted_median(values, weights=None) -> float:
+    if weights is None:
+        return float(np.median(values))
+    order = np.argsort(values)
+    cw = np.cumsum(np.asarray(weights, dtype=float)[order])
+    return float(values[order][np.searchsorted(cw, 0.5 * cw[-1])])
+
+
+class _Method:
+    name = "?"
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None, weights=None) -> Fitted:
+        raise NotImplementedError
+
+    def fit_batch(self, train, ctx: FitContext, W, start: Fitted | None = None) -> list:
+        """One refit per row of W (B, n); None where a FitError occurred."""
+        out = []
+        for w in W:
+            try:
+                out.append(self.fit(train, ctx, start=start, weights=w))
+            except FitError:
+                out.append(None)
+        return out
+
+
+class Raw(_Method):
     """Identity: the raw judge score (the baseline every method must beat)."""
 
     name = "raw"
 
-    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None, weights=None) -> Fitted:
         return Fitted("raw", {}, _apply=lambda s, le, d: s.copy())
 
+    def fit_batch(self, train, ctx, W, start=None) -> list:
+        one = self.fit(train, ctx)
+        return [one] * len(W)
 
-class _PenaltyMethod:
+
+def _penalty_fitted(name, penalty, res: FitResult, ctx: FitContext, dparams=None) -> Fitted:
+    lo, hi = ctx.scale
+    l_ref, gamma, p = ctx.l_ref, res.gamma, res.p
+
+    def apply(s, le, d):
+        if penalty == "linear":
+            pen = gamma * (le - l_ref) / l_ref
+        else:
+            pen = polylog_penalty(le, l_ref, gamma, p)
+            if dparams is not None:
+                if d is None:
+                    raise UsageError("the density exemption needs a density per response")
+                pen = pen * density_multiplier(le, l_ref, d, dparams)
+        return np.clip(s - pen, lo, hi)
+
+    params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale}
+    if dparams is not None:
+        params["density"] = dparams
+    return Fitted(name, params, fit=res, _apply=apply)
+
+
+class _PenaltyMethod(_Method):
     penalty = "polylog"
     name = "polylog"
 
-    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None, weights=None) -> Fitted:
         l_ref = ctx.l_ref
         use_density = ctx.density and self.penalty == "polylog"
         dparams = None
@@ -119,7 +182,9 @@ class _PenaltyMethod:
             _, _, dens = _responses(train)
             if dens is None:
                 raise UsageError("the density exemption needs a density (entropy) per response")
-            dparams = {"h_ref": float(max(np.median(dens), 1e-9)), "w": float(ctx.density_w)}
+            wr = None if weights is None else np.concatenate([weights, weights]) \
+                if isinstance(train, PairData) else weights
+            dparams = {"h_ref": max(_weighted_median(dens, wr), 1e-9), "w": float(ctx.density_w)}
         starts = ctx.starts
         if isinstance(train, PairData):
             if use_density:
@@ -129,7 +194,7 @@ class _PenaltyMethod:
                 starts = [(start.fit.gamma, start.fit.p, start.fit.bt_scale)]
             res = fit_pairwise(train.score_a, train.score_b, train.len_a, train.len_b, train.outcome,
                                l_ref=l_ref, scale=ctx.scale, p_bounds=ctx.p_bounds, starts=starts,
-                               mult_a=mult_a, mult_b=mult_b, penalty=self.penalty)
+                               mult_a=mult_a, mult_b=mult_b, penalty=self.penalty, weights=weights)
         else:
             if ctx.expert_scale is None:
                 raise UsageError("pointwise fits need the experts' scale (expert_scale)")
@@ -139,25 +204,8 @@ class _PenaltyMethod:
                 starts = [(start.fit.gamma, start.fit.p)]
             res = fit_pointwise(train.score, train.length, train.expert, expert_scale=ctx.expert_scale,
                                 judge_scale=ctx.scale, l_ref=l_ref, p_bounds=ctx.p_bounds,
-                                starts=starts, mult=mult, penalty=self.penalty)
-        lo, hi = ctx.scale
-        gamma, p, penalty = res.gamma, res.p, self.penalty
-
-        def apply(s, le, d):
-            if penalty == "linear":
-                pen = gamma * (le - l_ref) / l_ref
-            else:
-                pen = polylog_penalty(le, l_ref, gamma, p)
-                if dparams is not None:
-                    if d is None:
-                        raise UsageError("the density exemption needs a density per response")
-                    pen = pen * density_multiplier(le, l_ref, d, dparams)
-            return np.clip(s - pen, lo, hi)
-
-        params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale}
-        if dparams is not None:
-            params["density"] = dparams
-        return Fitted(self.name, params, fit=res, _apply=apply)
+                                starts=starts, mult=mult, penalty=self.penalty, weights=weights)
+        return _penalty_fitted(self.name, self.penalty, res, ctx, dparams)
 
 
 class Linear(_PenaltyMethod):
@@ -165,6 +213,33 @@ class Linear(_PenaltyMethod):
 
     penalty = "linear"
     name = "linear"
+
+    def fit_batch(self, train, ctx, W, start=None) -> list:
+        """Pairs: z = s*dS - s*gamma*dF is logistic in beta = (s, s*gamma >= 0): batch Newton."""
+        if not isinstance(train, PairData) or start is None or start.fit is None or train.n < 10:
+            return super().fit_batch(train, ctx, W, start)
+        l_ref = ctx.l_ref
+        width = ctx.scale[1] - ctx.scale[0]
+        dF = (train.len_a - train.len_b) / l_ref
+        s0, g0 = start.fit.bt_scale, start.fit.gamma
+        beta, loss, conv = batch_logistic(train.score_a - train.score_b, -dF, train.outcome, W,
+                                          [s0, s0 * g0], nonneg_second=True)
+        out = []
+        for b in range(len(W)):
+            s, c = beta[b]
+            gamma = c / s if s > 0 else np.inf
+            ok = conv[b] and 1e-3 / width < s < 1e3 / width and gamma <= 10.0 * width
+            if not ok:  # outside the L-BFGS-B bounds: refit exactly
+                try:
+                    out.append(self.fit(train, ctx, start=start, weights=W[b]))
+                except FitError:
+                    out.append(None)
+                continue
+            at = {"gamma": "lower" if c == 0 else None, "p": None, "bt_scale": None}
+            res = FitResult(float(gamma), 1.0, l_ref, float(s), float(loss[b]), train.n, True, at,
+                            "batch Newton")
+            out.append(_penalty_fitted(self.name, "linear", res, ctx))
+        return out
 
 
 class PolyLog(_PenaltyMethod):
@@ -174,18 +249,20 @@ class PolyLog(_PenaltyMethod):
     name = "polylog"
 
 
-class Lowess:
+class Lowess(_Method):
     """LOWESS residualisation on ln L (Huang et al., ICLR 2025); see the module docstring."""
 
     name = "lowess"
 
-    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None, weights=None) -> Fitted:
+        if weights is not None:  # integer multiplicities: LOWESS on the repeated rows
+            train = train.take(np.repeat(np.arange(train.n), np.asarray(weights).astype(int)))
         s, le, _ = _responses(train)
         x = np.log(np.maximum(le, LENGTH_FLOOR))
         if s.size < 3 or np.ptp(x) == 0:
             xs, ys = np.array([0.0]), np.array([float(np.mean(s))])
         else:
-            delta = 0.01 * float(np.ptp(x)) if s.size > 500 else 0.0
+            delta = 0.01 * float(np.ptp(x))  # statsmodels' advice: skip re-fits within 1% of range
             curve = sm_lowess(s, x, frac=ctx.lowess_frac, it=3, delta=delta, return_sorted=True)
             xs, ys = curve[:, 0], curve[:, 1]
             ok = np.isfinite(ys)
@@ -204,46 +281,77 @@ class Lowess:
                                  "n_curve": int(xs.size)}, _apply=apply)
 
 
-class LcGlm:
+class LcGlm(_Method):
     """AlpacaEval 2.0 length-controlled GLM on pairs (Dubois et al. 2024); module docstring."""
 
     name = "lc_glm"
 
-    def fit(self, train, ctx: FitContext, start: Fitted | None = None) -> Fitted:
-        if not isinstance(train, PairData):
-            raise UsageError("lc_glm needs pairwise data")
-        if train.n < 10:
-            raise FitError(f"too few expert-labelled pairs for lc_glm: {train.n} < 10")
+    @staticmethod
+    def _features(train: PairData, sd=None):
         dl = train.len_a - train.len_b
-        sd = float(np.std(dl)) or 1.0
-        x1 = train.score_a - train.score_b
-        x2 = np.tanh(dl / sd)
-        y = train.outcome
-        n = float(train.n)
+        sd = sd if sd is not None else (float(np.std(dl)) or 1.0)
+        return train.score_a - train.score_b, np.tanh(dl / sd), sd
+
+    @staticmethod
+    def _bounds(ctx):
         width = ctx.scale[1] - ctx.scale[0]
+        return [(-1e3 / width, 1e3 / width), (-50.0, 50.0)]
 
-        def obj(t):
-            z = t[0] * x1 + t[1] * x2
-            loss = np.mean(np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z)
-            g = (0.5 + 0.5 * np.tanh(0.5 * z) - y) / n
-            return float(loss), np.array([np.dot(g, x1), np.dot(g, x2)])
-
-        x0 = [[1.0 / max(float(np.std(x1)), 1e-9), 0.0]]
-        if start is not None:
-            x0 = [[start.params["theta"], start.params["phi"]]]
-        bounds = [(-1e3 / width, 1e3 / width), (-50.0, 50.0)]
-        res = minimize(obj, x0[0], jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={"ftol": 1e-12, "gtol": 1e-8, "maxiter": 500})
-        theta, phi = (float(v) for v in res.x)
-
+    def _fitted(self, theta, phi, sd, loss, converged) -> Fitted:
         def pair(sa, sb, la, lb, length_term):
             z = theta * (sa - sb)
             if length_term:
                 z = z + phi * np.tanh((la - lb) / sd)
             return 0.5 + 0.5 * np.tanh(0.5 * z)
 
-        return Fitted("lc_glm", {"theta": theta, "phi": phi, "sd": sd, "loss": float(res.fun),
-                                 "converged": bool(res.success)}, per_response=False, _pair=pair)
+        return Fitted("lc_glm", {"theta": float(theta), "phi": float(phi), "sd": sd,
+                                 "loss": float(loss), "converged": bool(converged)},
+                      per_response=False, _pair=pair)
+
+    def fit(self, train, ctx: FitContext, start: Fitted | None = None, weights=None) -> Fitted:
+        """sd is the standard deviation of L_a - L_b of ``train`` (CV: the training folds)."""
+        return self._fit(train, ctx, start, weights, None)
+
+    def _fit(self, train, ctx, start, weights, sd) -> Fitted:
+        if not isinstance(train, PairData):
+            raise UsageError("lc_glm needs pairwise data")
+        if train.n < 10:
+            raise FitError(f"too few expert-labelled pairs for lc_glm: {train.n} < 10")
+        x1, x2, sd = self._features(train, sd)
+        y = train.outcome
+        w = np.full(train.n, 1.0 / train.n) if weights is None else \
+            np.asarray(weights, dtype=float) / np.sum(weights)
+
+        def obj(t):
+            z = t[0] * x1 + t[1] * x2
+            loss = np.dot(w, np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z)
+            g = w * (0.5 + 0.5 * np.tanh(0.5 * z) - y)
+            return float(loss), np.array([np.dot(g, x1), np.dot(g, x2)])
+
+        x0 = [1.0 / max(float(np.std(x1)), 1e-9), 0.0]
+        if start is not None:
+            x0 = [start.params["theta"], start.params["phi"]]
+        with single_threaded_blas():
+            res = minimize(obj, x0, jac=True, method="L-BFGS-B", bounds=self._bounds(ctx),
+                           options={"ftol": 1e-12, "gtol": 1e-8, "maxiter": 500})
+        return self._fitted(res.x[0], res.x[1], sd, res.fun, res.success)
+
+    def fit_batch(self, train, ctx, W, start=None) -> list:
+        """All rows of W at once by damped Newton (the sd of the full data is kept)."""
+        if start is None or train.n < 10:
+            return super().fit_batch(train, ctx, W, start)
+        x1, x2, sd = self._features(train, start.params["sd"])
+        beta, loss, conv = batch_logistic(x1, x2, train.outcome, W,
+                                          [start.params["theta"], start.params["phi"]])
+        (t_lo, t_hi), (f_lo, f_hi) = self._bounds(ctx)
+        out = []
+        for b in range(len(W)):
+            theta, phi = beta[b]
+            if conv[b] and t_lo < theta < t_hi and f_lo < phi < f_hi:
+                out.append(self._fitted(theta, phi, sd, loss[b], True))
+            else:  # a separable resample: bounded L-BFGS-B fit
+                out.append(self._fit(train, ctx, start, W[b], sd))
+        return out
 
 
 #: Every method, in report order. ``lc_glm`` applies to pairwise data only.

@@ -40,3 +40,28 @@ def stats_table(stats: list[dict]) -> Table:
         ["task family", "items", "responses", "expert labels", "verbosity pairs", "judge", "ratings"],
         rows,
     )
+
+
+def _ci(ci) -> str:
+    return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+
+
+def fits_table(rows: list[dict], title: str = "calibrations") -> Table:
+    """One row per stored calibration: parameters and the headline figures before/after."""
+    out = []
+    for r in rows:
+        out.append([
+            r["id"], r["task_family"], r["judge"], f"{r['length_unit']}", f"{r['l_ref']:.1f}",
+            f"{r['gamma']:.3f}{_ci(r.get('gamma_ci'))}", f"{r['p']:.3f}{_ci(r.get('p_ci'))}", r["n"],
+            _pair(r.get("agreement_raw"), r.get("agreement_calibrated")),
+            _pair(r.get("agreement_cv_raw"), r.get("agreement_cv_calibrated")),
+            _pair(r.get("verbosity_win_rate_raw"), r.get("verbosity_win_rate_calibrated")),
+            r["created_at"][:19],
+        ])
+    return simple_table(title, ["id", "task family", "judge", "unit", "L_ref", "gamma", "p", "n",
+                                "agreement raw->cal", "agreement CV raw->cal", "verbosity win-rate raw->cal", "created"], out)
+
+
+def _pair(a, b) -> str:
+    f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    return f"{f(a)} -> {f(b)}"

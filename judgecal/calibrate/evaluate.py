@@ -1,0 +1,553 @@
+"""Evaluation of every calibration method on one task family and judge (the `fit`/`report` core).
+
+``evaluate_pairwise(data: PairData, ...)`` and ``evaluate_pointwise(data: PointData, ...)`` fit
+every method of :mod:`judgecal.calibrate.baselines` on all the labelled data (in-sample), in
+K-fold cross-validation grouped by item (the folds are built once from ``seed`` and shared by
+every method), and on ``n_bootstrap`` bootstrap resamples of the items (seeded; each refit
+starts from the full-data optimum only). ``evaluate_verbosity_only(verbosity, ...)`` is the
+no-label case. Every function returns a plain JSON-serialisable dict (NaN becomes None):
+
+``kind``              "pairwise" | "pointwise" | "verbosity_only"
+``fitted``            True, or False when no fit was possible (then ``no_fit_reason`` says why)
+``no_fit_reason``     None or a one-line reason
+``n``, ``n_items``    labelled pairs (pointwise: responses) and distinct items
+``l_ref``, ``scale``, ``p_bounds``, ``folds`` (used), ``n_bootstrap``, ``seed``, ``density``
+``params``            None, or {gamma, p, l_ref, bt_scale, loss, n, converged, at_bound, message,
+                      gamma_ci, p_ci, bt_scale_ci, n_bootstrap_ok} (CIs: [2.5, 97.5] percentiles
+                      or None with ``n_bootstrap`` = 0)
+``methods``           {name: {...}}; pairwise keys: agreement, agreement_cv, agreement_ci,
+                      agreement_cv_ci, verbosity_win_rate, verbosity_win_rate_ci,
+                      length_preference, length_preference_ci, slope, slope_ci,
+                      verbosity_slope, params. Pointwise keys: spearman, spearman_cv,
+                      spearman_ci, kendall, kendall_cv, mae, mae_cv, mae_ci,
+                      verbosity_win_rate, verbosity_win_rate_ci, slope, slope_ci,
+                      verbosity_slope, params. A figure that does not apply (lc_glm has no
+                      per-response score, so no slope) or failed is None.
+``expert_length_preference``  pairwise only: share of pairs the experts decide for the longer
+``raw_slope``         slope of the raw scores on ln L (labelled responses)
+``warnings``          list of one-line strings
+``points``            {"labelled": {item_id, side, length, score_raw, score_calibrated},
+                       "verbosity": {side, length, score_raw, score_calibrated} or None}
+                      score_calibrated is the polylog (seed formula) calibration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from judgecal.calibrate.baselines import (
+    PAIRWISE_METHODS,
+    POINTWISE_METHODS,
+    FitContext,
+    Fitted,
+)
+from judgecal.calibrate.data import PairData, PointData, VerbosityData
+from judgecal.calibrate.fit import MIN_LABELS, default_l_ref, map_expert_scale
+from judgecal.calibrate import metrics as M
+from judgecal.calibrate.penalty import LENGTH_FLOOR
+from judgecal.errors import FitError, UsageError
+
+AGREEMENT_GAP_WARN = 0.10
+#: LOWESS (statsmodels, ~7 ms a fit on 200 responses) is refitted on at most this many of the
+#: bootstrap resamples (the first ones); its CIs say so through methods.lowess.n_bootstrap.
+LOWESS_BOOTSTRAP_MAX = 200
+FEW_LABELS_WARN = 50
+
+
+# ----------------------------------------------------------------------------- helpers
+def _clean(x):
+    """Recursively turn numpy scalars/arrays into JSON values; NaN/inf become None."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return [_clean(v) for v in x.tolist()]
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return x if math.isfinite(x) else None
+    return x
+
+
+def _ci(values) -> list | None:
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return None
+    return [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
+
+
+def make_folds(item_ids, folds: int, seed: int) -> tuple[np.ndarray, int]:
+    """Fold number of every row, grouped by item: the distinct items are shuffled with
+    ``numpy.random.default_rng(seed)`` and split into ``k = min(folds, n_items)`` near-equal
+    groups (numpy.array_split). Returns (fold per row, shape (n,), k); k < 2 means no CV."""
+    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
+    k = int(min(folds, items.size))
+    if k < 2:
+        return np.zeros(codes.size, dtype=int), k
+    perm = np.random.default_rng(seed).permutation(items.size)
+    fold_of_item = np.empty(items.size, dtype=int)
+    for f, group in enumerate(np.array_split(perm, k)):
+        fold_of_item[group] = f
+    return fold_of_item[codes], k
+
+
+def _item_codes(item_ids) -> tuple[np.ndarray, int]:
+    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
+    return codes, int(items.size)
+
+
+def _bootstrap_rows(codes: np.ndarray, n_items: int, rng) -> np.ndarray:
+    """Row indices of one bootstrap resample of the items (with replacement)."""
+    counts = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items)
+    return np.repeat(np.arange(codes.size), counts[codes])
+
+
+def _resample_counts(n: int, n_bootstrap: int, rng) -> np.ndarray:
+    """(B, n) multiplicities of B bootstrap resamples of n units (drawn with replacement)."""
+    idx = rng.integers(0, n, (n_bootstrap, n)) + n * np.arange(n_bootstrap)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_bootstrap * n).reshape(n_bootstrap, n).astype(float)
+
+
+def _wmean(credit, W) -> np.ndarray:
+    tot = W.sum(axis=1)
+    return np.where(tot > 0, (credit * W).sum(axis=1) / np.where(tot > 0, tot, 1.0), np.nan)
+
+
+def _wslope(S, x, W) -> np.ndarray:
+    """Row-wise weighted least-squares slope of S (B, m) on x (m,)."""
+    tot = W.sum(axis=1)
+    xm = W @ x / tot
+    ym = (W * S).sum(axis=1) / tot
+    dx = x[None, :] - xm[:, None]
+    sxx = (W * dx * dx).sum(axis=1)
+    sxy = (W * dx * (S - ym[:, None])).sum(axis=1)
+    return np.where(sxx > 1e-12, sxy / np.where(sxx > 1e-12, sxx, 1.0), np.nan)
+
+
+def _pair_metrics_batch(fits: list, d: PairData, W, v: VerbosityData | None, V) -> dict:
+    """Agreement, length preference, slope and verbosity win-rate of every refit, weighted by
+    its resample's multiplicities (rows of W, V): arrays of shape (B,)."""
+    nan = np.full(len(fits), np.nan)
+    if not fits:
+        return {"agreement": nan, "length_preference": nan, "slope": nan, "verbosity_win_rate": nan}
+    P = np.stack([f.predict_pair(d.score_a, d.score_b, d.len_a, d.len_b, d.density_a, d.density_b)
+                  for f in fits])
+    keep = (d.len_a != d.len_b).astype(float)
+    lcredit = np.where(d.len_a > d.len_b, M.order_credit(P, 0.5), M.order_credit(0.5, P))
+    out = {"agreement": _wmean(M.agreement_credit(P, 1.0 - P, d.outcome), W),
+           "length_preference": _wmean(lcredit, W * keep), "slope": nan,
+           "verbosity_win_rate": nan}
+    if fits[0].per_response:
+        S = np.stack([np.concatenate([f.calibrate(d.score_a, d.len_a, d.density_a),
+                                      f.calibrate(d.score_b, d.len_b, d.density_b)]) for f in fits])
+        x = np.log(np.maximum(np.concatenate([d.len_a, d.len_b]), LENGTH_FLOOR))
+        out["slope"] = _wslope(S, x, np.concatenate([W, W], axis=1))
+    if v is not None and V is not None:
+        VP = np.stack([f.predict_pair(v.score_verbose, v.score_concise, v.len_verbose, v.len_concise,
+                                      v.density_verbose, v.density_concise) for f in fits])
+        out["verbosity_win_rate"] = _wmean(M.order_credit(VP, 0.5), V)
+    return out
+
+
+def _verbosity_metrics(fitted: Fitted, v: VerbosityData | None) -> tuple[float, float]:
+    if v is None or v.n == 0:
+        return float("nan"), float("nan")
+    pred = fitted.predict_pair(v.score_verbose, v.score_concise, v.len_verbose, v.len_concise,
+                               v.density_verbose, v.density_concise)
+    vwr = float(np.mean(M.order_credit(pred, 0.5)))
+    slope = float("nan")
+    if fitted.per_response:
+        s = np.concatenate([fitted.calibrate(v.score_concise, v.len_concise, v.density_concise),
+                            fitted.calibrate(v.score_verbose, v.len_verbose, v.density_verbose)])
+        slope = M.score_length_slope(s, np.concatenate([v.len_concise, v.len_verbose]))
+    return vwr, slope
+
+
+def _resolve_scale(scale, scores, warnings) -> tuple[float, float]:
+    if scale is None:
+        lo, hi = float(np.min(scores)), float(np.max(scores))
+        if hi <= lo:
+            hi = lo + 1.0
+        warnings.append(f"judge scale not given: using the observed range [{lo:g}, {hi:g}]")
+        return lo, hi
+    lo, hi = (float(v) for v in scale)
+    if not lo < hi:
+        raise UsageError(f"scale must be (min, max) with min < max, got {scale!r}")
+    return lo, hi
+
+
+def _fit_warnings(fitted: Fitted, warnings: list[str]) -> None:
+    res = fitted.fit
+    if res is None:
+        return
+    for name, where in res.at_bound.items():
+        if where is not None:
+            warnings.append(f"{fitted.name}: {name} is at its {where} bound "
+                            f"({getattr(res, name):.4g}); widen the bounds or distrust it")
+    if not res.converged:
+        warnings.append(f"{fitted.name}: the optimiser did not report convergence ({res.message})")
+
+
+def evaluate_verbosity_only(verbosity: VerbosityData, *, n_bootstrap: int = 1000, seed: int = 0,
+                            reason: str = "no expert labels: a calibration cannot be fitted") -> dict:
+    """Raw verbosity win-rate and score-length slope when no expert label exists (no fit).
+
+    Returns the dict of the module docstring with ``fitted`` False, ``params`` None and
+    ``methods`` = {"raw": {verbosity_win_rate, verbosity_win_rate_ci, verbosity_slope}}.
+    Raises FitError when there are no verbosity pairs either.
+    """
+    if verbosity is None or verbosity.n == 0:
+        raise FitError(reason + ", and no concise/verbose pairs to measure")
+    v = verbosity
+    vwr = M.verbosity_win_rate(v.score_concise, v.score_verbose)
+    lengths = np.concatenate([v.len_concise, v.len_verbose])
+    scores = np.concatenate([v.score_concise, v.score_verbose])
+    slope = M.score_length_slope(scores, lengths)
+    ci = None
+    if n_bootstrap > 0:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, v.n, (n_bootstrap, v.n))
+        credit = M.order_credit(v.score_verbose, v.score_concise)
+        ci = _ci(credit[idx].mean(axis=1))
+    warnings = [reason]
+    if np.ptp(scores) == 0:
+        warnings.append("every judge score is the same: the judge output is constant")
+    return _clean({
+        "kind": "verbosity_only", "fitted": False, "no_fit_reason": reason, "n": 0, "n_items": 0,
+        "n_verbosity": v.n, "n_bootstrap": n_bootstrap, "seed": seed, "params": None,
+        "methods": {"raw": {"verbosity_win_rate": vwr, "verbosity_win_rate_ci": ci,
+                            "verbosity_slope": slope}},
+        "expert_length_preference": None, "raw_slope": slope, "warnings": warnings,
+        "points": {"labelled": None, "verbosity": {
+            "side": ["concise"] * v.n + ["verbose"] * v.n, "length": lengths,
+            "score_raw": scores, "score_calibrated": None}},
+    })
+
+
+def _data_warnings(scores, lengths, warnings, n, kind):
+    if n < FEW_LABELS_WARN:
+        warnings.append(f"only {n} labelled {kind}: confidence intervals are wide, "
+                        f"cross-validated figures noisy")
+    if np.ptp(scores) == 0:
+        warnings.append("every judge score is the same: the judge output is constant")
+    if np.ptp(lengths) == 0:
+        warnings.append("every response has the same length: the length penalty is not identifiable")
+
+
+def _common(kind, n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v):
+    return {"kind": kind, "fitted": True, "no_fit_reason": None, "n": n, "n_items": n_items,
+            "n_verbosity": 0 if v is None else v.n, "l_ref": l_ref, "scale": list(scale),
+            "p_bounds": list(p_bounds), "folds": k, "n_bootstrap": n_bootstrap, "seed": seed,
+            "density": density}
+
+
+def _params(poly: Fitted, boot_params: list) -> dict:
+    res = poly.fit
+    out = res.to_dict()
+    arr = np.asarray(boot_params, dtype=float).reshape(-1, 3) if boot_params else None
+    for j, name in enumerate(("gamma", "p", "bt_scale")):
+        out[f"{name}_ci"] = None if arr is None or res.bt_scale is None and name == "bt_scale" \
+            else _ci(arr[:, j])
+    out["n_bootstrap_ok"] = 0 if arr is None else int(arr.shape[0])
+    if "density" in poly.params:
+        out["density"] = poly.params["density"]
+    return out
+
+
+# ----------------------------------------------------------------------------- pairwise
+def _pair_metrics(fitted: Fitted, d: PairData):
+    pred = fitted.predict_pair(d.score_a, d.score_b, d.len_a, d.len_b, d.density_a, d.density_b)
+    agree = M.pair_agreement(pred, d.outcome)
+    lpref = M.length_preference(pred, 1.0 - pred, d.len_a, d.len_b)
+    slope = float("nan")
+    if fitted.per_response:
+        s = np.concatenate([fitted.calibrate(d.score_a, d.len_a, d.density_a),
+                            fitted.calibrate(d.score_b, d.len_b, d.density_b)])
+        slope = M.score_length_slope(s, np.concatenate([d.len_a, d.len_b]))
+    return agree, lpref, slope
+
+
+def evaluate_pairwise(
+    data: PairData | None,
+    *,
+    scale: tuple[float, float] | None = None,
+    l_ref: float | None = None,
+    p_bounds: tuple[float, float] = (1.0, 1.5),
+    folds: int = 5,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    verbosity_pairs: VerbosityData | None = None,
+    density: bool = False,
+    density_w: float = 0.5,
+) -> dict:
+    """Fit and compare raw, linear, polylog, lowess and lc_glm on expert-labelled pairs.
+
+    Args:
+        data: labelled pairs (None or fewer than 10 pairs: no fit; see below).
+        scale: the judge's (min, max) (None: the observed range, with a warning).
+        l_ref: reference length; None = median length of the labelled responses.
+        p_bounds: bounds of p. folds: K of the item-grouped CV (< 2 items: no CV).
+        n_bootstrap: bootstrap replicates (0 skips every CI). seed: seeds folds and bootstrap.
+        verbosity_pairs: concise/verbose pairs (need not be labelled) for the verbosity win-rate.
+        density: apply the density exemption (needs density_a/_b in data and verbosity pairs).
+    Returns:
+        the dict of the module docstring. With fewer than 10 labelled pairs but verbosity pairs
+        given, the result of :func:`evaluate_verbosity_only` (``fitted`` False, with the reason).
+    Raises:
+        FitError: no labelled pairs enough and no verbosity pairs. UsageError: bad settings.
+    """
+    n = 0 if data is None else data.n
+    if n < MIN_LABELS:
+        reason = ("no expert labels: a calibration cannot be fitted" if n == 0 else
+                  f"too few expert-labelled pairs to fit a calibration: {n} < {MIN_LABELS}")
+        return evaluate_verbosity_only(verbosity_pairs, n_bootstrap=n_bootstrap, seed=seed, reason=reason)
+    if folds < 0 or n_bootstrap < 0:
+        raise UsageError("folds and n_bootstrap must be >= 0")
+    v = verbosity_pairs
+    warnings: list[str] = []
+    scores = np.concatenate([data.score_a, data.score_b])
+    lengths = np.concatenate([data.len_a, data.len_b])
+    scale = _resolve_scale(scale, scores, warnings)
+    l_ref = float(l_ref) if l_ref is not None else default_l_ref(lengths)
+    ctx = FitContext(l_ref=l_ref, scale=scale, p_bounds=tuple(p_bounds), density=density,
+                     density_w=density_w)
+    _data_warnings(scores, lengths, warnings, n, "pairs")
+    ties = float(np.mean(data.score_a == data.score_b))
+    if ties > 0.5:
+        warnings.append(f"{ties:.0%} of labelled pairs are judge ties: the judge barely discriminates")
+    dup = int(np.sum((data.score_a == data.score_b) & (data.len_a == data.len_b)))
+    if dup:
+        warnings.append(f"{dup} pairs have equal length and equal score: possibly duplicate outputs")
+    methods = PAIRWISE_METHODS
+    codes, n_items = _item_codes(data.item_ids)
+
+    # in-sample
+    full: dict[str, Fitted] = {m.name: m.fit(data, ctx) for m in methods}
+    out_m: dict[str, dict] = {}
+    for name, f in full.items():
+        agree, lpref, slope = _pair_metrics(f, data)
+        vwr, vslope = _verbosity_metrics(f, v)
+        out_m[name] = {"agreement": agree, "agreement_cv": None, "agreement_ci": None,
+                       "agreement_cv_ci": None, "verbosity_win_rate": vwr,
+                       "verbosity_win_rate_ci": None, "length_preference": lpref,
+                       "length_preference_ci": None, "slope": slope, "slope_ci": None,
+                       "verbosity_slope": vslope, "params": f.params}
+        _fit_warnings(f, warnings)
+
+    # cross-validation (folds shared by every method)
+    fold, k = make_folds(data.item_ids, folds, seed)
+    if k >= 2:
+        for m in methods:
+            pred = np.empty(n)
+            try:
+                for f_ in range(k):
+                    test = fold == f_
+                    fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
+                    t = data.take(np.flatnonzero(test))
+                    pred[test] = fitted.predict_pair(t.score_a, t.score_b, t.len_a, t.len_b,
+                                                     t.density_a, t.density_b)
+            except FitError as exc:
+                warnings.append(f"{m.name}: cross-validation skipped: {exc}")
+                continue
+            credit = M.agreement_credit(pred, 1.0 - pred, data.outcome)
+            out_m[m.name]["agreement_cv"] = float(credit.mean())
+            if n_bootstrap > 0:  # CI of the out-of-fold agreement: resample items, no refit
+                rng = np.random.default_rng(seed + 2)
+                counts = _resample_counts(n_items, n_bootstrap, rng)[:, codes]
+                out_m[m.name]["agreement_cv_ci"] = _ci(counts @ credit / counts.sum(axis=1))
+    elif folds >= 2:
+        warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
+
+    # bootstrap (resample items; refits start from the full-data optimum; metrics vectorised)
+    boot_params: list = []
+    if n_bootstrap > 0:
+        rng = np.random.default_rng(seed + 1)
+        W = _resample_counts(n_items, n_bootstrap, rng)[:, codes]  # (B, n) pair multiplicities
+        V = None if v is None or v.n == 0 else _resample_counts(v.n, n_bootstrap, rng)
+        for m in methods:
+            rows = n_bootstrap if m.name != "lowess" else min(n_bootstrap, LOWESS_BOOTSTRAP_MAX)
+            fits = m.fit_batch(data, ctx, W[:rows], start=full[m.name])
+            ok = np.array([f is not None for f in fits])
+            if not ok.all():
+                warnings.append(f"{m.name}: {int((~ok).sum())} of {rows} bootstrap refits failed "
+                                f"and were left out")
+            if m.name == "polylog":
+                boot_params = [(f.fit.gamma, f.fit.p, f.fit.bt_scale) for f in fits if f is not None]
+            stats = _pair_metrics_batch([f for f in fits if f is not None], data, W[:rows][ok],
+                                        v, None if V is None else V[:rows][ok])
+            out_m[m.name]["n_bootstrap"] = int(ok.sum())
+            for key, vals in stats.items():
+                out_m[m.name][f"{key}_ci"] = _ci(vals)
+
+    # headline warnings
+    ra, pa = out_m["raw"]["agreement"], out_m["polylog"]["agreement"]
+    if abs(pa - ra) > AGREEMENT_GAP_WARN:
+        warnings.append(f"calibrated (polylog) and raw expert agreement differ by "
+                        f"{100 * (pa - ra):+.1f} points in-sample: check the cross-validated figure")
+
+    poly = full["polylog"]
+    result = _common("pairwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
+    result.update({
+        "params": _params(poly, boot_params),
+        "methods": out_m,
+        "expert_length_preference": M.expert_length_preference(data.outcome, data.len_a, data.len_b),
+        "raw_slope": out_m["raw"]["slope"],
+        "warnings": warnings,
+        "points": {
+            "labelled": {
+                "item_id": np.concatenate([data.item_ids, data.item_ids]).astype(str).tolist(),
+                "side": ["a"] * n + ["b"] * n, "length": lengths, "score_raw": scores,
+                "score_calibrated": np.concatenate([
+                    poly.calibrate(data.score_a, data.len_a, data.density_a),
+                    poly.calibrate(data.score_b, data.len_b, data.density_b)]),
+            },
+            "verbosity": _verbosity_points(poly, v),
+        },
+    })
+    return _clean(result)
+
+
+def _verbosity_points(poly: Fitted, v: VerbosityData | None):
+    if v is None or v.n == 0:
+        return None
+    return {"side": ["concise"] * v.n + ["verbose"] * v.n,
+            "length": np.concatenate([v.len_concise, v.len_verbose]),
+            "score_raw": np.concatenate([v.score_concise, v.score_verbose]),
+            "score_calibrated": np.concatenate([
+                poly.calibrate(v.score_concise, v.len_concise, v.density_concise),
+                poly.calibrate(v.score_verbose, v.len_verbose, v.density_verbose)])}
+
+
+# ----------------------------------------------------------------------------- pointwise
+def _point_metrics(fitted: Fitted, d: PointData, target):
+    s = fitted.calibrate(d.score, d.length, d.density)
+    return (M.spearman(s, target), M.kendall_tau(s, target), M.mae(s, target),
+            M.score_length_slope(s, d.length))
+
+
+def evaluate_pointwise(
+    data: PointData | None,
+    *,
+    expert_scale: tuple[float, float],
+    scale: tuple[float, float] | None = None,
+    l_ref: float | None = None,
+    p_bounds: tuple[float, float] = (1.0, 1.5),
+    folds: int = 5,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    verbosity_pairs: VerbosityData | None = None,
+    density: bool = False,
+    density_w: float = 0.5,
+) -> dict:
+    """Fit and compare raw, linear, polylog and lowess on pointwise expert scores.
+
+    Same arguments and result as :func:`evaluate_pairwise` plus ``expert_scale`` (the experts'
+    (min, max)); agreement is measured by Spearman, Kendall tau-b and MAE against the expert
+    score mapped onto the judge's scale (MAE in judge score units). No lc_glm (pairs only).
+    Fewer than 10 labelled responses: :func:`evaluate_verbosity_only` (or FitError).
+    """
+    n = 0 if data is None else data.n
+    if n < MIN_LABELS:
+        reason = ("no expert labels: a calibration cannot be fitted" if n == 0 else
+                  f"too few expert-labelled responses to fit a calibration: {n} < {MIN_LABELS}")
+        return evaluate_verbosity_only(verbosity_pairs, n_bootstrap=n_bootstrap, seed=seed, reason=reason)
+    if folds < 0 or n_bootstrap < 0:
+        raise UsageError("folds and n_bootstrap must be >= 0")
+    v = verbosity_pairs
+    warnings: list[str] = []
+    scale = _resolve_scale(scale, data.score, warnings)
+    l_ref = float(l_ref) if l_ref is not None else default_l_ref(data.length)
+    ctx = FitContext(l_ref=l_ref, scale=scale, p_bounds=tuple(p_bounds), expert_scale=tuple(expert_scale),
+                     density=density, density_w=density_w)
+    _data_warnings(data.score, data.length, warnings, n, "responses")
+    target = map_expert_scale(data.expert, expert_scale, scale)
+    codes, n_items = _item_codes(data.item_ids)
+    methods = POINTWISE_METHODS
+    full = {m.name: m.fit(data, ctx) for m in methods}
+    out_m: dict[str, dict] = {}
+    for name, f in full.items():
+        rho, tau, err, slope = _point_metrics(f, data, target)
+        vwr, vslope = _verbosity_metrics(f, v)
+        out_m[name] = {"spearman": rho, "spearman_cv": None, "spearman_ci": None, "kendall": tau,
+                       "kendall_cv": None, "mae": err, "mae_cv": None, "mae_ci": None,
+                       "verbosity_win_rate": vwr, "verbosity_win_rate_ci": None, "slope": slope,
+                       "slope_ci": None, "verbosity_slope": vslope, "params": f.params}
+        _fit_warnings(f, warnings)
+
+    fold, k = make_folds(data.item_ids, folds, seed)
+    if k >= 2:
+        for m in methods:
+            pred = np.empty(n)
+            try:
+                for f_ in range(k):
+                    test = fold == f_
+                    fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
+                    t = data.take(np.flatnonzero(test))
+                    pred[test] = fitted.calibrate(t.score, t.length, t.density)
+            except FitError as exc:
+                warnings.append(f"{m.name}: cross-validation skipped: {exc}")
+                continue
+            out_m[m.name].update(spearman_cv=M.spearman(pred, target),
+                                 kendall_cv=M.kendall_tau(pred, target), mae_cv=M.mae(pred, target))
+    elif folds >= 2:
+        warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
+
+    boot_params: list = []
+    if n_bootstrap > 0:
+        rng = np.random.default_rng(seed + 1)
+        acc = {name: {"spearman": [], "mae": [], "slope": [], "verbosity_win_rate": []} for name in full}
+        failed = 0
+        for b in range(n_bootstrap):
+            rows = _bootstrap_rows(codes, n_items, rng)
+            bd = data.take(rows)
+            bt = target[rows]
+            bv = v.take(rng.integers(0, v.n, v.n)) if v is not None and v.n else None
+            try:
+                fits = {m.name: m.fit(bd, ctx, start=full[m.name]) for m in methods
+                        if m.name != "lowess" or b < LOWESS_BOOTSTRAP_MAX}
+            except FitError:
+                failed += 1
+                continue
+            r = fits["polylog"].fit
+            boot_params.append((r.gamma, r.p, np.nan))
+            for name, f in fits.items():
+                rho, _, err, slope = _point_metrics(f, bd, bt)
+                a = acc[name]
+                a["spearman"].append(rho)
+                a["mae"].append(err)
+                a["slope"].append(slope)
+                a["verbosity_win_rate"].append(_verbosity_metrics(f, bv)[0])
+        if failed:
+            warnings.append(f"{failed} of {n_bootstrap} bootstrap refits failed and were left out")
+        for name, a in acc.items():
+            out_m[name]["n_bootstrap"] = len(a["slope"])
+            for key, vals in a.items():
+                out_m[name][f"{key}_ci"] = _ci(vals)
+
+    ra, pa = out_m["raw"]["spearman"], out_m["polylog"]["spearman"]
+    if ra is not None and pa is not None and np.isfinite(ra) and np.isfinite(pa) \
+            and abs(pa - ra) > AGREEMENT_GAP_WARN:
+        warnings.append(f"calibrated (polylog) and raw Spearman differ by {pa - ra:+.3f} in-sample: "
+                        f"check the cross-validated figure")
+    poly = full["polylog"]
+    result = _common("pointwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
+    result.update({
+        "params": _params(poly, boot_params),
+        "methods": out_m,
+        "expert_length_preference": None,
+        "raw_slope": out_m["raw"]["slope"],
+        "warnings": warnings,
+        "points": {
+            "labelled": {"item_id": data.item_ids.astype(str).tolist(), "side": ["-"] * n,
+                         "length": data.length, "score_raw": data.score,
+                         "score_calibrated": poly.calibrate(data.score, data.length, data.density)},
+            "verbosity": _verbosity_points(poly, v),
+        },
+    })
+    return _clean(result)

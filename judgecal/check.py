@@ -1,0 +1,57 @@
+"""``judgecal check``: the release gate. Exit 0 when every threshold holds, 1 when one fails
+(one line per failure), 2 on a usage error.
+
+Checks, per (task family, judge) with a calibration (the newest, unless ``calibration``):
+- calibrated verbosity win-rate <= ``max_verbosity_winrate`` (where verbosity pairs were measured);
+- cross-validated agreement gain (calibrated - raw) >= ``min_agreement_gain`` (where CV ran);
+- share of unparsed + failed ratings of the judge in the family <= ``max_unparsed``;
+- the fit converged and, with ``fail_at_bound``, no parameter sits at a bound.
+Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
+
+from __future__ import annotations
+
+from judgecal.fitting import load_calibrations
+
+
+def run_check(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None, *,
+              max_verbosity_winrate: float = 0.55, min_agreement_gain: float = 0.0, max_unparsed: float = 0.05,
+              fail_at_bound: bool = False) -> dict:
+    """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
+
+    Raises NotFoundError when no calibration matches (nothing to gate on)."""
+    from judgecal.errors import NotFoundError
+    from judgecal.fitting import fit_row
+
+    chosen = load_calibrations(families, judge, calibration, url)
+    if not chosen:
+        raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
+    checks = []
+
+    def add(fam, jud, name, value, threshold, ok, message):
+        checks.append({"task_family": fam, "judge": jud, "check": name, "value": value, "threshold": threshold,
+                       "ok": bool(ok), "message": message})
+
+    for row, fam, jud in chosen:
+        r = fit_row(row, fam, jud)
+        where = f"{fam} / {jud} (calibration {r['id']})"
+        v = r["verbosity_win_rate_calibrated"]
+        if v is not None:
+            add(fam, jud, "verbosity_win_rate", v, max_verbosity_winrate, v <= max_verbosity_winrate,
+                f"{where}: calibrated verbosity win-rate {v:.3f} {'<=' if v <= max_verbosity_winrate else '>'} {max_verbosity_winrate}")
+        a, b = r["agreement_cv_raw"], r["agreement_cv_calibrated"]
+        if a is not None and b is not None:
+            gain = b - a
+            add(fam, jud, "agreement_gain_cv", gain, min_agreement_gain, gain >= min_agreement_gain,
+                f"{where}: cross-validated agreement gain {gain:+.3f} {'>=' if gain >= min_agreement_gain else '<'} {min_agreement_gain:+}")
+        status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
+        total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
+        if total:
+            share = (status.get("unparsed", 0) + status.get("failed", 0)) / total
+            add(fam, jud, "unparsed_share", share, max_unparsed, share <= max_unparsed,
+                f"{where}: unparsed/failed ratings {share:.1%} {'<=' if share <= max_unparsed else '>'} {max_unparsed:.1%}")
+        add(fam, jud, "converged", r["converged"], True, r["converged"],
+            f"{where}: the fit {'converged' if r['converged'] else 'did not converge'}")
+        if fail_at_bound:
+            add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
+                f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}

@@ -1,0 +1,229 @@
+"""``judgecal fit``: load a family's ratings, labels and lengths, evaluate every calibration
+method (judgecal.calibrate.evaluate), and store the result as a new versioned Calibration row.
+
+A fit row is never updated: fitting again adds a row, and reports use the newest unless told."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import select
+
+from judgecal import __version__
+from judgecal.calibrate.data import PairData, PointData, VerbosityData
+from judgecal.calibrate.evaluate import evaluate_pairwise, evaluate_pointwise, evaluate_verbosity_only
+from judgecal.calibrate.penalty import token_entropy
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.fitdata import FamilyRows, load_family
+from judgecal.errors import FitError, UsageError
+
+LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
+MAX_STORED_POINTS = 5000
+
+
+def _load(s, fam_id, judge_id, length_unit, tokenizer, density, vfam_id, url) -> FamilyRows:
+    rows = load_family(s, fam_id, judge_id, length_unit=length_unit, tokenizer=tokenizer,
+                       with_text=density, verbosity_family_id=vfam_id)
+    return rows
+
+
+def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | None, PointData | None, VerbosityData | None, dict]:
+    """Arrays for the calibrate layer from loaded rows; pairs/labels/verbosity pairs whose
+    responses lack an ok rating are dropped and counted in the returned info dict."""
+    sc, ln = rows.score, rows.length
+    ent = (lambda r: token_entropy(rows.text[r])) if density else None
+    info = {"pairs_total": len(rows.pairs), "points_total": len(rows.points), "verbosity_total": len(rows.verbosity)}
+    kept = [p for p in rows.pairs if p[1] in sc and p[2] in sc]
+    pair = None
+    if kept:
+        pair = PairData(
+            item_ids=[p[0] for p in kept], score_a=[sc[p[1]] for p in kept], score_b=[sc[p[2]] for p in kept],
+            len_a=[ln[p[1]] for p in kept], len_b=[ln[p[2]] for p in kept], outcome=[p[3] for p in kept],
+            density_a=[ent(p[1]) for p in kept] if ent else None, density_b=[ent(p[2]) for p in kept] if ent else None,
+        )
+    pts = [p for p in rows.points if p[1] in sc]
+    point = None
+    expert_scales = {(p[3], p[4]) for p in pts}
+    if len(expert_scales) > 1:
+        raise FitError(f"pointwise expert labels use several scales {sorted(expert_scales)}: import them on one scale")
+    if pts:
+        point = PointData(item_ids=[p[0] for p in pts], score=[sc[p[1]] for p in pts], length=[ln[p[1]] for p in pts],
+                          expert=[p[2] for p in pts], density=[ent(p[1]) for p in pts] if ent else None)
+        info["expert_scale"] = list(next(iter(expert_scales)))
+    vk = [v for v in rows.verbosity if v[0] in sc and v[1] in sc]
+    verb = None
+    if vk:
+        verb = VerbosityData(
+            score_concise=[sc[v[0]] for v in vk], score_verbose=[sc[v[1]] for v in vk],
+            len_concise=[ln[v[0]] for v in vk], len_verbose=[ln[v[1]] for v in vk],
+            density_concise=[ent(v[0]) for v in vk] if ent else None,
+            density_verbose=[ent(v[1]) for v in vk] if ent else None,
+        )
+    info.update(pairs_used=len(kept), points_used=len(pts), verbosity_used=len(vk))
+    return pair, point, verb, info
+
+
+def evaluate_family(
+    family: str, judge: str, *, objective: str | None = None, length_unit: str = "tokens", tokenizer: str = "smollm2",
+    l_ref: float | None = None, p_bounds=(1.0, 1.5), folds: int = 5, n_bootstrap: int = 1000, seed: int = 0,
+    density: bool = False, verbosity_family: str | None = None, url: str | None = None,
+) -> tuple[dict, dict]:
+    """Evaluate every method on one family and judge. Returns (evaluation, context) where
+    context names the family/judge ids and settings. Raises FitError, NotFoundError, UsageError."""
+    if length_unit not in LENGTH_UNITS:
+        raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
+    if objective not in (None, "pairwise", "pointwise"):
+        raise UsageError("--objective must be pairwise or pointwise")
+    engine = get_engine(url)
+    tok = tokenizer if length_unit == "tokens" else None
+    with session_scope(engine) as s:
+        fam_id = q.family_id(s, family)
+        fam = s.get(m.TaskFamily, fam_id)
+        jrow = q.judge_by_name(s, judge)
+        vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
+        rows = _load(s, fam_id, jrow.id, length_unit, tok, density, vfam_id, url)
+        fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
+        ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
+               "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
+    if rows.missing_lengths and length_unit == "tokens":
+        from judgecal.tokens import fill_lengths
+
+        fill_lengths(tokenizer, url, response_ids=rows.missing_lengths)
+        with session_scope(engine) as s:
+            rows = _load(s, fam_id, ctx["judge_id"], length_unit, tok, density, vfam_id, url)
+    engine.dispose()
+    if not rows.score:
+        raise FitError(f"judge {judge!r} has no ok rating in task family {family!r} (see `judgecal stats`)")
+    pair, point, verb, info = family_inputs(rows, density)
+    objective = objective or ("pairwise" if rows.pairs else "pointwise" if rows.points else "pairwise")
+    common = dict(scale=ctx["scale"], l_ref=fixed_l_ref, p_bounds=tuple(p_bounds), folds=folds,
+                  n_bootstrap=n_bootstrap, seed=seed, verbosity_pairs=verb, density=density)
+    if objective == "pairwise":
+        evaluation = evaluate_pairwise(pair, **common)
+    else:
+        if point is None:
+            evaluation = evaluate_verbosity_only(verb, n_bootstrap=n_bootstrap, seed=seed) if verb else None
+            if evaluation is None:
+                raise FitError(f"task family {family!r} has no pointwise expert labels rated by {judge!r}")
+        else:
+            evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
+    evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
+    ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok, p_bounds=tuple(p_bounds), folds=folds,
+               n_bootstrap=n_bootstrap, seed=seed, density=density)
+    return evaluation, ctx
+
+
+def run_fit(family: str, judge: str, *, url: str | None = None, **settings) -> dict:
+    """Evaluate and store a calibration; returns the stored row as a dict (see :func:`fit_row`).
+
+    Raises FitError (with the raw verbosity figures in the message when they exist) when the
+    family has too few expert labels rated by the judge."""
+    evaluation, ctx = evaluate_family(family, judge, url=url, **settings)
+    if not evaluation.get("fitted"):
+        raw = (evaluation.get("methods") or {}).get("raw") or {}
+        extra = ""
+        if raw.get("verbosity_win_rate") is not None:
+            extra = f" (raw verbosity win-rate {raw['verbosity_win_rate']:.3f} on {evaluation.get('n_verbosity')} pairs; `judgecal report` shows it)"
+        raise FitError(f"{family} / {judge}: {evaluation.get('no_fit_reason')}{extra}")
+    params = evaluation["params"]
+    stored = {k: v for k, v in evaluation.items() if k != "points"}
+    points = _subsample_points(evaluation.get("points") or {}, seed=ctx["seed"])
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        row = m.Calibration(
+            task_family_id=ctx["task_family_id"], judge_id=ctx["judge_id"], method="polylog",
+            objective=ctx["objective"], length_unit=ctx["length_unit"], tokenizer=ctx["tokenizer"],
+            l_ref=float(params["l_ref"]), gamma=float(params["gamma"]), p=float(params["p"]),
+            p_min=float(ctx["p_bounds"][0]), p_max=float(ctx["p_bounds"][1]),
+            scale_min=float(ctx["scale"][0]), scale_max=float(ctx["scale"][1]), n=int(params["n"]),
+            converged=bool(params["converged"]), loss=float(params["loss"]), folds=int(ctx["folds"]),
+            n_bootstrap=int(ctx["n_bootstrap"]), seed=ctx["seed"], density_exemption=bool(ctx["density"]),
+            params=params, metrics=stored, data={"points": points, **evaluation["data"]},
+            judgecal_version=__version__, created_at=m.utcnow(),
+        )
+        s.add(row)
+        s.flush()
+        out = fit_row(row, ctx["task_family"], ctx["judge"])
+    engine.dispose()
+    return out
+
+
+def _subsample_points(points: dict, seed: int) -> dict:
+    out = {}
+    for key, block in points.items():
+        if not block:
+            out[key] = block
+            continue
+        n = len(next(iter(v for v in block.values() if isinstance(v, list))))
+        if n <= MAX_STORED_POINTS:
+            out[key] = block
+            continue
+        idx = np.sort(np.random.default_rng(seed).choice(n, MAX_STORED_POINTS, replace=False))
+        out[key] = {k: ([v[i] for i in idx] if isinstance(v, list) else v) for k, v in block.items()}
+    return out
+
+
+def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
+    """A stored calibration as a flat dict (what `fit --list` and `export calibrations` show)."""
+    methods = (row.metrics or {}).get("methods", {})
+    raw, cal = methods.get("raw", {}), methods.get("polylog", {})
+    return {
+        "id": row.id, "task_family": family, "judge": judge, "created_at": row.created_at.isoformat(),
+        "objective": row.objective, "length_unit": row.length_unit, "tokenizer": row.tokenizer,
+        "l_ref": row.l_ref, "gamma": row.gamma, "p": row.p, "p_bounds": [row.p_min, row.p_max],
+        "gamma_ci": (row.params or {}).get("gamma_ci"), "p_ci": (row.params or {}).get("p_ci"),
+        "n": row.n, "converged": row.converged, "loss": row.loss, "folds": row.folds, "n_bootstrap": row.n_bootstrap,
+        "seed": row.seed, "density_exemption": row.density_exemption,
+        "at_bound": {k: v for k, v in ((row.params or {}).get("at_bound") or {}).items() if v},
+        "agreement_raw": raw.get("agreement", raw.get("spearman")), "agreement_calibrated": cal.get("agreement", cal.get("spearman")),
+        "agreement_cv_raw": raw.get("agreement_cv", raw.get("spearman_cv")),
+        "agreement_cv_calibrated": cal.get("agreement_cv", cal.get("spearman_cv")),
+        "verbosity_win_rate_raw": raw.get("verbosity_win_rate"), "verbosity_win_rate_calibrated": cal.get("verbosity_win_rate"),
+        "warnings": (row.metrics or {}).get("warnings", []), "judgecal_version": row.judgecal_version,
+    }
+
+
+def _fit_query(family: str | None, judge: str | None, s):
+    stmt = (
+        select(m.Calibration, m.TaskFamily.name, m.Judge.name)
+        .join(m.TaskFamily, m.TaskFamily.id == m.Calibration.task_family_id)
+        .join(m.Judge, m.Judge.id == m.Calibration.judge_id)
+        .order_by(m.Calibration.id)
+    )
+    if family:
+        stmt = stmt.where(m.Calibration.task_family_id == q.family_id(s, family))
+    if judge:
+        stmt = stmt.where(m.Calibration.judge_id == q.judge_by_name(s, judge).id)
+    return stmt
+
+
+def list_fits(family: str | None = None, judge: str | None = None, url: str | None = None) -> list[dict]:
+    """Every stored calibration (oldest first), optionally of one family and/or judge."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = [fit_row(row, fam, jname) for row, fam, jname in s.execute(_fit_query(family, judge, s))]
+    engine.dispose()
+    return out
+
+
+def load_calibrations(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None) -> list[tuple]:
+    """(Calibration row, family name, judge name) to report: the newest per (family, judge),
+    or the single row ``calibration`` (an id)."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        if calibration != "latest":
+            if not str(calibration).isdigit():
+                raise UsageError(f"--calibration must be an id or 'latest', got {calibration!r}")
+            found = s.execute(_fit_query(None, None, s).where(m.Calibration.id == int(calibration))).all()
+            if not found:
+                from judgecal.errors import NotFoundError
+
+                raise NotFoundError(f"no calibration with id {calibration} (see `judgecal fit --list`)")
+            return [tuple(found[0])]
+        newest: dict[tuple[int, int], tuple] = {}
+        for fam in families or [None]:
+            for row, fname, jname in s.execute(_fit_query(fam, judge, s)):
+                newest[(row.task_family_id, row.judge_id)] = (row, fname, jname)
+    engine.dispose()
+    return sorted(newest.values(), key=lambda t: (t[1], t[2]))

@@ -1,0 +1,255 @@
+"""Async client for any OpenAI-compatible chat-completions endpoint, built for throughput and
+for never losing a call.
+
+- Transport: ``openai.AsyncOpenAI`` with ``openai.DefaultAioHttpClient()`` (the
+  ``openai[aiohttp]`` extra): ~620 calls/s on 2 cores against ~330 with the default httpx
+  transport (see docs/performance.md).
+- Endpoint and key follow the SDK's conventions: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``;
+  ``base_url=`` overrides. No key at all -> the placeholder ``"EMPTY"`` (local servers).
+- The SDK's own retries are off (``max_retries=0``); :meth:`JudgeClient.complete` retries
+  itself: up to ``max_attempts`` attempts (default 4) with exponential backoff and full jitter
+  (``uniform(0, min(backoff_max, backoff_base * 2**(attempt-1)))``, the AWS "full jitter"
+  scheme) on 408/409/429/5xx, timeouts and connection errors; a ``Retry-After`` header
+  (seconds or an HTTP date, RFC 9110 section 10.2.3) replaces the backoff, capped at
+  ``retry_after_max``. Other 4xx (bad request, auth, unknown model) fail at once.
+- A malformed JSON body or an empty ``choices`` list is a failure that is retried once (a
+  flaky proxy usually recovers; a server that always does it should not cost 4 attempts).
+- Per-attempt timeout ``timeout`` seconds (default 60) enforced by ``asyncio.wait_for``
+  whatever the transport does. Concurrency bounded by an ``asyncio.Semaphore`` held only
+  during an attempt, not during the backoff sleep.
+- After the cap, :meth:`complete` returns a failed :class:`CallResult` with the reason; it
+  never raises for an endpoint problem. Every error text is passed through :func:`sanitize`,
+  so the API key never reaches a message, log line or stored row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PLACEHOLDER_KEY = "EMPTY"
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+_KEY_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{4,}|Bearer\s+[A-Za-z0-9_\-.=]{8,})")
+
+
+def sanitize(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with each secret replaced by ``***`` and anything shaped like an API key
+    (``sk-...``, ``Bearer ...``) masked too."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return _KEY_RE.sub("***", text)
+
+
+def public_endpoint(url: str) -> str:
+    """The endpoint URL without credentials: user:password@ removed, query string and
+    fragment dropped (Azure-style ``?api-key=``), trailing slash removed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def resolve_base_url(base_url: Optional[str] = None) -> str:
+    """``base_url``, else ``OPENAI_BASE_URL``, else the OpenAI API URL."""
+    return base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def resolve_api_key(api_key: Optional[str] = None) -> str:
+    """``api_key``, else ``OPENAI_API_KEY``, else the placeholder ``"EMPTY"``."""
+    return api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
+
+
+@dataclass
+class CallResult:
+    """One logical call after its retries.
+
+    ``status``: 'ok' (``text`` set) or 'failed' (``error`` says why). ``attempts``: HTTP
+    attempts made (>= 1). ``latency_s``: seconds of the last attempt. Token counts as the
+    endpoint reported them (None when it did not). ``logprobs``: the chosen message's
+    ``logprobs.content`` as plain dicts when requested and returned."""
+
+    status: str
+    text: Optional[str] = None
+    error: Optional[str] = None
+    attempts: int = 0
+    latency_s: Optional[float] = None
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+    logprobs: Optional[list[dict[str, Any]]] = None
+
+
+class _BadBody(Exception):
+    pass
+
+
+def retry_after_seconds(headers: Any, now: Optional[float] = None) -> Optional[float]:
+    """Seconds to wait from a ``Retry-After`` header value (delta-seconds or HTTP date), or
+    None when absent or unreadable. Negative waits become 0."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    if value is None:
+        return None
+    value = str(value).strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class JudgeClient:
+    """Bounded, retried chat completions against one endpoint and model.
+
+    Use as ``async with JudgeClient(...) as c: result = await c.complete(messages)``.
+    ``temperature``/``max_tokens`` are sent with every call; ``logprobs=True`` adds
+    ``logprobs=True, top_logprobs=5`` (not every server supports it)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+        max_attempts: int = 4,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        logprobs: bool = False,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        retry_after_max: float = 120.0,
+        extra_body: Optional[dict[str, Any]] = None,
+        transport: str = "aiohttp",
+    ):
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        self.model = model
+        self.base_url = resolve_base_url(base_url)
+        self._key = resolve_api_key(api_key)
+        self.endpoint = public_endpoint(self.base_url)
+        self.timeout = float(timeout)
+        self.max_attempts = int(max_attempts)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.logprobs = logprobs
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.retry_after_max = retry_after_max
+        self.extra_body = extra_body
+        self.concurrency = int(concurrency)
+        self._sem = asyncio.Semaphore(self.concurrency)
+        http_client = openai.DefaultAioHttpClient() if transport == "aiohttp" else None
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._key, max_retries=0, timeout=self.timeout, http_client=http_client
+        )
+        self.total_attempts = 0
+
+    async def __aenter__(self) -> "JudgeClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def _clean(self, text: str) -> str:
+        return sanitize(text, (self._key,))
+
+    def _backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+
+    async def _attempt(self, messages: list[dict[str, str]]) -> CallResult:
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
+                                  "max_tokens": self.max_tokens}
+        if self.logprobs:
+            kwargs.update(logprobs=True, top_logprobs=5)
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        start = time.perf_counter()
+        resp = await asyncio.wait_for(self._client.chat.completions.create(**kwargs), self.timeout)
+        latency = time.perf_counter() - start
+        choices = getattr(resp, "choices", None)
+        if not choices:
+            raise _BadBody("the endpoint answered with an empty 'choices' list")
+        message = choices[0].message
+        text = message.content if message is not None else None
+        if text is None:
+            raise _BadBody("the endpoint answered with no message content")
+        usage = getattr(resp, "usage", None)
+        lp = None
+        if self.logprobs and getattr(choices[0], "logprobs", None) is not None and choices[0].logprobs.content:
+            lp = [
+                {"token": t.token, "logprob": t.logprob,
+                 "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])]}
+                for t in choices[0].logprobs.content
+            ]
+        return CallResult(
+            status="ok", text=text, latency_s=latency,
+            prompt_tokens=getattr(usage, "prompt_tokens", None), completion_tokens=getattr(usage, "completion_tokens", None),
+            logprobs=lp,
+        )
+
+    async def complete(self, messages: list[dict[str, str]]) -> CallResult:
+        """One logical call with retries; never raises for endpoint problems (returns a
+        failed CallResult with a sanitised reason). Cancellation propagates."""
+        bad_bodies = 0
+        attempt = 0
+        last_error = "no attempt made"
+        while attempt < self.max_attempts:
+            attempt += 1
+            wait: Optional[float] = None
+            async with self._sem:
+                self.total_attempts += 1
+                try:
+                    result = await self._attempt(messages)
+                    result.attempts = attempt
+                    return result
+                except asyncio.CancelledError:
+                    raise
+                except (asyncio.TimeoutError, openai.APITimeoutError):
+                    last_error = f"timeout after {self.timeout:g} s"
+                except openai.APIStatusError as exc:
+                    code = exc.status_code
+                    last_error = f"HTTP {code}: {self._clean(str(exc))[:300]}"
+                    if code not in RETRY_STATUS and code < 500:
+                        return CallResult(status="failed", error=last_error, attempts=attempt)
+                    ra = retry_after_seconds(getattr(exc.response, "headers", None))
+                    if ra is not None:
+                        wait = min(ra, self.retry_after_max) + random.uniform(0, 0.1)
+                except openai.APIConnectionError as exc:
+                    last_error = f"connection error: {self._clean(str(exc))[:300]}"
+                except (_BadBody, json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError) as exc:
+                    kind = "malformed JSON body" if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)) else "unusable body"
+                    last_error = f"{kind}: {self._clean(str(exc))[:300]}"
+                    bad_bodies += 1
+                    if bad_bodies > 1:
+                        break
+                except Exception as exc:  # noqa: BLE001 - an unexpected client error must not kill the run
+                    last_error = f"{type(exc).__name__}: {self._clean(str(exc))[:300]}"
+                    return CallResult(status="failed", error=last_error, attempts=attempt)
+            if attempt < self.max_attempts:
+                await asyncio.sleep(wait if wait is not None else self._backoff(attempt))
+        return CallResult(status="failed", error=f"{last_error} (after {attempt} attempts)", attempts=attempt)

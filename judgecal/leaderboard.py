@@ -1,0 +1,174 @@
+"""``judgecal leaderboard``: one row per producing model, raw and calibrated mean judge score
+with bootstrap CIs, ranks and rank changes, mean length, verbosity win-rate, multiple-choice
+metrics, and flags.
+
+Calibrated scores use, per task family, the newest calibration of (family, judge) (or the one
+named by ``calibration``); responses of families without a calibration keep their raw score
+and their rows are flagged ``uncalibrated``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from judgecal.calibrate.metrics import verbosity_win_rate
+from judgecal.calibrate.penalty import calibrate, token_entropy
+from judgecal.calibrate.ranking import mean_ci, ranks
+from judgecal.db import boarddata
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import NotFoundError, UsageError
+from judgecal.fitting import load_calibrations
+
+DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
+
+
+def _pick_judge(s, judge: str | None) -> m.Judge:
+    if judge:
+        return q.judge_by_name(s, judge)
+    from sqlalchemy import distinct, select
+
+    ids = list(s.scalars(select(distinct(m.Rating.judge_id))))
+    if len(ids) == 1:
+        return s.get(m.Judge, ids[0])
+    if not ids:
+        raise NotFoundError("no ratings in the database yet: run `judgecal rate` or import ratings")
+    names = ", ".join(sorted({s.get(m.Judge, i).name for i in ids}))
+    raise UsageError(f"several judges have ratings ({names}): choose one with --judge")
+
+
+def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
+                      min_ratings: int = 30, max_unparsed: float = 0.05, n_bootstrap: int = 1000, seed: int = 0,
+                      mc_reference: int | None = None) -> dict:
+    """The leaderboard as {"judge", "families", "calibrations": {family: id}, "rows": [...]}.
+
+    Each row: model, n_rated, n_unparsed, n_failed, unparsed_share, mean_raw, mean_raw_ci,
+    mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
+    moved up), mean_length, length_unit, verbosity_win_rate, verbosity_pairs, acc, acc_norm,
+    acc_bytes, acc_norm_minus_acc, mc_run, flags (list of strings)."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        jrow = _pick_judge(s, judge)
+        fam_ids = q.family_ids(s, families)
+        fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
+        rows = boarddata.rated_responses(s, fam_ids, jrow.id)
+        cals = {}
+        if rows:
+            chosen = load_calibrations([fam_names[f] for f in fam_ids], jrow.name, calibration, url)
+            cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
+        calibrated = {}
+        length_of: dict[int, float] = {}
+        unit_of_family = {}
+        for fid in fam_ids:
+            frows = [r for r in rows if r["family_id"] == fid and r["score"] is not None]
+            cal = cals.get(fid)
+            unit, tok = (cal.length_unit, cal.tokenizer) if cal else ("words", None)
+            unit_of_family[fid] = unit
+            ids = [r["response_id"] for r in frows]
+            lens = boarddata.lengths(s, ids, unit, tok)
+            length_of.update(lens)
+            if cal is None or not frows:
+                continue
+            have = [r for r in frows if r["response_id"] in lens]
+            dens = None
+            if cal.density_exemption:
+                txt = boarddata.texts(s, [r["response_id"] for r in have])
+                dens = [token_entropy(txt[r["response_id"]]) for r in have]
+            dparams = (cal.params or {}).get("density")
+            out = calibrate([r["score"] for r in have], [lens[r["response_id"]] for r in have], cal.l_ref, cal.gamma, cal.p,
+                            cal.scale_min, cal.scale_max, density=dens, density_params=dparams if isinstance(dparams, dict) else None)
+            calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
+        vpairs = boarddata.verbosity_pairs(s, fam_ids)
+        mc = boarddata.mc_runs_by_model(s)
+        ref_run = s.get(m.McRun, mc_reference) if mc_reference else None
+        if mc_reference and ref_run is None:
+            raise NotFoundError(f"no multiple-choice run with id {mc_reference} (see `judgecal mc list`)")
+        ref_metrics = ref_run.metrics if ref_run else None
+        cal_ids = {fam_names[f]: c.id for f, c in cals.items()}
+        at_bound = {fam_names[f]: [k for k, v in ((c.params or {}).get("at_bound") or {}).items() if v] for f, c in cals.items()}
+    engine.dispose()
+
+    by_model: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_model[r["model"]].append(r)
+    score_of = {r["response_id"]: r["score"] for r in rows if r["score"] is not None}
+    model_of = {r["response_id"]: r["model"] for r in rows}
+    table = []
+    for model in sorted(set(by_model) | set(mc)):
+        rs = by_model.get(model, [])
+        ok = [r for r in rs if r["score"] is not None]
+        n_unp = sum(r["n_unparsed"] for r in rs)
+        n_fail = sum(r["n_failed"] for r in rs)
+        n_calls = sum(r["n_ok"] for r in rs) + n_unp + n_fail
+        raw_mean, raw_ci = mean_ci([r["score"] for r in ok], n_bootstrap, seed)
+        cal_vals = [calibrated.get(r["response_id"], r["score"]) for r in ok]
+        cal_mean, cal_ci = mean_ci(cal_vals, n_bootstrap, seed)
+        lens = [length_of[r["response_id"]] for r in ok if r["response_id"] in length_of]
+        units = sorted({unit_of_family[r["family_id"]] for r in ok})
+        mine = [(c, v) for c, v in vpairs if c in score_of and v in score_of
+                and model in (model_of[c], model_of[v])]
+        vwr = verbosity_win_rate([score_of[c] for c, _ in mine], [score_of[v] for _, v in mine]) if mine else None
+        row = {
+            "model": model, "n_rated": len(ok), "n_unparsed": n_unp, "n_failed": n_fail,
+            "unparsed_share": (n_unp + n_fail) / n_calls if n_calls else None,
+            "mean_raw": None if not ok else raw_mean, "mean_raw_ci": raw_ci,
+            "mean_calibrated": None if not ok else cal_mean, "mean_calibrated_ci": cal_ci,
+            "mean_length": float(np.mean(lens)) if lens else None, "length_unit": "/".join(units) or None,
+            "verbosity_win_rate": vwr, "verbosity_pairs": len(mine),
+            "uncalibrated": bool(ok) and any(r["response_id"] not in calibrated for r in ok),
+        }
+        row.update(_mc_columns(mc.get(model, []), ref_metrics))
+        table.append(row)
+    rated = [r for r in table if r["mean_raw"] is not None]
+    if rated:
+        rr = ranks([r["mean_raw"] for r in rated])
+        rc = ranks([r["mean_calibrated"] for r in rated])
+        for r, a, b in zip(rated, rr, rc):
+            r.update(rank_raw=int(a), rank_calibrated=int(b), rank_change=int(a - b))
+    for r in table:
+        r.setdefault("rank_raw", None)
+        r.setdefault("rank_calibrated", None)
+        r.setdefault("rank_change", None)
+        r["flags"] = _flags(r, min_ratings, max_unparsed, at_bound)
+    table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["model"]))
+    return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+            "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table}
+
+
+def _metric(metrics: dict, name: str):
+    v = (metrics or {}).get(name)
+    return v.get("value") if isinstance(v, dict) else v
+
+
+def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
+    if not runs:
+        return {"acc": None, "acc_norm": None, "acc_bytes": None, "acc_norm_minus_acc": None, "mc_run": None, "mc_opposite": False}
+    run = runs[0]
+    acc, norm, byt = (_metric(run.metrics, k) for k in ("acc", "acc_norm", "acc_bytes"))
+    opposite = False
+    if ref_metrics is not None and None not in (acc, norm):
+        d_acc = acc - _metric(ref_metrics, "acc")
+        d_norm = norm - _metric(ref_metrics, "acc_norm")
+        opposite = d_acc * d_norm < 0
+    return {"acc": acc, "acc_norm": norm, "acc_bytes": byt,
+            "acc_norm_minus_acc": None if None in (acc, norm) else norm - acc, "mc_run": run.id, "mc_opposite": opposite}
+
+
+def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> list[str]:
+    """Short flags (docs/leaderboard.md explains each)."""
+    flags = []
+    if r["rank_change"]:
+        flags.append(f"rank {'+' if r['rank_change'] > 0 else '-'}{abs(r['rank_change'])}")
+    if r["mean_raw"] is not None and r["n_rated"] < min_ratings:
+        flags.append(f"few ratings (<{min_ratings})")
+    if r["unparsed_share"] is not None and r["unparsed_share"] > max_unparsed:
+        flags.append(f"unparsed {r['unparsed_share']:.0%}")
+    if r.get("uncalibrated"):
+        flags.append("uncalibrated family")
+    if any(at_bound.values()) and r["mean_raw"] is not None:
+        flags.append("fit at bound")
+    if r.get("mc_opposite"):
+        flags.append("acc/acc_norm opposite")
+    return flags

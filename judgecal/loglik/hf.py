@@ -1,0 +1,251 @@
+"""Local scoring with torch + transformers: one forward pass per item for all its choices.
+
+Design (the work lm-evaluation-harness does, minus the repetition):
+
+- **Shared context, once.** An item's context tokens and all its continuations are packed into
+  ONE row: ``[ctx | cont_1 | cont_2 | ... | cont_k]``, with position ids restarting at
+  ``len(ctx)`` for every continuation and a block attention mask: a context token attends
+  causally to the context; a continuation token attends to the whole context and causally to
+  its own continuation only. This is exactly a KV-cache reuse of the context for every choice,
+  done in a single batched forward pass (no cache copying, no second pass).
+- **LM head only where scored.** The body's final hidden states are gathered at the positions
+  that predict continuation tokens (the last context token, shared by all choices, plus each
+  continuation's own tokens but its last), and only those rows go through the output
+  projection; log-softmax in float32 whatever the model dtype.
+- **Batched across items by length.** Rows are sorted by packed length and batched under a
+  token budget, so padding is small and the matmuls are large enough to run fast on CPU.
+
+torch/transformers are imported lazily; missing -> ModelError with the install hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from judgecal.errors import ModelError, UsageError
+from judgecal.loglik.split import EncodedGroup, Encoder
+
+INSTALL_HINT = "install the local extra: pip install 'judgecal[local]'"
+DEFAULT_TOKEN_BUDGET = 4096  # tokens (batch rows x padded length) per forward pass, batch_size="auto"
+DEFAULT_ROW_LEN = 256  # tokens per packed row (several items share a row, block-diagonal mask)
+LM_HEAD_CHUNK = 2048  # scored rows per output-projection chunk (bounds the float32 logits memory)
+
+
+@dataclass
+class ChoiceScore:
+    """Scored continuation: ``ll`` (nats, summed over its tokens), ``n_tokens``, ``is_greedy``
+    (every token is the argmax of its position)."""
+
+    ll: float
+    n_tokens: int
+    is_greedy: bool
+
+
+@dataclass
+class RunStats:
+    """Work done: ``tokens`` (real tokens through the body), ``padded_tokens`` (incl. padding),
+    ``scored_rows`` (rows through the LM head), ``forward_passes``, ``boundary_fixes``."""
+
+    tokens: int = 0
+    padded_tokens: int = 0
+    scored_rows: int = 0
+    forward_passes: int = 0
+    boundary_fixes: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _import_torch():
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise ModelError(f"the local scorer needs torch and transformers ({exc}); {INSTALL_HINT}") from exc
+    return torch, transformers
+
+
+class HFScorer:
+    """A transformers causal LM loaded from ``folder`` on ``device`` ("cpu", "cuda") in
+    ``dtype`` ("float32", "bfloat16", "float16"). Raises ModelError when it cannot load."""
+
+    def __init__(self, folder: str | Path, *, device: str = "cpu", dtype: str = "float32"):
+        torch, transformers = _import_torch()
+        self.torch = torch
+        dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+        if dtype not in dtypes:
+            raise UsageError(f"--dtype must be one of {', '.join(dtypes)}, got {dtype!r}")
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA GPU is available to torch")
+        self.device = torch.device(device)
+        self.dtype_name = dtype
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(folder), dtype=dtypes[dtype], attn_implementation="sdpa")
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot load the model in {folder}: {exc}") from exc
+        self.model.to(self.device).eval()
+        self.body = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
+        self.head = self.model.get_output_embeddings()
+        if self.head is None:
+            raise ModelError(f"{folder}: the model has no output embeddings (not a causal LM?)")
+        cfg = self.model.config
+        self.softcap = getattr(cfg, "final_logit_softcapping", None)
+        self.max_length = int(getattr(cfg, "max_position_embeddings", 0) or 2048)
+        self.encoder = Encoder(self.tokenizer)
+        self.row_len = DEFAULT_ROW_LEN
+        self.n_body_params = sum(p.numel() for n, p in self.body.named_parameters() if "embed" not in n)
+        self.n_head_params = self.head.weight.numel()
+
+    # ------------------------------------------------------------------ batching
+    def _truncate(self, g: EncodedGroup) -> EncodedGroup:
+        """Left-truncate the context so that context + longest continuation fits the model's
+        positions (lm-eval truncates ``(ctx + cont)[-(max_length + 1):]`` the same way)."""
+        longest = max(len(c) for c in g.conts)
+        room = self.max_length + 1 - longest
+        if room < 1:
+            raise ModelError(f"a continuation of {longest} tokens exceeds the model's {self.max_length} positions")
+        if len(g.ctx) > room:
+            return EncodedGroup(g.ctx[-room:], g.conts, g.boundary_fixes)
+        return g
+
+    @staticmethod
+    def plan_batches(lengths: Sequence[int], batch_size: int | str, token_budget: int = DEFAULT_TOKEN_BUDGET) -> list[list[int]]:
+        """Batches of group indices, longest first: ``batch_size`` groups each (an int), or
+        (``"auto"``) as many as fit ``token_budget`` real tokens, at least one. Pure."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        cap = None if batch_size == "auto" else int(batch_size)
+        if cap is not None and cap < 1:
+            raise UsageError(f"--batch-size must be >= 1 or auto, got {batch_size!r}")
+        batches: list[list[int]] = []
+        cur: list[int] = []
+        used = 0
+        for i in order:
+            full = (len(cur) >= cap) if cap is not None else (used + lengths[i] > token_budget)
+            if cur and full:
+                batches.append(cur)
+                cur, used = [], 0
+            cur.append(i)
+            used += lengths[i]
+        if cur:
+            batches.append(cur)
+        return batches
+
+    @staticmethod
+    def pack_rows(lengths: Sequence[int], row_len: int) -> list[list[int]]:
+        """First-fit-decreasing packing of groups (indices into ``lengths``) into rows of at
+        most ``max(row_len, longest)`` tokens, so that a batch carries almost no padding. Pure."""
+        cap = max(row_len, max(lengths))
+        rows: list[list[int]] = []
+        room: list[int] = []
+        for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+            for r, free in enumerate(room):
+                if lengths[i] <= free:
+                    rows[r].append(i)
+                    room[r] -= lengths[i]
+                    break
+            else:
+                rows.append([i])
+                room.append(cap - lengths[i])
+        return rows
+
+    def score_groups(self, groups: Sequence[EncodedGroup], *, batch_size: int | str = "auto",
+                     token_budget: int = DEFAULT_TOKEN_BUDGET, stats: RunStats | None = None,
+                     progress: Any = None) -> list[list[ChoiceScore]]:
+        """Score every continuation of every group. Returns, per group, one
+        :class:`ChoiceScore` per continuation (ll in nats). ``progress(n_done)`` is called
+        after each batch when given."""
+        torch = self.torch
+        stats = stats if stats is not None else RunStats()
+        groups = [self._truncate(g) for g in groups]
+        lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in groups]
+        out: list[list[ChoiceScore] | None] = [None] * len(groups)
+        with torch.inference_mode():
+            for batch in self.plan_batches(lengths, batch_size, token_budget):
+                res = self._forward([groups[i] for i in batch], stats)
+                for i, r in zip(batch, res):
+                    out[i] = r
+                if progress is not None:
+                    progress(len(batch))
+        stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
+        return out  # type: ignore[return-value]
+
+    def _forward(self, batch: Sequence[EncodedGroup], stats: RunStats) -> list[list[ChoiceScore]]:
+        torch = self.torch
+        lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in batch]
+        rows = self.pack_rows(lengths, self.row_len)
+        B = len(rows)
+        L = max(sum(lengths[i] for i in row) for row in rows)
+        ids = torch.zeros((B, L), dtype=torch.long)
+        pos = torch.zeros((B, L), dtype=torch.long)
+        seg = torch.full((B, L), -1, dtype=torch.long)  # 0 = context, j+1 = continuation j, -1 = pad
+        item = torch.full((B, L), -1, dtype=torch.long)  # which group of the row a token belongs to
+        src_b: list[int] = []
+        src_p: list[int] = []
+        tgt_row: list[int] = []  # for each scored token: its row among the gathered positions
+        tgt_tok: list[int] = []
+        owner: list[tuple[int, int]] = []
+        for b, row in enumerate(rows):
+            o = 0
+            for slot, gi in enumerate(row):
+                g = batch[gi]
+                n = len(g.ctx)
+                ids[b, o:o + n] = torch.tensor(g.ctx)
+                pos[b, o:o + n] = torch.arange(n)
+                seg[b, o:o + n] = 0
+                item[b, o:o + lengths[gi]] = slot
+                shared = len(src_b)  # the last context token predicts every continuation's first token
+                src_b.append(b)
+                src_p.append(o + n - 1)
+                o += n
+                for j, c in enumerate(g.conts):
+                    k = len(c)
+                    ids[b, o:o + k] = torch.tensor(c)
+                    pos[b, o:o + k] = torch.arange(n, n + k)
+                    seg[b, o:o + k] = j + 1
+                    rows_ = [shared]
+                    for t in range(k - 1):
+                        rows_.append(len(src_b))
+                        src_b.append(b)
+                        src_p.append(o + t)
+                    tgt_row.extend(rows_)
+                    tgt_tok.extend(c)
+                    owner.extend([(gi, j)] * k)
+                    o += k
+            pos[b, o:] = torch.arange(L - o)  # padding: attends to itself and earlier padding only
+            stats.tokens += o
+        stats.padded_tokens += B * L
+        stats.scored_rows += len(src_b)
+        stats.forward_passes += 1
+        causal = torch.ones((L, L), dtype=torch.bool).tril()
+        same_item = item[:, :, None] == item[:, None, :]
+        same_seg = seg[:, :, None] == seg[:, None, :]
+        to_ctx = (seg[:, None, :] == 0) & (seg[:, :, None] > 0)
+        mask = (causal[None] & same_item & (same_seg | to_ctx))[:, None]  # (B, 1, L, L), True = attend
+        dev = self.device
+        hidden = self.body(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
+                           use_cache=False).last_hidden_state
+        gathered = hidden[torch.tensor(src_b, device=dev), torch.tensor(src_p, device=dev)]
+        tgt_row_t = torch.tensor(tgt_row, device=dev)
+        tgt_tok_t = torch.tensor(tgt_tok, device=dev)
+        token_lp = torch.empty(len(tgt_tok), dtype=torch.float32, device=dev)
+        greedy_tok = torch.empty(len(src_b), dtype=torch.long, device=dev)
+        for s in range(0, len(src_b), LM_HEAD_CHUNK):
+            e = min(s + LM_HEAD_CHUNK, len(src_b))
+            logits = self.head(gathered[s:e]).float()  # float32 log-softmax whatever the dtype
+            if self.softcap:
+                logits = torch.tanh(logits / self.softcap) * self.softcap
+            logp = torch.log_softmax(logits, dim=-1)
+            greedy_tok[s:e] = logp.argmax(dim=-1)
+            sel = (tgt_row_t >= s) & (tgt_row_t < e)
+            token_lp[sel] = logp[tgt_row_t[sel] - s, tgt_tok_t[sel]]
+        is_hit = (greedy_tok[tgt_row_t] == tgt_tok_t).cpu().tolist()
+        token_lp_list = token_lp.double().cpu().tolist()
+        res: list[list[list]] = [[[0.0, 0, True] for _ in g.conts] for g in batch]
+        for (gi, j), lp, hit in zip(owner, token_lp_list, is_hit):
+            r = res[gi][j]
+            r[0] += lp
+            r[1] += 1
+            r[2] = r[2] and bool(hit)
+        return [[ChoiceScore(float(a), int(n), bool(h)) for a, n, h in row] for row in res]

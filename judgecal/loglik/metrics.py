@@ -1,0 +1,151 @@
+"""Multiple-choice metrics and diagnostics: pure numpy, no I/O.
+
+For one item with choices y_1..y_k, ``ll[i] = sum_t log p(y_i,t | x, y_i,<t)`` in nats (the
+continuation includes the target delimiter). Predictions (``np.argmax``, so ties go to the
+first choice, as in lm-evaluation-harness):
+
+- ``acc``:           argmax ll                                   (lm_eval/api/task.py, multiple_choice
+                                                                  ``process_results``: ``pred = np.argmax(lls)``)
+- ``acc_norm``:      argmax ll / len(choice) in characters       (same place: ``completion_len =
+                                                                  len(choice)``; the choice from
+                                                                  ``doc_to_choice``, WITHOUT the delimiter)
+- ``acc_bytes``:     argmax ll / len(choice.encode("utf-8"))     (same place: ``byte_length``; DESIGN.md's
+                                                                  tokenizer-independent acc_norm)
+- ``acc_per_token``: argmax ll / number of continuation tokens   (DESIGN.md)
+- ``acc_pmi``:       argmax ll(y|x) - ll(y|null context)         (lm-eval ``acc_mutual_info``, whose null
+                                                                  context is the empty string)
+
+Aggregates are means over items with ``stderr = sample std (ddof=1) / sqrt(n)``
+(lm_eval/api/metrics.py ``mean_stderr``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+METRICS = ("acc", "acc_norm", "acc_bytes", "acc_per_token", "acc_pmi")
+OPPOSITE_MESSAGE = "output distribution changed shape, not capability"
+
+
+def n_chars(choice: str) -> int:
+    """Length of ``choice`` in characters (Unicode code points), as lm-eval's ``len(choice)``."""
+    return len(choice)
+
+
+def n_bytes(choice: str) -> int:
+    """Length of ``choice`` in UTF-8 bytes."""
+    return len(choice.encode("utf-8"))
+
+
+def item_predictions(ll: Sequence[float], chars: Sequence[int], nbytes: Sequence[int],
+                     ntokens: Sequence[int], ll_null: Sequence[float] | None = None) -> dict[str, int | None]:
+    """Predicted choice index under each metric for one item.
+
+    ``ll``: per-choice log-likelihood (nats), shape (k,); ``chars``/``nbytes``/``ntokens``:
+    per-choice lengths (characters and bytes of the raw choice, tokens of the scored
+    continuation); ``ll_null``: per-choice ll under the null context or None (then
+    ``acc_pmi`` is None). Formulas in the module docstring. Ties -> first choice."""
+    ll_a = np.asarray(ll, dtype=np.float64)
+    out: dict[str, int | None] = {
+        "acc": int(np.argmax(ll_a)),
+        "acc_norm": int(np.argmax(ll_a / np.asarray(chars, dtype=np.float64))),
+        "acc_bytes": int(np.argmax(ll_a / np.asarray(nbytes, dtype=np.float64))),
+        "acc_per_token": int(np.argmax(ll_a / np.asarray(ntokens, dtype=np.float64))),
+        "acc_pmi": None,
+    }
+    if ll_null is not None:
+        out["acc_pmi"] = int(np.argmax(ll_a - np.asarray(ll_null, dtype=np.float64)))
+    return out
+
+
+def mean_stderr(values: Sequence[float]) -> tuple[float, float]:
+    """(mean, standard error) of ``values``: stderr = sample std (ddof=1) / sqrt(n), as
+    lm_eval/api/metrics.py ``mean_stderr``; NaN stderr for n < 2. Raises ValueError if empty."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("no values")
+    if x.size < 2:
+        return float(x.mean()), float("nan")
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size))
+
+
+def aggregate(predictions: Sequence[Mapping[str, int | None]], golds: Sequence[int]) -> dict[str, dict]:
+    """Per-metric accuracy over items: ``{metric: {"value": mean, "stderr": se, "n": n}}``.
+    A metric whose predictions are None (PMI without a null pass) is left out."""
+    if len(predictions) != len(golds):
+        raise ValueError("predictions and golds differ in length")
+    out: dict[str, dict] = {}
+    for metric in METRICS:
+        preds = [p.get(metric) for p in predictions]
+        if not preds or any(p is None for p in preds):
+            continue
+        hits = [1.0 if p == g else 0.0 for p, g in zip(preds, golds)]
+        value, se = mean_stderr(hits)
+        out[metric] = {"value": value, "stderr": se, "n": len(hits)}
+    return out
+
+
+def is_letter_key(choices_per_item: Sequence[Sequence[str]]) -> bool:
+    """True when every choice of every item is one character after stripping spaces (" A".." D"):
+    then every length denominator is equal within an item and acc_norm == acc."""
+    return bool(choices_per_item) and all(len(c.strip()) == 1 for cs in choices_per_item for c in cs)
+
+
+def lint_choices(choices_per_item: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Count stray-space problems in raw choice strings (they change the acc_norm/acc_bytes
+    denominators): ``trailing_space`` and ``leading_space`` (choices), ``doubled_space``
+    (choices containing "  "), ``inconsistent_leading_space`` (items whose choices do not all
+    agree on starting with a space)."""
+    counts = {"trailing_space": 0, "leading_space": 0, "doubled_space": 0, "inconsistent_leading_space": 0}
+    for cs in choices_per_item:
+        leads = {c[:1].isspace() for c in cs}
+        if len(leads) > 1:
+            counts["inconsistent_leading_space"] += 1
+        for c in cs:
+            counts["trailing_space"] += c != c.rstrip()
+            counts["leading_space"] += c != c.lstrip()
+            counts["doubled_space"] += "  " in c
+    return counts
+
+
+def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str, Mapping]) -> dict:
+    """Diagnostics printed with the metrics: ``letter_key`` (bool) and ``headline`` (the metric
+    names to show first: acc_norm is dropped for letter-key tasks, with ``notes`` saying why),
+    ``lint`` (counts from :func:`lint_choices`), ``acc_norm_minus_acc``."""
+    letter = is_letter_key(choices_per_item)
+    notes: list[str] = []
+    headline = [m for m in METRICS if m in metrics]
+    if letter:
+        headline = [m for m in headline if m not in ("acc_norm", "acc_bytes", "acc_per_token")]
+        notes.append("letter-key task: every choice is one character, so acc_norm == acc "
+                     "(length normalisation is a no-op); acc_norm dropped from the headline")
+    lint = lint_choices(choices_per_item)
+    if any(lint.values()):
+        notes.append("choice strings carry stray spaces that change the length denominators: "
+                     + ", ".join(f"{k} {v}" for k, v in lint.items() if v))
+    gap = None
+    if "acc" in metrics and "acc_norm" in metrics:
+        gap = metrics["acc_norm"]["value"] - metrics["acc"]["value"]
+    return {"letter_key": letter, "headline": headline, "lint": lint, "acc_norm_minus_acc": gap,
+            "notes": notes}
+
+
+def compare_runs(a_metrics: Mapping[str, Mapping], b_metrics: Mapping[str, Mapping]) -> dict:
+    """Deltas of every metric present in both runs (``b - a``, with the stderr of the
+    difference assuming independent runs: sqrt(se_a^2 + se_b^2)), and the flag
+    ``opposite_directions`` when acc and acc_norm move in opposite directions (one up, the
+    other down): the output distribution's shape changed, not capability (DESIGN.md)."""
+    deltas: dict[str, dict] = {}
+    for m in METRICS:
+        if m in a_metrics and m in b_metrics:
+            a, b = a_metrics[m], b_metrics[m]
+            se = float(np.sqrt(float(a.get("stderr") or 0.0) ** 2 + float(b.get("stderr") or 0.0) ** 2))
+            deltas[m] = {"a": a["value"], "b": b["value"], "delta": b["value"] - a["value"], "stderr": se}
+    opposite = False
+    if "acc" in deltas and "acc_norm" in deltas:
+        da, dn = deltas["acc"]["delta"], deltas["acc_norm"]["delta"]
+        opposite = (da > 0 and dn < 0) or (da < 0 and dn > 0)
+    return {"deltas": deltas, "opposite_directions": opposite,
+            "message": OPPOSITE_MESSAGE if opposite else None}

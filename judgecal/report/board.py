@@ -1,0 +1,56 @@
+"""Leaderboard and check renderers: rich table, Markdown, CSV rows."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from judgecal.report.tables import simple_table
+
+COLUMNS = [
+    ("model", "model"), ("n", "n_rated"), ("raw", "mean_raw"), ("raw CI", "mean_raw_ci"),
+    ("calibrated", "mean_calibrated"), ("cal. CI", "mean_calibrated_ci"), ("rank raw", "rank_raw"),
+    ("rank cal.", "rank_calibrated"), ("change", "rank_change"), ("mean length", "mean_length"),
+    ("verbosity win-rate", "verbosity_win_rate"), ("acc", "acc"), ("acc_norm", "acc_norm"),
+    ("acc_bytes", "acc_bytes"), ("acc_norm-acc", "acc_norm_minus_acc"), ("flags", "flags"),
+]
+
+
+def _cell(key: str, value) -> str:
+    if value is None:
+        return "-"
+    if key.endswith("_ci"):
+        return f"[{value[0]:.2f}, {value[1]:.2f}]"
+    if key == "rank_change":
+        return f"{value:+d}" if value else "0"
+    if key == "flags":
+        return "; ".join(value) or "-"
+    if isinstance(value, float):
+        return f"{value:.1f}" if key == "mean_length" else f"{value:.3f}"
+    return str(value)
+
+
+def _title(board: dict) -> str:
+    cals = ", ".join(f"{k}: #{v}" for k, v in board["calibrations"].items()) or "none"
+    return f"leaderboard: judge {board['judge']} (calibrations {cals})"
+
+
+def leaderboard_table(board: dict) -> Table:
+    """The leaderboard as a rich Table."""
+    rows = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in board["rows"]]
+    return simple_table(_title(board), [c for c, _ in COLUMNS], rows)
+
+
+def leaderboard_markdown(board: dict) -> str:
+    """The leaderboard as a Markdown table (pipes in cells escaped)."""
+    lines = [f"### {_title(board)}", "", "| " + " | ".join(c for c, _ in COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    for r in board["rows"]:
+        lines.append("| " + " | ".join(_cell(k, r.get(k)).replace("|", "\\|") for _, k in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def check_table(result: dict) -> Table:
+    """`judgecal check` results as a rich Table."""
+    rows = [["PASS" if c["ok"] else "FAIL", c["task_family"], c["judge"], c["check"], c["message"]] for c in result["checks"]]
+    return simple_table("judgecal check: " + ("all thresholds hold" if result["ok"] else "FAILED"),
+                        ["", "task family", "judge", "check", "detail"], rows)
