@@ -301,12 +301,14 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
         click.echo(render.leaderboard_markdown(board))
     elif fmt == "csv":
         import csv
+        import io
 
-        rows = board["rows"]
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["model"])
+        rows, buf = board["rows"], io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["model"])
         writer.writeheader()
         for r in rows:
             writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+        click.echo(buf.getvalue(), nl=False)
     else:
         out.print(render.leaderboard_table(board))
 
@@ -348,13 +350,18 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
               help="Output format (default: from the file extension, else jsonl).")
+@click.option("--task-family", "families", multiple=True, metavar="NAME", help="leaderboard: task families (default: all).")
+@click.option("--judge", default=None, metavar="NAME|ID", help="leaderboard: the judge (default: the only one with ratings).")
+@click.option("--calibration", default="latest", show_default=True, metavar="ID|latest", help="leaderboard: calibration to apply.")
 @pass_ctx
-def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None) -> None:
-    """Write KIND to FILE. ratings, labels, pairs and responses use the generic import format."""
+def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge, calibration) -> None:
+    """Write KIND to FILE. ratings, labels, pairs and responses use the generic import format
+    (they round-trip through `judgecal import jsonl|csv`)."""
     from judgecal.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
-    n = export(kind, fmt, file, ctx.url)
+    options = {"families": list(families), "judge": judge, "calibration": calibration} if kind == "leaderboard" else {}
+    n = export(kind, fmt, file, ctx.url, **options)
     click.echo(f"wrote {n} {kind} rows to {file}")
 
 

@@ -28,9 +28,9 @@ DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed"
 def _pick_judge(s, judge: str | None) -> m.Judge:
     if judge:
         return q.judge_by_name(s, judge)
-    from sqlalchemy import distinct, select
+    from sqlalchemy import select
 
-    ids = list(s.scalars(select(distinct(m.Rating.judge_id))))
+    ids = list(s.scalars(select(m.Rating.judge_id).distinct()))
     if len(ids) == 1:
         return s.get(m.Judge, ids[0])
     if not ids:
