@@ -47,27 +47,23 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
     added["item"] = q.insert_ignore(session, m.Item, item_rows)
     item_of: dict[tuple[str, str], int] = {}
     for fam, fid in fam_ids.items():
-        hashes = {q.sha256_text(p): p for (f, p) in batch.items if f == fam}
+        hashes = {r["prompt_sha256"]: r["prompt"] for r in item_rows if r["task_family_id"] == fid}
         for sha, iid in q.item_ids(session, fid, hashes).items():
             item_of[(fam, hashes[sha])] = iid
 
     resp_rows = []
+    key_of_ref: dict[RespRef, tuple[int, str, str]] = {}
     for ref in batch.responses:
+        key = (item_of[(ref.family, ref.prompt)], ref.model, q.sha256_text(ref.text))
+        key_of_ref[ref] = key
         resp_rows.append(
-            {
-                "item_id": item_of[(ref.family, ref.prompt)],
-                "model": ref.model,
-                "text": ref.text,
-                "text_sha256": q.sha256_text(ref.text),
-                "created_at": now,
-                **lengths(ref.text),
-            }
+            {"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": key[2], "created_at": now, **lengths(ref.text)}
         )
     added["response"] = q.insert_ignore(session, m.Response, resp_rows)
-    ids = q.response_ids(session, [(r["item_id"], r["model"], r["text_sha256"]) for r in resp_rows])
+    ids = q.response_ids(session, key_of_ref.values())
 
     def rid(ref: RespRef) -> int:
-        return ids[(item_of[(ref.family, ref.prompt)], ref.model, q.sha256_text(ref.text))]
+        return ids[key_of_ref[ref]]
 
     label_rows: list[dict[str, Any]] = []
     for a, b, pref, annotator, source in batch.pair_labels:

@@ -68,12 +68,27 @@ def _sqlite_executemany(conn, table, rows: Sequence[dict], chunk: int) -> int:
         f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
         f'VALUES ({", ".join("?" for _ in cols)}) ON CONFLICT DO NOTHING'
     )
+    plain = [c for c, p in zip(cols, procs) if p is None]
+    if len(plain) == len(cols):
+        convert = lambda r: tuple(r[c] for c in cols)  # noqa: E731
+    else:
+        cache: dict[tuple[int, int], object] = {}
+
+        def processed(i: int, p, value):
+            # the same value object (e.g. one created_at for a whole import) is processed once
+            key = (i, id(value))
+            if key not in cache:
+                cache[key] = (value, p(value))
+            return cache[key][1]
+
+        convert = lambda r: tuple(  # noqa: E731
+            r[c] if p is None else processed(i, p, r[c]) for i, (c, p) in enumerate(zip(cols, procs))
+        )
     cur = conn.connection.driver_connection.cursor()
     added = 0
     try:
         for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
-            cur.executemany(sql, [tuple(p(r[c]) if p else r[c] for c, p in zip(cols, procs)) for r in part])
+            cur.executemany(sql, [convert(r) for r in rows[start : start + chunk]])
             added += max(cur.rowcount, 0)
     finally:
         cur.close()

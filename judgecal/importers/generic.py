@@ -44,7 +44,9 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         if not fam:
             raise f.fail("missing field 'task_family' (or pass --task-family)")
         prompt = f.text("prompt", allow_empty=False)
-        batch.add_item(fam, prompt, external_id=f.text("item_id", required=False), reference=f.text("reference", required=False))
+        ext, ref = f.text("item_id", required=False), f.text("reference", required=False)
+        if ext is not None or ref is not None:
+            batch.add_item(fam, prompt, external_id=ext, reference=ref)
         {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair}[kind](batch, f, fam, prompt)
         n += 1
     if n == 0:
