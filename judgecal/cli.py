@@ -269,6 +269,35 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         warn(w)
 
 
+# ---------------------------------------------------------------- report
+@cli.command()
+@click.option("--task-family", "families", multiple=True, metavar="NAME", help="Task family (repeatable; default: all).")
+@click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: every judge with a calibration).")
+@click.option("--calibration", default="latest", show_default=True, metavar="ID|latest",
+              help="Report the newest calibration per family and judge, or one id.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table", show_default=True)
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Write report.html, report.json and report.md into this folder (html needs it).")
+@click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
+@pass_ctx
+def report(ctx: Ctx, families, judge, calibration, fmt, out_dir, no_plots) -> None:
+    """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
+    from judgecal import reporting
+
+    if fmt == "html" and out_dir is None:
+        raise click.UsageError("--format html needs --out DIR")
+    formats = ("json", "markdown", "html") if out_dir is not None else ()
+    rep, entries, written = reporting.make_report(list(families), judge, calibration, ctx.url, out_dir, formats, plots=not no_plots)
+    if fmt == "table":
+        from judgecal.report.render_text import render_table
+
+        out.print(render_table(rep))
+    elif fmt in ("json", "markdown"):
+        click.echo(reporting.render(rep, entries, fmt), nl=False)
+    for kind, path in written.items():
+        err.print(f"wrote {path}", highlight=False, markup=False)
+
+
 # ---------------------------------------------------------------- leaderboard, check
 FAMILIES_OPT = click.option("--task-family", "families", multiple=True, metavar="NAME", help="Task family (repeatable; default: all).")
 JUDGE_OPT = click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: the only judge with ratings).")

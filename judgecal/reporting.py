@@ -1,0 +1,98 @@
+"""``judgecal report``: stored calibrations (and, for families with concise/verbose pairs but no
+calibration, the raw verbosity figures) -> report dict -> terminal table, JSON, Markdown or a
+self-contained HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import FitError, NotFoundError
+from judgecal.fitting import evaluate_family, load_calibrations
+from judgecal.report.build import build_report
+
+
+def _entry(row: m.Calibration, family: str, judge: str) -> dict:
+    evaluation = dict(row.metrics or {})
+    evaluation["points"] = (row.data or {}).get("points")
+    return {"task_family": family, "judge": judge, "calibration_id": row.id, "created_at": row.created_at.isoformat(),
+            "length_unit": row.length_unit, "tokenizer": row.tokenizer, "evaluation": evaluation}
+
+
+def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], url: str | None) -> list[tuple[str, str]]:
+    """(family, judge) with verbosity pairs and ok ratings by the judge but no calibration."""
+    engine = get_engine(url)
+    out = []
+    with session_scope(engine) as s:
+        fam_ids = q.family_ids(s, families)
+        judge_ids = [q.judge_by_name(s, judge).id] if judge else None
+        for fid in fam_ids:
+            fam = s.get(m.TaskFamily, fid)
+            has_pairs = s.scalar(select(m.VerbosityPair.id).join(m.Item, m.Item.id == m.VerbosityPair.item_id)
+                                 .where(m.Item.task_family_id == fid).limit(1))
+            if not has_pairs:
+                continue
+            stmt = (select(m.Judge.id, m.Judge.name).join(m.Rating, m.Rating.judge_id == m.Judge.id)
+                    .join(m.Response, m.Response.id == m.Rating.response_id).join(m.Item, m.Item.id == m.Response.item_id)
+                    .where(m.Item.task_family_id == fid, m.Rating.status == "ok").distinct())
+            for jid, jname in s.execute(stmt):
+                if (judge_ids is None or jid in judge_ids) and (fam.name, jname) not in have:
+                    out.append((fam.name, str(jid)))
+    engine.dispose()
+    return out
+
+
+def collect_entries(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
+                    n_bootstrap: int = 1000, seed: int = 0) -> list[dict]:
+    """Report entries: the chosen calibrations, then verbosity-only entries for families that
+    have concise/verbose pairs rated by a judge without a calibration (words as length unit)."""
+    chosen = load_calibrations(families, judge, calibration, url)
+    entries = [_entry(row, fam, jname) for row, fam, jname in chosen]
+    if calibration == "latest":
+        have = {(e["task_family"], e["judge"]) for e in entries}
+        for fam, jid in _unfitted_families(families, judge, have, url):
+            try:
+                evaluation, ctx = evaluate_family(fam, jid, length_unit="words", n_bootstrap=n_bootstrap, seed=seed, url=url)
+            except FitError:
+                continue
+            entries.append({"task_family": fam, "judge": ctx["judge"], "calibration_id": None, "created_at": None,
+                            "length_unit": "words", "tokenizer": None, "evaluation": evaluation})
+    if not entries:
+        raise NotFoundError("nothing to report: no calibration and no rated concise/verbose pairs (run `judgecal fit`)")
+    return entries
+
+
+def make_report(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
+                out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True) -> tuple[dict, list[dict], dict]:
+    """Build the report; write ``report.{json,md,html}`` for the requested ``formats`` into
+    ``out_dir`` (created). Returns (report, entries, {format: path})."""
+    entries = collect_entries(families, judge, calibration, url)
+    report = build_report(entries)
+    written = {}
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for fmt in formats:
+            path = out_dir / {"json": "report.json", "markdown": "report.md", "html": "report.html"}[fmt]
+            path.write_text(render(report, entries, fmt, plots=plots), encoding="utf-8")
+            written[fmt] = path
+    return report, entries, written
+
+
+def render(report: dict, entries: list[dict], fmt: str, plots: bool = True) -> str:
+    """The report as text in ``fmt`` (json, markdown or html)."""
+    if fmt == "json":
+        from judgecal.report.build import report_json
+
+        return report_json(report)
+    if fmt == "markdown":
+        from judgecal.report.render_markdown import render_markdown
+
+        return render_markdown(report)
+    from judgecal.report.render_html import render_html
+
+    return render_html(report, entries, plots=plots)
