@@ -32,8 +32,19 @@ def models_dir() -> Path:
 
 
 def default_model_dir() -> Path:
-    """Folder of the pulled SmolLM2-135M-Instruct transformers model (may not exist yet)."""
-    return models_dir() / DEFAULT_MODEL_NAME
+    """Folder of the pulled SmolLM2-135M-Instruct transformers model (may not exist yet).
+
+    ``JUDGECAL_MODEL_DIR`` wins when set. Otherwise ``JUDGECAL_HOME/models/<name>``; when that
+    does not exist but the platform user data folder holds a pulled copy (a model pulled once
+    serves every JUDGECAL_HOME on the machine), that copy."""
+    env = os.environ.get("JUDGECAL_MODEL_DIR")
+    if env:
+        return Path(env).expanduser()
+    own = models_dir() / DEFAULT_MODEL_NAME
+    shared = Path(platformdirs.user_data_dir("judgecal", appauthor=False)) / "models" / DEFAULT_MODEL_NAME
+    if not (own / "config.json").exists() and (shared / "config.json").exists():
+        return shared
+    return own
 
 
 def default_database_url() -> str:

@@ -46,6 +46,7 @@ from judgecal.calibrate.fit import (
     batch_logistic,
     fit_pairwise,
     fit_pointwise,
+    map_expert_scale,
     single_threaded_blas,
 )
 from judgecal.calibrate.metrics import order_credit
@@ -215,7 +216,25 @@ class Linear(_PenaltyMethod):
     name = "linear"
 
     def fit_batch(self, train, ctx, W, start=None) -> list:
-        """Pairs: z = s*dS - s*gamma*dF is logistic in beta = (s, s*gamma >= 0): batch Newton."""
+        """Pairs: z = s*dS - s*gamma*dF is logistic in beta = (s, s*gamma >= 0): batch Newton.
+        Pointwise: the weighted least-squares gamma = max(0, sum w f (S - E') / sum w f^2)."""
+        if isinstance(train, PointData) and ctx.expert_scale is not None and train.n >= 10:
+            f = (train.length - ctx.l_ref) / ctx.l_ref
+            t = map_expert_scale(train.expert, ctx.expert_scale, ctx.scale)
+            Wn = np.asarray(W, dtype=float)
+            den = Wn @ (f * f)
+            gam = np.where(den > 0, np.maximum(0.0, Wn @ (f * (train.score - t)) / np.where(den > 0, den, 1)), 0.0)
+            g_hi = 10.0 * (ctx.scale[1] - ctx.scale[0])
+            gam = np.minimum(gam, g_hi)
+            out = []
+            for b, g in enumerate(gam):
+                r = train.score - g * f - t
+                loss = float(Wn[b] @ (r * r) / Wn[b].sum())
+                at = {"gamma": "lower" if g == 0 else ("upper" if g == g_hi else None), "p": None,
+                      "bt_scale": None}
+                res = FitResult(float(g), 1.0, ctx.l_ref, None, loss, train.n, True, at, "closed form")
+                out.append(_penalty_fitted(self.name, "linear", res, ctx))
+            return out
         if not isinstance(train, PairData) or start is None or start.fit is None or train.n < 10:
             return super().fit_batch(train, ctx, W, start)
         l_ref = ctx.l_ref

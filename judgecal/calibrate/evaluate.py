@@ -4,13 +4,14 @@
 every method of :mod:`judgecal.calibrate.baselines` on all the labelled data (in-sample), in
 K-fold cross-validation grouped by item (the folds are built once from ``seed`` and shared by
 every method), and on ``n_bootstrap`` bootstrap resamples of the items (seeded; each refit
-starts from the full-data optimum only). ``evaluate_verbosity_only(verbosity, ...)`` is the
+starts from the full-data optimum only). docs/calibration.md gives every formula and procedure. ``evaluate_verbosity_only(verbosity, ...)`` is the
 no-label case. Every function returns a plain JSON-serialisable dict (NaN becomes None):
 
 ``kind``              "pairwise" | "pointwise" | "verbosity_only"
 ``fitted``            True, or False when no fit was possible (then ``no_fit_reason`` says why)
 ``no_fit_reason``     None or a one-line reason
-``n``, ``n_items``    labelled pairs (pointwise: responses) and distinct items
+``n``, ``n_items``, ``n_verbosity``  labelled pairs (pointwise: responses), distinct items,
+                      concise/verbose pairs
 ``l_ref``, ``scale``, ``p_bounds``, ``folds`` (used), ``n_bootstrap``, ``seed``, ``density``
 ``params``            None, or {gamma, p, l_ref, bt_scale, loss, n, converged, at_bound, message,
                       gamma_ci, p_ci, bt_scale_ci, n_bootstrap_ok} (CIs: [2.5, 97.5] percentiles
@@ -18,10 +19,11 @@ no-label case. Every function returns a plain JSON-serialisable dict (NaN become
 ``methods``           {name: {...}}; pairwise keys: agreement, agreement_cv, agreement_ci,
                       agreement_cv_ci, verbosity_win_rate, verbosity_win_rate_ci,
                       length_preference, length_preference_ci, slope, slope_ci,
-                      verbosity_slope, params. Pointwise keys: spearman, spearman_cv,
-                      spearman_ci, kendall, kendall_cv, mae, mae_cv, mae_ci,
+                      verbosity_slope, n_bootstrap, params. Pointwise keys: spearman,
+                      spearman_cv, spearman_ci, kendall, kendall_cv, mae, mae_cv, mae_ci,
                       verbosity_win_rate, verbosity_win_rate_ci, slope, slope_ci,
-                      verbosity_slope, params. A figure that does not apply (lc_glm has no
+                      verbosity_slope, n_bootstrap, params. (n_bootstrap: refits that
+                      entered the CIs; LOWESS is refitted on at most 200 resamples.) A figure that does not apply (lc_glm has no
                       per-response score, so no slope) or failed is None.
 ``expert_length_preference``  pairwise only: share of pairs the experts decide for the longer
 ``raw_slope``         slope of the raw scores on ln L (labelled responses)
@@ -47,6 +49,15 @@ from judgecal.calibrate.data import PairData, PointData, VerbosityData
 from judgecal.calibrate.fit import MIN_LABELS, default_l_ref, map_expert_scale
 from judgecal.calibrate import metrics as M
 from judgecal.calibrate.penalty import LENGTH_FLOOR
+from judgecal.calibrate.resample import (
+    item_codes,
+    make_folds,
+    pair_metrics_batch,
+    percentile_ci,
+    resample_counts,
+    weighted_means,
+    weighted_slopes,
+)
 from judgecal.errors import FitError, UsageError
 
 AGREEMENT_GAP_WARN = 0.10
@@ -73,86 +84,6 @@ def _clean(x):
         x = float(x)
         return x if math.isfinite(x) else None
     return x
-
-
-def _ci(values) -> list | None:
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return None
-    return [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
-
-
-def make_folds(item_ids, folds: int, seed: int) -> tuple[np.ndarray, int]:
-    """Fold number of every row, grouped by item: the distinct items are shuffled with
-    ``numpy.random.default_rng(seed)`` and split into ``k = min(folds, n_items)`` near-equal
-    groups (numpy.array_split). Returns (fold per row, shape (n,), k); k < 2 means no CV."""
-    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
-    k = int(min(folds, items.size))
-    if k < 2:
-        return np.zeros(codes.size, dtype=int), k
-    perm = np.random.default_rng(seed).permutation(items.size)
-    fold_of_item = np.empty(items.size, dtype=int)
-    for f, group in enumerate(np.array_split(perm, k)):
-        fold_of_item[group] = f
-    return fold_of_item[codes], k
-
-
-def _item_codes(item_ids) -> tuple[np.ndarray, int]:
-    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
-    return codes, int(items.size)
-
-
-def _bootstrap_rows(codes: np.ndarray, n_items: int, rng) -> np.ndarray:
-    """Row indices of one bootstrap resample of the items (with replacement)."""
-    counts = np.bincount(rng.integers(0, n_items, n_items), minlength=n_items)
-    return np.repeat(np.arange(codes.size), counts[codes])
-
-
-def _resample_counts(n: int, n_bootstrap: int, rng) -> np.ndarray:
-    """(B, n) multiplicities of B bootstrap resamples of n units (drawn with replacement)."""
-    idx = rng.integers(0, n, (n_bootstrap, n)) + n * np.arange(n_bootstrap)[:, None]
-    return np.bincount(idx.ravel(), minlength=n_bootstrap * n).reshape(n_bootstrap, n).astype(float)
-
-
-def _wmean(credit, W) -> np.ndarray:
-    tot = W.sum(axis=1)
-    return np.where(tot > 0, (credit * W).sum(axis=1) / np.where(tot > 0, tot, 1.0), np.nan)
-
-
-def _wslope(S, x, W) -> np.ndarray:
-    """Row-wise weighted least-squares slope of S (B, m) on x (m,)."""
-    tot = W.sum(axis=1)
-    xm = W @ x / tot
-    ym = (W * S).sum(axis=1) / tot
-    dx = x[None, :] - xm[:, None]
-    sxx = (W * dx * dx).sum(axis=1)
-    sxy = (W * dx * (S - ym[:, None])).sum(axis=1)
-    return np.where(sxx > 1e-12, sxy / np.where(sxx > 1e-12, sxx, 1.0), np.nan)
-
-
-def _pair_metrics_batch(fits: list, d: PairData, W, v: VerbosityData | None, V) -> dict:
-    """Agreement, length preference, slope and verbosity win-rate of every refit, weighted by
-    its resample's multiplicities (rows of W, V): arrays of shape (B,)."""
-    nan = np.full(len(fits), np.nan)
-    if not fits:
-        return {"agreement": nan, "length_preference": nan, "slope": nan, "verbosity_win_rate": nan}
-    P = np.stack([f.predict_pair(d.score_a, d.score_b, d.len_a, d.len_b, d.density_a, d.density_b)
-                  for f in fits])
-    keep = (d.len_a != d.len_b).astype(float)
-    lcredit = np.where(d.len_a > d.len_b, M.order_credit(P, 0.5), M.order_credit(0.5, P))
-    out = {"agreement": _wmean(M.agreement_credit(P, 1.0 - P, d.outcome), W),
-           "length_preference": _wmean(lcredit, W * keep), "slope": nan,
-           "verbosity_win_rate": nan}
-    if fits[0].per_response:
-        S = np.stack([np.concatenate([f.calibrate(d.score_a, d.len_a, d.density_a),
-                                      f.calibrate(d.score_b, d.len_b, d.density_b)]) for f in fits])
-        x = np.log(np.maximum(np.concatenate([d.len_a, d.len_b]), LENGTH_FLOOR))
-        out["slope"] = _wslope(S, x, np.concatenate([W, W], axis=1))
-    if v is not None and V is not None:
-        VP = np.stack([f.predict_pair(v.score_verbose, v.score_concise, v.len_verbose, v.len_concise,
-                                      v.density_verbose, v.density_concise) for f in fits])
-        out["verbosity_win_rate"] = _wmean(M.order_credit(VP, 0.5), V)
-    return out
 
 
 def _verbosity_metrics(fitted: Fitted, v: VerbosityData | None) -> tuple[float, float]:
@@ -214,7 +145,7 @@ def evaluate_verbosity_only(verbosity: VerbosityData, *, n_bootstrap: int = 1000
         rng = np.random.default_rng(seed)
         idx = rng.integers(0, v.n, (n_bootstrap, v.n))
         credit = M.order_credit(v.score_verbose, v.score_concise)
-        ci = _ci(credit[idx].mean(axis=1))
+        ci = percentile_ci(credit[idx].mean(axis=1))
     warnings = [reason]
     if np.ptp(scores) == 0:
         warnings.append("every judge score is the same: the judge output is constant")
@@ -253,7 +184,7 @@ def _params(poly: Fitted, boot_params: list) -> dict:
     arr = np.asarray(boot_params, dtype=float).reshape(-1, 3) if boot_params else None
     for j, name in enumerate(("gamma", "p", "bt_scale")):
         out[f"{name}_ci"] = None if arr is None or res.bt_scale is None and name == "bt_scale" \
-            else _ci(arr[:, j])
+            else percentile_ci(arr[:, j])
     out["n_bootstrap_ok"] = 0 if arr is None else int(arr.shape[0])
     if "density" in poly.params:
         out["density"] = poly.params["density"]
@@ -300,7 +231,8 @@ def evaluate_pairwise(
         the dict of the module docstring. With fewer than 10 labelled pairs but verbosity pairs
         given, the result of :func:`evaluate_verbosity_only` (``fitted`` False, with the reason).
     Raises:
-        FitError: no labelled pairs enough and no verbosity pairs. UsageError: bad settings.
+        FitError: too few labelled pairs and no verbosity pairs; or a full-data fit is
+            impossible (only ties, no pair of two lengths). UsageError: bad settings.
     """
     n = 0 if data is None else data.n
     if n < MIN_LABELS:
@@ -325,7 +257,7 @@ def evaluate_pairwise(
     if dup:
         warnings.append(f"{dup} pairs have equal length and equal score: possibly duplicate outputs")
     methods = PAIRWISE_METHODS
-    codes, n_items = _item_codes(data.item_ids)
+    codes, n_items = item_codes(data.item_ids)
 
     # in-sample
     full: dict[str, Fitted] = {m.name: m.fit(data, ctx) for m in methods}
@@ -359,8 +291,8 @@ def evaluate_pairwise(
             out_m[m.name]["agreement_cv"] = float(credit.mean())
             if n_bootstrap > 0:  # CI of the out-of-fold agreement: resample items, no refit
                 rng = np.random.default_rng(seed + 2)
-                counts = _resample_counts(n_items, n_bootstrap, rng)[:, codes]
-                out_m[m.name]["agreement_cv_ci"] = _ci(counts @ credit / counts.sum(axis=1))
+                counts = resample_counts(n_items, n_bootstrap, rng)[:, codes]
+                out_m[m.name]["agreement_cv_ci"] = percentile_ci(counts @ credit / counts.sum(axis=1))
     elif folds >= 2:
         warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
 
@@ -368,8 +300,8 @@ def evaluate_pairwise(
     boot_params: list = []
     if n_bootstrap > 0:
         rng = np.random.default_rng(seed + 1)
-        W = _resample_counts(n_items, n_bootstrap, rng)[:, codes]  # (B, n) pair multiplicities
-        V = None if v is None or v.n == 0 else _resample_counts(v.n, n_bootstrap, rng)
+        W = resample_counts(n_items, n_bootstrap, rng)[:, codes]  # (B, n) pair multiplicities
+        V = None if v is None or v.n == 0 else resample_counts(v.n, n_bootstrap, rng)
         for m in methods:
             rows = n_bootstrap if m.name != "lowess" else min(n_bootstrap, LOWESS_BOOTSTRAP_MAX)
             fits = m.fit_batch(data, ctx, W[:rows], start=full[m.name])
@@ -379,11 +311,11 @@ def evaluate_pairwise(
                                 f"and were left out")
             if m.name == "polylog":
                 boot_params = [(f.fit.gamma, f.fit.p, f.fit.bt_scale) for f in fits if f is not None]
-            stats = _pair_metrics_batch([f for f in fits if f is not None], data, W[:rows][ok],
+            stats = pair_metrics_batch([f for f in fits if f is not None], data, W[:rows][ok],
                                         v, None if V is None else V[:rows][ok])
             out_m[m.name]["n_bootstrap"] = int(ok.sum())
             for key, vals in stats.items():
-                out_m[m.name][f"{key}_ci"] = _ci(vals)
+                out_m[m.name][f"{key}_ci"] = percentile_ci(vals)
 
     # headline warnings
     ra, pa = out_m["raw"]["agreement"], out_m["polylog"]["agreement"]
@@ -467,7 +399,7 @@ def evaluate_pointwise(
                      density=density, density_w=density_w)
     _data_warnings(data.score, data.length, warnings, n, "responses")
     target = map_expert_scale(data.expert, expert_scale, scale)
-    codes, n_items = _item_codes(data.item_ids)
+    codes, n_items = item_codes(data.item_ids)
     methods = POINTWISE_METHODS
     full = {m.name: m.fit(data, ctx) for m in methods}
     out_m: dict[str, dict] = {}
@@ -501,34 +433,33 @@ def evaluate_pointwise(
     boot_params: list = []
     if n_bootstrap > 0:
         rng = np.random.default_rng(seed + 1)
-        acc = {name: {"spearman": [], "mae": [], "slope": [], "verbosity_win_rate": []} for name in full}
-        failed = 0
-        for b in range(n_bootstrap):
-            rows = _bootstrap_rows(codes, n_items, rng)
-            bd = data.take(rows)
-            bt = target[rows]
-            bv = v.take(rng.integers(0, v.n, v.n)) if v is not None and v.n else None
-            try:
-                fits = {m.name: m.fit(bd, ctx, start=full[m.name]) for m in methods
-                        if m.name != "lowess" or b < LOWESS_BOOTSTRAP_MAX}
-            except FitError:
-                failed += 1
-                continue
-            r = fits["polylog"].fit
-            boot_params.append((r.gamma, r.p, np.nan))
-            for name, f in fits.items():
-                rho, _, err, slope = _point_metrics(f, bd, bt)
-                a = acc[name]
-                a["spearman"].append(rho)
-                a["mae"].append(err)
-                a["slope"].append(slope)
-                a["verbosity_win_rate"].append(_verbosity_metrics(f, bv)[0])
-        if failed:
-            warnings.append(f"{failed} of {n_bootstrap} bootstrap refits failed and were left out")
-        for name, a in acc.items():
-            out_m[name]["n_bootstrap"] = len(a["slope"])
-            for key, vals in a.items():
-                out_m[name][f"{key}_ci"] = _ci(vals)
+        W = resample_counts(n_items, n_bootstrap, rng)[:, codes]  # (B, n) response multiplicities
+        V = None if v is None or v.n == 0 else resample_counts(v.n, n_bootstrap, rng)
+        x = np.log(np.maximum(data.length, LENGTH_FLOOR))
+        for m in methods:
+            rows = n_bootstrap if m.name != "lowess" else min(n_bootstrap, LOWESS_BOOTSTRAP_MAX)
+            fits = m.fit_batch(data, ctx, W[:rows], start=full[m.name])
+            ok = np.array([f is not None for f in fits])
+            if not ok.all():
+                warnings.append(f"{m.name}: {int((~ok).sum())} of {rows} bootstrap refits failed "
+                                f"and were left out")
+            good = [f for f in fits if f is not None]
+            if m.name == "polylog":
+                boot_params = [(f.fit.gamma, f.fit.p, np.nan) for f in good]
+            Wk = W[:rows][ok]
+            S = np.stack([f.calibrate(data.score, data.length, data.density) for f in good]) \
+                if good else np.empty((0, n))
+            stats = {"spearman": [M.weighted_spearman(S[b], target, Wk[b]) for b in range(len(good))],
+                     "mae": weighted_means(np.abs(S - target), Wk), "slope": weighted_slopes(S, x, Wk),
+                     "verbosity_win_rate": np.full(len(good), np.nan)}
+            if V is not None and good:
+                VP = np.stack([f.predict_pair(v.score_verbose, v.score_concise, v.len_verbose,
+                                              v.len_concise, v.density_verbose, v.density_concise)
+                               for f in good])
+                stats["verbosity_win_rate"] = weighted_means(M.order_credit(VP, 0.5), V[:rows][ok])
+            out_m[m.name]["n_bootstrap"] = int(ok.sum())
+            for key, vals in stats.items():
+                out_m[m.name][f"{key}_ci"] = percentile_ci(vals)
 
     ra, pa = out_m["raw"]["spearman"], out_m["polylog"]["spearman"]
     if ra is not None and pa is not None and np.isfinite(ra) and np.isfinite(pa) \

@@ -2,8 +2,9 @@
 
 Sources: the penalty is DESIGN.md's seed formula (see :mod:`judgecal.calibrate.penalty`); the
 pairwise objective is the Bradley-Terry / logistic likelihood (Bradley & Terry 1952) with
-ties counted as half a win each way (the Rao-Kupper-free "half-win" convention used by
-Chatbot Arena's BT fits); the pointwise objective is ordinary least squares.
+ties counted as half a win each way (no separate tie parameter as in Rao & Kupper 1967); the
+pointwise objective is ordinary least squares. :func:`batch_logistic` (damped Newton on many
+weighted two-parameter logistic problems at once) serves the bootstrap of the baselines.
 
 Pairwise model, per pair i (a vs b)::
 
@@ -249,7 +250,8 @@ def fit_pairwise(
     Returns:
         :class:`FitResult` with bt_scale = s and loss in nats per pair (weighted mean).
     Raises:
-        FitError: fewer than 10 pairs, or no decisive (non-tie) preference.
+        FitError: fewer than 10 pairs, no decisive (non-tie) preference, or no pair of two
+            responses of different length (gamma would be unidentifiable).
         UsageError: bad bounds/scale or arrays of different lengths / non-finite values.
     Source: DESIGN.md seed formula + Bradley-Terry likelihood with half-win ties (module doc).
     """
@@ -268,6 +270,9 @@ def fit_pairwise(
     if penalty == "linear":
         p_lo = p_hi = 1.0
     fa, fb = _make_feature(penalty, la, l_ref, mult_a), _make_feature(penalty, lb, l_ref, mult_b)
+    if np.all(fa(1.0)[0] == fb(1.0)[0]):
+        raise FitError("every labelled pair compares two responses of the same length: "
+                       "the length penalty cannot be fitted")
     ds = sa - sb
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
@@ -337,7 +342,8 @@ def fit_pointwise(
     Returns:
         :class:`FitResult` with bt_scale None and loss = weighted mean squared error.
     Raises:
-        FitError: fewer than 10 labelled responses. UsageError: bad scales or bounds.
+        FitError: fewer than 10 labelled responses, or every one at the reference length.
+        UsageError: bad scales or bounds.
     Source: DESIGN.md seed formula; ordinary least squares.
     """
     arrs = [np.asarray(v, dtype=float).reshape(-1) for v in (score, length, expert_score)]
@@ -358,6 +364,9 @@ def fit_pointwise(
     if penalty == "linear":
         p_lo = p_hi = 1.0
     feat = _make_feature(penalty, le, l_ref, mult)
+    if np.all(feat(1.0)[0] == 0):
+        raise FitError("every labelled response has the reference length: "
+                       "the length penalty cannot be fitted")
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
     bounds = [(0.0, g_hi), (p_lo, p_hi)]
@@ -401,41 +410,61 @@ def batch_logistic(x1, x2, y, weights, beta0, *, nonneg_second: bool = False, ma
     y = np.asarray(y, dtype=float)
     B = W.shape[0]
 
-    def loss_of(beta):
+    def loss_of(beta, rows):
         z = beta @ X
-        return np.sum(W * (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z), axis=1)
+        return np.sum(W[rows] * (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z), axis=1)
 
     def solve(beta, free):
-        """Damped Newton on the coordinates where free (shape (2,)) is True."""
-        loss = loss_of(beta)
+        """Damped Newton on the coordinates where free (shape (2,)) is True; only the rows not
+        yet converged are computed. A row stops when its gradient is under tol (converged) or
+        when a step no longer lowers its loss (stalled: e.g. separable, optimum at infinity)."""
+        beta = beta.copy()
+        loss = loss_of(beta, np.arange(B))
         conv = np.zeros(B, dtype=bool)
+        active = np.arange(B)
         for _ in range(max_iter):
-            z = beta @ X
+            if active.size == 0:
+                break
+            b, Wa = beta[active], W[active]
+            z = b @ X
             mu = 0.5 + 0.5 * np.tanh(0.5 * z)
-            r = W * (mu - y)
-            g = r @ X.T * free  # (B, 2)
-            h = W * mu * (1.0 - mu)
+            g = (Wa * (mu - y)) @ X.T * free  # (A, 2)
+            h = Wa * mu * (1.0 - mu)
             h11, h12, h22 = h @ (X[0] * X[0]), h @ (X[0] * X[1]), h @ (X[1] * X[1])
             if not free[1]:
-                h12, h22 = 0.0 * h12, np.ones(B)
+                h12, h22 = 0.0 * h12, np.ones_like(h22)
             if not free[0]:
-                h12, h11 = 0.0 * h12, np.ones(B)
+                h12, h11 = 0.0 * h12, np.ones_like(h11)
             h11, h22 = h11 + 1e-12, h22 + 1e-12
             det = h11 * h22 - h12 * h12
             step = np.stack([(h22 * g[:, 0] - h12 * g[:, 1]) / det,
                              (h11 * g[:, 1] - h12 * g[:, 0]) / det], axis=1)
-            conv = np.abs(g).max(axis=1) < tol
-            if conv.all():
+            gmax = np.abs(g).max(axis=1)
+            done = gmax < tol
+            conv[active[done]] = True
+            keep = ~done
+            active, b, step, gmax = active[keep], b[keep], step[keep], gmax[keep]
+            if active.size == 0:
                 break
-            t = np.ones(B)
-            for _ in range(30):  # backtracking per row until the loss does not increase
-                cand = beta - t[:, None] * step
-                new = loss_of(cand)
-                bad = new > loss + 1e-15
-                if not bad.any():
+            old = loss[active]
+            t = np.ones(active.size)
+            new = np.full(active.size, np.inf)
+            todo = np.arange(active.size)
+            for _ in range(30):  # backtracking, only on the rows whose loss did not decrease
+                cand = b[todo] - t[todo, None] * step[todo]
+                new[todo] = loss_of(cand, active[todo])
+                bad = new[todo] > old[todo]
+                todo = todo[bad]
+                if todo.size == 0:
                     break
-                t = np.where(bad, t * 0.5, t)
-            beta, loss = np.where(bad[:, None], beta, cand), np.where(bad, loss, new)
+                t[todo] *= 0.5
+            moved = new <= old
+            moved[todo] = False
+            beta[active[moved]] = b[moved] - t[moved, None] * step[moved]
+            loss[active[moved]] = new[moved]
+            stalled = ~moved | (old - new <= 1e-15 * np.maximum(1.0, np.abs(old)))
+            conv[active[stalled & (gmax < 1e-6)]] = True  # at the optimum to rounding
+            active = active[~stalled]
         return beta, loss, conv
 
     beta = np.tile(np.asarray(beta0, dtype=float), (B, 1))

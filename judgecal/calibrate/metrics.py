@@ -126,6 +126,34 @@ def spearman(score, expert) -> float:
     return float(stats.spearmanr(score, expert).statistic)
 
 
+def _weighted_midranks(x, w) -> np.ndarray:
+    """Mid-ranks each value would get in the sample where row i is repeated w_i times."""
+    order = np.argsort(x, kind="stable")
+    xs, ws = x[order], w[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    gid = np.cumsum(new) - 1
+    gw = np.bincount(gid, weights=ws)
+    ranks_sorted = (np.cumsum(gw) - gw)[gid] + (gw[gid] + 1.0) / 2.0
+    out = np.empty_like(ranks_sorted)
+    out[order] = ranks_sorted
+    return out
+
+
+def weighted_spearman(score, expert, weights) -> float:
+    """Spearman rho of the sample in which row i appears ``weights[i]`` times (integer
+    bootstrap multiplicities), without building it: weighted Pearson correlation of the
+    weighted mid-ranks. Equals scipy.stats.spearmanr on the repeated rows; NaN if constant."""
+    x, y = np.asarray(score, dtype=float), np.asarray(expert, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    rx, ry = _weighted_midranks(x, w), _weighted_midranks(y, w)
+    tot = w.sum()
+    dx, dy = rx - np.dot(w, rx) / tot, ry - np.dot(w, ry) / tot
+    sxx, syy = np.dot(w, dx * dx), np.dot(w, dy * dy)
+    if sxx <= 0 or syy <= 0:
+        return float("nan")
+    return float(np.dot(w, dx * dy) / np.sqrt(sxx * syy))
+
+
 def kendall_tau(score, expert) -> float:
     """Kendall tau-b (scipy.stats.kendalltau); NaN if either side is constant."""
     if np.ptp(score) == 0 or np.ptp(expert) == 0:

@@ -1,0 +1,92 @@
+"""Resampling for evaluation: item-grouped CV folds, bootstrap multiplicities, and metrics of
+many refits at once weighted by those multiplicities. Pure numpy; no I/O.
+
+Sources: K-fold cross-validation grouped by item; the nonparametric bootstrap over items with
+percentile intervals (Efron & Tibshirani 1993). Metric definitions: :mod:`.metrics`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgecal.calibrate import metrics as M
+from judgecal.calibrate.data import PairData, VerbosityData
+from judgecal.calibrate.penalty import LENGTH_FLOOR
+
+
+def percentile_ci(values) -> list | None:
+    """[2.5, 97.5] percentiles of the finite values, or None when there is none."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return None
+    return [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))]
+
+
+def make_folds(item_ids, folds: int, seed: int) -> tuple[np.ndarray, int]:
+    """Fold number of every row, grouped by item: the distinct items are shuffled with
+    ``numpy.random.default_rng(seed)`` and split into ``k = min(folds, n_items)`` near-equal
+    groups (numpy.array_split). Returns (fold per row, shape (n,), k); k < 2 means no CV."""
+    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
+    k = int(min(folds, items.size))
+    if k < 2:
+        return np.zeros(codes.size, dtype=int), k
+    perm = np.random.default_rng(seed).permutation(items.size)
+    fold_of_item = np.empty(items.size, dtype=int)
+    for f, group in enumerate(np.array_split(perm, k)):
+        fold_of_item[group] = f
+    return fold_of_item[codes], k
+
+
+def item_codes(item_ids) -> tuple[np.ndarray, int]:
+    """(code of each row's item in 0..n_items-1, n_items); ids compared as strings."""
+    items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
+    return codes, int(items.size)
+
+
+def resample_counts(n: int, n_bootstrap: int, rng) -> np.ndarray:
+    """(B, n) multiplicities of B bootstrap resamples of n units (drawn with replacement)."""
+    idx = rng.integers(0, n, (n_bootstrap, n)) + n * np.arange(n_bootstrap)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_bootstrap * n).reshape(n_bootstrap, n).astype(float)
+
+
+def weighted_means(credit, W) -> np.ndarray:
+    """Row-wise weighted means of credit (B, n) (or (n,)) under weights W (B, n); NaN where a
+    row's weights sum to 0."""
+    tot = W.sum(axis=1)
+    return np.where(tot > 0, (credit * W).sum(axis=1) / np.where(tot > 0, tot, 1.0), np.nan)
+
+
+def weighted_slopes(S, x, W) -> np.ndarray:
+    """Row-wise weighted least-squares slope of S (B, m) on x (m,)."""
+    tot = W.sum(axis=1)
+    xm = W @ x / tot
+    ym = (W * S).sum(axis=1) / tot
+    dx = x[None, :] - xm[:, None]
+    sxx = (W * dx * dx).sum(axis=1)
+    sxy = (W * dx * (S - ym[:, None])).sum(axis=1)
+    return np.where(sxx > 1e-12, sxy / np.where(sxx > 1e-12, sxx, 1.0), np.nan)
+
+
+def pair_metrics_batch(fits: list, d: PairData, W, v: VerbosityData | None, V) -> dict:
+    """Agreement, length preference, slope and verbosity win-rate of every refit, weighted by
+    its resample's multiplicities (rows of W, V): arrays of shape (B,)."""
+    nan = np.full(len(fits), np.nan)
+    if not fits:
+        return {"agreement": nan, "length_preference": nan, "slope": nan, "verbosity_win_rate": nan}
+    P = np.stack([f.predict_pair(d.score_a, d.score_b, d.len_a, d.len_b, d.density_a, d.density_b)
+                  for f in fits])
+    keep = (d.len_a != d.len_b).astype(float)
+    lcredit = np.where(d.len_a > d.len_b, M.order_credit(P, 0.5), M.order_credit(0.5, P))
+    out = {"agreement": weighted_means(M.agreement_credit(P, 1.0 - P, d.outcome), W),
+           "length_preference": weighted_means(lcredit, W * keep), "slope": nan,
+           "verbosity_win_rate": nan}
+    if fits[0].per_response:
+        S = np.stack([np.concatenate([f.calibrate(d.score_a, d.len_a, d.density_a),
+                                      f.calibrate(d.score_b, d.len_b, d.density_b)]) for f in fits])
+        x = np.log(np.maximum(np.concatenate([d.len_a, d.len_b]), LENGTH_FLOOR))
+        out["slope"] = weighted_slopes(S, x, np.concatenate([W, W], axis=1))
+    if v is not None and V is not None:
+        VP = np.stack([f.predict_pair(v.score_verbose, v.score_concise, v.len_verbose, v.len_concise,
+                                      v.density_verbose, v.density_concise) for f in fits])
+        out["verbosity_win_rate"] = weighted_means(M.order_credit(VP, 0.5), V)
+    return out
