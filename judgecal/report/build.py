@@ -22,6 +22,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from judgecal.errors import InputError
 
 SCHEMA = "judgecal.report/1"
@@ -84,6 +86,14 @@ def _value(key: str, x):
     return _num(x)
 
 
+def _finite(values) -> np.ndarray:
+    """A float array of the finite values of a (possibly None-holding) list."""
+    if not values:
+        return np.empty(0)
+    arr = np.asarray(values, dtype=float).reshape(-1)  # None becomes NaN
+    return arr[np.isfinite(arr)]
+
+
 def _check_entry(i: int, entry) -> None:
     if not isinstance(entry, Mapping):
         raise InputError(f"report entry {i}: expected a dict, got {type(entry).__name__}")
@@ -125,14 +135,23 @@ def _params(ev: Mapping) -> dict | None:
         if k not in p:
             continue
         v = p[k]
-        out[k] = _ci(v) if k.endswith("_ci") else (_num(v) if isinstance(v, (int, float)) and
-                                                    not isinstance(v, bool) else v)
+        if k.endswith("_ci"):
+            v = _ci(v)
+        elif isinstance(v, float):
+            v = _num(v)
+        out[k] = v
     return out
 
 
 # ----------------------------------------------------------------------------- verdict
 def _fmt_diff(d: float, pointwise: bool) -> str:
-    return f"{d:+.3f} (Spearman rho)" if pointwise else f"{100 * d:+.1f} points"
+    return f"{d:+.3f}" if pointwise else f"{100 * d:+.1f} points"
+
+
+def _fmt_range(ci: list[float], pointwise: bool) -> str:
+    if pointwise:
+        return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    return f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] points"
 
 
 def verdict(ev: Mapping) -> dict:
@@ -176,8 +195,7 @@ def verdict(ev: Mapping) -> dict:
         rule = "paired bootstrap CI of the difference"
         base["difference_ci"] = gain_ci
         code = "helps" if gain_ci[0] > 0 else "hurts" if gain_ci[1] < 0 else "no measurable effect"
-        ci_txt = (f"95% CI [{_fmt_diff(gain_ci[0], pointwise).split(' ')[0]}, "
-                  f"{_fmt_diff(gain_ci[1], pointwise)}]")
+        ci_txt = f"95% CI of the difference {_fmt_range(gain_ci, pointwise)}"
     elif r_ci is not None and c_ci is not None:
         rule = "non-overlapping 95% CIs of the two cross-validated figures"
         code = ("helps" if c_ci[0] > r_ci[1] else "hurts" if c_ci[1] < r_ci[0]
@@ -192,8 +210,7 @@ def verdict(ev: Mapping) -> dict:
             "hurts": "Calibration hurts out of sample",
             "no measurable effect": "No measurable effect out of sample",
             "undetermined": "Undetermined out of sample"}[code]
-    raw_txt = f"{r:.3f}"
-    text = (f"{head}: cross-validated {what} {raw_txt} raw vs {c:.3f} calibrated "
+    text = (f"{head}: cross-validated {what} {r:.3f} raw vs {c:.3f} calibrated "
             f"({_fmt_diff(d, pointwise)}; {ci_txt}).")
     return {**base, "code": code, "text": text}
 
@@ -212,11 +229,12 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
         pointwise = ev["kind"] == "pointwise"
         metric = "spearman" if pointwise else "agreement"
         gap = SPEARMAN_GAP_WARN if pointwise else AGREEMENT_GAP_WARN
-        for suffix, where in (("", "in-sample"), ("_cv", "cross-validated")):
+        for suffix, where, needle in (("", "in-sample", "in-sample"),
+                                      ("_cv", "out of sample (cross-validated)", "out of sample")):
             r, c = _num(raw.get(metric + suffix)), _num(cal.get(metric + suffix))
             if r is None or c is None or abs(c - r) <= gap:
                 continue
-            if _has(warnings, "differ by", where):
+            if _has(warnings, "differ by", needle):
                 continue
             size = f"{c - r:+.3f}" if pointwise else f"{100 * (c - r):+.1f} points"
             extra.append(f"calibrated (polylog) and raw {'Spearman' if pointwise else 'expert agreement'} "
@@ -230,25 +248,27 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
             extra.append(f"only {n} expert labels: confidence intervals are wide")
     pts = (ev.get("points") or {})
     lab = pts.get("labelled") or pts.get("verbosity") or {}
-    scores = [s for s in (lab.get("score_raw") or []) if s is not None]
-    if scores and not _has(warnings, "the judge output is constant"):
-        counts: dict[float, int] = {}
-        for s in scores:
-            counts[s] = counts.get(s, 0) + 1
-        value, top = max(counts.items(), key=lambda kv: kv[1])
-        share = top / len(scores)
-        if len(counts) == 1:
+    scores = _finite(lab.get("score_raw"))
+    if scores.size and not _has(warnings, "the judge output is constant"):
+        values, counts = np.unique(scores, return_counts=True)
+        share = counts.max() / scores.size
+        if values.size == 1:
             extra.append("every judge score is the same: the judge output is constant")
         elif share >= NEAR_CONSTANT_SHARE:
-            extra.append(f"{share:.0%} of the judge scores are {value:g}: the judge output is "
-                         f"near constant, so every figure rests on the few other scores")
-    cal_scores = [s for s in (lab.get("score_calibrated") or []) if s is not None]
+            extra.append(f"{share:.0%} of the judge scores are {values[counts.argmax()]:g}: the "
+                         f"judge output is near constant, so every figure rests on the few others")
+    cal_scores = _finite(lab.get("score_calibrated"))
     scale = ev.get("scale")
-    if ev.get("fitted") and cal_scores and scale and len(scale) == 2:
+    if scores.size and scale and len(scale) == 2:
+        outside = int(np.count_nonzero((scores < float(scale[0])) | (scores > float(scale[1]))))
+        if outside:
+            extra.append(f"{outside} raw judge score(s) lie outside the declared scale "
+                         f"[{float(scale[0]):g}, {float(scale[1]):g}]: check the scale given at import")
+    if ev.get("fitted") and cal_scores.size and scores.size and scale and len(scale) == 2:
         lo, hi = float(scale[0]), float(scale[1])
-        raw_ends = sum(1 for s in scores if s <= lo or s >= hi)
-        cal_ends = sum(1 for s in cal_scores if s <= lo or s >= hi)
-        share = (cal_ends - raw_ends) / len(cal_scores)
+        raw_ends = np.count_nonzero((scores <= lo) | (scores >= hi)) / scores.size
+        cal_ends = np.count_nonzero((cal_scores <= lo) | (cal_scores >= hi)) / cal_scores.size
+        share = cal_ends - raw_ends
         if share >= CLIPPED_SHARE_WARN:
             extra.append(f"the calibration clips {share:.0%} more scores to the ends of the "
                          f"scale [{lo:g}, {hi:g}]: the penalty is strong for this scale")
@@ -333,3 +353,143 @@ def build_report(entries: Sequence[Mapping]) -> dict:
 def report_json(report: Mapping) -> str:
     """The report as indented JSON text (no NaN: every non-finite figure is already null)."""
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+# ----------------------------------------------------------------------------- table model
+# Shared by the text, Markdown and HTML renderers so that all three show the same strings.
+DASH = "-"
+
+
+def fmt_value(x, ci=None, *, signed: bool = False) -> str:
+    """A figure to 3 decimals with its CI: ``0.920 [0.875, 0.960]``; None/NaN -> "-".
+    ``signed``: always a sign, ``+0.126 [-0.135, +0.381]``."""
+    v = _num(x)
+    if v is None:
+        return DASH
+    f = "{:+.3f}" if signed else "{:.3f}"
+    c = _ci(ci)
+    return f.format(v) + (f" [{f.format(c[0])}, {f.format(c[1])}]" if c else "")
+
+
+def fmt_signed(x, ci=None) -> str:
+    """A signed figure (slope, correlation) to 3 decimals with its CI: ``+0.126 [-0.135, +0.381]``."""
+    return fmt_value(x, ci, signed=True)
+
+
+def fmt_num(x, digits: int = 3) -> str:
+    v = _num(x)
+    return DASH if v is None else f"{v:.{digits}f}"
+
+
+def fmt_length(x) -> str:
+    v = _num(x)
+    if v is None:
+        return DASH
+    return f"{v:.0f}" if v == round(v) else f"{v:.1f}"
+
+
+def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
+    """(column headers, rows of display strings) of one report entry's methods table.
+
+    Pairwise columns: method, agreement, agreement (CV), verbosity win-rate, length pref., slope
+    (plus a last "experts" row holding the experts' length preference). Pointwise: method,
+    Spearman, Spearman (CV), Kendall, Kendall (CV), MAE, MAE (CV), verbosity win-rate, slope.
+    Verbosity only: method, verbosity win-rate, slope (verbosity pairs). CIs in brackets.
+    """
+    kind = entry["kind"]
+    methods = entry["methods"]
+    rows: list[list[str]] = []
+    if kind == "pairwise":
+        cols = ["method", "agreement", "agreement (CV)", "verbosity win-rate", "length pref.", "slope"]
+        for m in methods.values():
+            rows.append([m["label"], fmt_value(m["agreement"], m["agreement_ci"]),
+                         fmt_value(m["agreement_cv"], m["agreement_cv_ci"]),
+                         fmt_value(m["verbosity_win_rate"], m["verbosity_win_rate_ci"]),
+                         fmt_value(m["length_preference"], m["length_preference_ci"]),
+                         fmt_signed(m["slope"], m["slope_ci"])])
+        rows.append(["experts (gold labels)", DASH, DASH, DASH,
+                     fmt_value(entry["expert_length_preference"]), DASH])
+    elif kind == "pointwise":
+        cols = ["method", "Spearman", "Spearman (CV)", "Kendall", "Kendall (CV)", "MAE", "MAE (CV)",
+                "verbosity win-rate", "slope"]
+        for m in methods.values():
+            rows.append([m["label"], fmt_signed(m["spearman"], m["spearman_ci"]),
+                         fmt_signed(m["spearman_cv"]), fmt_signed(m["kendall"]),
+                         fmt_signed(m["kendall_cv"]), fmt_value(m["mae"], m["mae_ci"]),
+                         fmt_num(m["mae_cv"]),
+                         fmt_value(m["verbosity_win_rate"], m["verbosity_win_rate_ci"]),
+                         fmt_signed(m["slope"], m["slope_ci"])])
+    else:
+        cols = ["method", "verbosity win-rate", "slope (verbosity pairs)"]
+        for m in methods.values():
+            rows.append([m["label"], fmt_value(m["verbosity_win_rate"], m["verbosity_win_rate_ci"]),
+                         fmt_signed(m["verbosity_slope"])])
+    return cols, rows
+
+
+def entry_title(entry: Mapping) -> str:
+    """``task family · judge`` (user text: renderers escape it)."""
+    return f"{entry['task_family']} · {entry['judge']}"
+
+
+def entry_facts(entry: Mapping) -> list[str]:
+    """Short facts of one entry: n, L_ref, gamma, p with CIs, folds, bootstrap, provenance."""
+    unit = entry.get("length_unit") or "length units"
+    if entry.get("tokenizer") and unit == "tokens":
+        unit = f"tokens ({entry['tokenizer']})"
+    facts = []
+    if entry["kind"] == "pairwise":
+        facts.append(f"n = {entry['n']} expert-labelled pairs ({entry['n_items']} items)")
+    elif entry["kind"] == "pointwise":
+        facts.append(f"n = {entry['n']} expert-scored responses ({entry['n_items']} items)")
+    if entry.get("n_verbosity"):
+        facts.append(f"{entry['n_verbosity']} concise/verbose pairs")
+    if entry.get("l_ref") is not None:
+        facts.append(f"L_ref = {fmt_length(entry['l_ref'])} {unit}")
+    p = entry.get("params")
+    if p:
+        facts.append(f"gamma = {fmt_value(p.get('gamma'), p.get('gamma_ci'))}")
+        facts.append(f"p = {fmt_value(p.get('p'), p.get('p_ci'))}")
+    if entry.get("scale"):
+        facts.append(f"scale [{entry['scale'][0]:g}, {entry['scale'][1]:g}]")
+    if entry.get("folds"):
+        facts.append(f"{entry['folds']}-fold CV by item")
+    if entry.get("n_bootstrap") is not None:
+        facts.append(f"{entry['n_bootstrap']} bootstrap resamples (seed {entry.get('seed')})")
+    prov = []
+    if entry.get("calibration_id") is not None:
+        prov.append(f"fit #{entry['calibration_id']}")
+    if entry.get("created_at"):
+        prov.append(str(entry["created_at"]))
+    if prov:
+        facts.append(", ".join(prov))
+    return facts
+
+
+#: Columns of text (left-aligned by the renderers); the others hold figures.
+TEXT_COLUMNS = frozenset({"method", "task family", "judge", "kind", "verdict"})
+SUMMARY_COLUMNS = ["task family", "judge", "kind", "n", "L_ref", "gamma", "p",
+                   "raw (CV)", "calibrated (CV)", "verbosity win-rate raw → calibrated",
+                   "verdict", "warnings"]
+
+
+def summary_rows(report: Mapping) -> list[list[str]]:
+    """One row of display strings per entry, columns :data:`SUMMARY_COLUMNS`. The "(CV)"
+    columns are the cross-validated expert agreement (pointwise: ``rho`` = Spearman)."""
+    rows = []
+    for e in report["entries"]:
+        m = e["methods"]
+        raw, cal = m.get("raw", {}), m.get("polylog", {})
+        if e["kind"] == "pointwise":
+            r_cv = "rho " + fmt_signed(raw.get("spearman_cv")) if raw.get("spearman_cv") is not None else DASH
+            c_cv = "rho " + fmt_signed(cal.get("spearman_cv")) if cal.get("spearman_cv") is not None else DASH
+        else:
+            r_cv, c_cv = fmt_value(raw.get("agreement_cv")), fmt_value(cal.get("agreement_cv"))
+        vr, vc = raw.get("verbosity_win_rate"), cal.get("verbosity_win_rate")
+        vwr = DASH if vr is None else fmt_value(vr) + (f" → {fmt_value(vc)}" if vc is not None else "")
+        p = e.get("params") or {}
+        rows.append([e["task_family"], e["judge"], e["kind"].replace("_", " "),
+                     DASH if not e.get("n") else str(e["n"]), fmt_length(e.get("l_ref")),
+                     fmt_num(p.get("gamma")), fmt_num(p.get("p")), r_cv, c_cv, vwr,
+                     e["verdict"]["code"], str(len(e["warnings"]))])
+    return rows

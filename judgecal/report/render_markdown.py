@@ -1,0 +1,79 @@
+"""Markdown rendering of a report (GitHub-flavoured pipe tables, model-card friendly).
+
+User text (task family, judge, warnings) is escaped for Markdown tables and inline text:
+``|`` and the Markdown/HTML metacharacters are backslash-escaped or entity-encoded, newlines
+become spaces, so a name cannot break a table or inject HTML into a rendered model card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from judgecal.report.build import (
+    SUMMARY_COLUMNS,
+    TEXT_COLUMNS,
+    entry_facts,
+    entry_title,
+    method_table,
+    summary_rows,
+)
+
+
+def md_escape(text: str) -> str:
+    """Escape ``text`` for a Markdown table cell, heading or inline text.
+
+    One line (newlines become spaces); ``&``, ``<``, ``>`` become HTML entities (no raw HTML
+    reaches a rendered model card); ``\\``, ``|``, backtick, ``*`` and ``#`` are
+    backslash-escaped; ``](`` becomes ``]\\(`` so no inline link can form. Brackets alone and
+    ``_`` are left as they are (``[0.875, 0.960]`` stays readable).
+    """
+    text = " ".join(str(text).split())
+    text = text.replace("\\", "\\\\")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "|`*#":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("](", "]\\(")
+
+
+def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A pipe table; text columns left-aligned, figures right-aligned; cells escaped."""
+    head = "| " + " | ".join(md_escape(c) for c in columns) + " |"
+    align = "|" + "|".join(":---" if i == 0 or c in TEXT_COLUMNS else "---:"
+                           for i, c in enumerate(columns)) + "|"
+    body = ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join([head, align, *body])
+
+
+def render_markdown(report: Mapping) -> str:
+    """The report as Markdown text.
+
+    Args:
+        report: the dict of :func:`judgecal.report.build.build_report`.
+    Returns:
+        ``# judgecal report``, a summary table of every entry, then per entry a ``##`` section:
+        its facts (n, L_ref, gamma, p with 95% CIs ...), the methods table (figures to 3
+        decimals, 95% bootstrap CIs in brackets), the verdict and the warnings. Ends with "\\n".
+    """
+    out = ["# judgecal report", ""]
+    entries = report["entries"]
+    if not entries:
+        return "# judgecal report\n\nNo calibration to report.\n"
+    out += ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "
+            "slope is score units per nat of length; [a, b] is a 95% bootstrap interval; "
+            "(CV) = out of sample, K-fold cross-validation by item. See docs/report.md.", ""]
+    out += [md_table(SUMMARY_COLUMNS, summary_rows(report)), ""]
+    for w in report.get("warnings") or []:
+        out.append(f"> **Warning:** {md_escape(w)}")
+    if report.get("warnings"):
+        out.append("")
+    for e in entries:
+        out += [f"## {md_escape(entry_title(e))}", ""]
+        out += [md_escape(" · ".join(entry_facts(e))), ""]
+        cols, rows = method_table(e)
+        out += [md_table(cols, rows), ""]
+        out += [f"**Verdict ({md_escape(e['verdict']['code'])}):** {md_escape(e['verdict']['text'])}", ""]
+        if e["warnings"]:
+            out += ["Warnings:", ""]
+            out += [f"- {md_escape(w)}" for w in e["warnings"]]
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
