@@ -17,7 +17,9 @@ no-label case. Every function returns a plain JSON-serialisable dict (NaN become
                       gamma_ci, p_ci, bt_scale_ci, n_bootstrap_ok} (CIs: [2.5, 97.5] percentiles
                       or None with ``n_bootstrap`` = 0)
 ``methods``           {name: {...}}; pairwise keys: agreement, agreement_cv, agreement_ci,
-                      agreement_cv_ci, verbosity_win_rate, verbosity_win_rate_ci,
+                      agreement_cv_ci, agreement_cv_gain and agreement_cv_gain_ci (not raw:
+                      out-of-fold agreement minus raw's, paired bootstrap over items),
+                      verbosity_win_rate, verbosity_win_rate_ci,
                       length_preference, length_preference_ci, slope, slope_ci,
                       verbosity_slope, n_bootstrap, params. Pointwise keys: spearman,
                       spearman_cv, spearman_ci, kendall, kendall_cv, mae, mae_cv, mae_ci,
@@ -274,6 +276,8 @@ def evaluate_pairwise(
 
     # cross-validation (folds shared by every method)
     fold, k = make_folds(data.item_ids, folds, seed)
+    cv_credit: dict[str, np.ndarray] = {}
+    cv_counts = None
     if k >= 2:
         for m in methods:
             pred = np.empty(n)
@@ -288,11 +292,22 @@ def evaluate_pairwise(
                 warnings.append(f"{m.name}: cross-validation skipped: {exc}")
                 continue
             credit = M.agreement_credit(pred, 1.0 - pred, data.outcome)
+            cv_credit[m.name] = credit
             out_m[m.name]["agreement_cv"] = float(credit.mean())
             if n_bootstrap > 0:  # CI of the out-of-fold agreement: resample items, no refit
                 rng = np.random.default_rng(seed + 2)
-                counts = resample_counts(n_items, n_bootstrap, rng)[:, codes]
-                out_m[m.name]["agreement_cv_ci"] = percentile_ci(counts @ credit / counts.sum(axis=1))
+                cv_counts = resample_counts(n_items, n_bootstrap, rng)[:, codes]
+                out_m[m.name]["agreement_cv_ci"] = percentile_ci(cv_counts @ credit / cv_counts.sum(axis=1))
+        # paired gain over raw: the same item resamples for both methods, so the CI is of the
+        # difference itself (narrower and more honest than comparing two overlapping CIs)
+        if "raw" in cv_credit:
+            for name, credit in cv_credit.items():
+                if name == "raw":
+                    continue
+                diff = credit - cv_credit["raw"]
+                out_m[name]["agreement_cv_gain"] = float(diff.mean())
+                out_m[name]["agreement_cv_gain_ci"] = (
+                    None if cv_counts is None else percentile_ci(cv_counts @ diff / cv_counts.sum(axis=1)))
     elif folds >= 2:
         warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
 
@@ -413,6 +428,8 @@ def evaluate_pointwise(
         _fit_warnings(f, warnings)
 
     fold, k = make_folds(data.item_ids, folds, seed)
+    cv_credit: dict[str, np.ndarray] = {}
+    cv_counts = None
     if k >= 2:
         for m in methods:
             pred = np.empty(n)

@@ -48,7 +48,7 @@ NEAR_CONSTANT_SHARE = 0.80
 #: At least this share of calibrated scores stuck at a scale end is flagged.
 CLIPPED_SHARE_WARN = 0.25
 
-PAIRWISE_KEYS = ("agreement", "agreement_ci", "agreement_cv", "agreement_cv_ci",
+PAIRWISE_KEYS = ("agreement", "agreement_ci", "agreement_cv", "agreement_cv_ci", "agreement_cv_gain", "agreement_cv_gain_ci",
                  "verbosity_win_rate", "verbosity_win_rate_ci", "length_preference",
                  "length_preference_ci", "slope", "slope_ci", "verbosity_slope")
 POINTWISE_KEYS = ("spearman", "spearman_ci", "spearman_cv", "kendall", "kendall_cv", "mae",
