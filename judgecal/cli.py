@@ -221,6 +221,46 @@ def model_pull(force: bool) -> None:
     click.echo(str(localmodel.pull_model(force=force)))
 
 
+# ---------------------------------------------------------------- rate
+@cli.command("rate")
+@click.option("--judge", required=True, metavar="MODEL", help="Judge model name sent to the endpoint.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="OpenAI-compatible endpoint (default: env OPENAI_BASE_URL, else api.openai.com). Key: env OPENAI_API_KEY.")
+@click.option("--prompt", default=None, metavar="NAME|FILE",
+              help="Built-in prompt name or template file (default pointwise_v1; pairwise_v1 with --pairwise).")
+@click.option("--task-family", "task_families", multiple=True, metavar="F", help="Only these task families (repeatable).")
+@click.option("--model-filter", default=None, metavar="M", help="Only responses of this model (exact, or a glob with *).")
+@click.option("--samples", default=1, show_default=True, type=click.IntRange(1), help="Ratings per response (sample index 0..K-1).")
+@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--max-tokens", default=512, show_default=True, type=click.IntRange(1))
+@click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1))
+@click.option("--limit", default=None, type=click.IntRange(0), help="Rate at most the first N responses (or pairs) of the selection.")
+@click.option("--retry-failed", is_flag=True, help="Also retry this judge's failed and unparsed ratings.")
+@click.option("--pairwise", is_flag=True, help="Judge expert-labelled and verbosity pairs, in both orders.")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per attempt.")
+@click.option("--max-attempts", default=4, show_default=True, type=click.IntRange(1))
+@click.option("--logprobs", is_flag=True, help="Request top_logprobs and store the expected score (not every server supports it).")
+@FMT_OPT
+@pass_ctx
+def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples, temperature, max_tokens, concurrency,
+         limit, retry_failed, pairwise, timeout, max_attempts, logprobs, fmt) -> None:
+    """Rate responses with a judge through any OpenAI-compatible API (concurrent, resumable, idempotent)."""
+    from judgecal.rate import run_rate
+
+    summary = run_rate(judge=judge, base_url=base_url, prompt=prompt, task_families=task_families,
+                       model_filter=model_filter, samples=samples, temperature=temperature, max_tokens=max_tokens,
+                       concurrency=concurrency, limit=limit, retry_failed=retry_failed, pairwise=pairwise,
+                       timeout=timeout, max_attempts=max_attempts, logprobs=logprobs, database_url=ctx.url,
+                       progress=True)
+    if fmt == "json":
+        emit_json(summary)
+    else:
+        r, t = summary["this_run"], summary["totals"]
+        out.print(f"judge {summary['judge_id']} ({summary['judge']}, {summary['prompt']}): this run ok {r['ok']}, "
+                  f"unparsed {r['unparsed']}, failed {r['failed']} in {summary['elapsed_s']} s "
+                  f"({summary['ratings_per_s']}/s); totals {t}", highlight=False, markup=False)
+
+
 # ---------------------------------------------------------------- fit
 @cli.command()
 @click.option("--task-family", "family", metavar="NAME", help="Task family to fit (required unless --list).")
