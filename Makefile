@@ -33,11 +33,16 @@ test: venv model chromium
 test-fast: venv
 	$(VENV)/bin/pytest -q -m "not slow"
 
-# The main job on real input, into a fresh SQLite database under $(DEMO_DIR).
-demo: export JUDGECAL_DATABASE_URL := sqlite:///$(abspath $(DEMO_DIR))/judgecal.db
+# The main job on real input, into a fresh SQLite database under $(DEMO_DIR):
+# import the real data sets, rate a real subset with the local model served by
+# `transformers serve` (started and stopped by judgecal), fit, report, leaderboard, gate, mc.
+DEMO_ITEMS_ALPACA ?= 30
+DEMO_ITEMS_LLMBAR ?= 40
+DEMO_MC_LIMIT ?= 100
+demo: export JUDGECAL_DATABASE_URL ?= sqlite:///$(abspath $(DEMO_DIR))/judgecal.db
 demo: venv model
-	rm -f $(DEMO_DIR)/judgecal.db*
 	mkdir -p $(DEMO_DIR)
+	case "$$JUDGECAL_DATABASE_URL" in sqlite:*) rm -f $(DEMO_DIR)/judgecal.db*;; esac
 	$(JC) db upgrade
 	$(JC) import llmbar $(DATA)/llmbar/Natural
 	$(JC) import llmbar $(DATA)/llmbar/Adversarial_Neighbor
@@ -46,7 +51,24 @@ demo: venv model
 	$(JC) import alpaca-eval $(DATA)/alpaca_eval/gpt4_1106_preview.json \
 	    --pair $(DATA)/alpaca_eval/gpt4_1106_preview_concise.json $(DATA)/alpaca_eval/gpt4_1106_preview_verbose.json
 	$(JC) lengths --tokenizer smollm2
+	$(JC) rate --serve smollm2 --judge smollm2 --prompt pointwise_fewshot_v1 --max-tokens 8 --concurrency 4 --timeout 120 \
+	    --task-family alpaca_eval --model-filter 'gpt4_1106_preview_*' --items $(DEMO_ITEMS_ALPACA)
+	$(JC) rate --serve smollm2 --judge smollm2 --prompt pointwise_fewshot_v1 --max-tokens 8 --concurrency 4 --timeout 120 \
+	    --task-family llmbar/Natural --items $(DEMO_ITEMS_LLMBAR)
 	$(JC) stats
+	for fam in llmbar/Natural llmbar/Adversarial_Neighbor llmbar/Adversarial_GPTInst; do \
+	  for judge in GPT-4 ChatGPT; do \
+	    $(JC) fit --task-family $$fam --judge $$judge --bootstrap 500 --seed 0 || exit 1; \
+	  done; \
+	done
+	$(JC) fit --task-family llmbar/Natural --judge smollm2-135m-instruct --verbosity-family alpaca_eval \
+	    --bootstrap 500 --seed 0 || echo "demo: the local judge's ratings could not be fitted (see the message above)"
+	$(JC) report --out $(DEMO_DIR)/report
+	$(JC) leaderboard --judge smollm2-135m-instruct --task-family alpaca_eval --task-family llmbar/Natural
+	$(JC) check --judge GPT-4 --max-verbosity-winrate 0.55 --min-agreement-gain -0.05 \
+	    || echo "demo: judgecal check failed a threshold (exit status $$?): a release would stop here"
+	$(JC) mc score --model smollm2 --task $(DATA)/mc/arc_easy.jsonl --limit $(DEMO_MC_LIMIT)
+	@echo "demo: HTML report in $(DEMO_DIR)/report/report.html"
 
 bench: venv model
 	$(PY) benchmarks/bench_import.py

@@ -235,6 +235,11 @@ def model_pull(force: bool) -> None:
 @click.option("--max-tokens", default=512, show_default=True, type=click.IntRange(1))
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1))
 @click.option("--limit", default=None, type=click.IntRange(0), help="Rate at most the first N responses (or pairs) of the selection.")
+@click.option("--items", default=None, type=click.IntRange(0), help="Rate only the responses of the first N items (by id) of the selection.")
+@click.option("--judge-name", default=None, metavar="NAME", help="Name reports show for this judge (default: the model name).")
+@click.option("--serve", "serve", default=None, metavar="smollm2|FOLDER",
+              help="Start `transformers serve` with this local model on 127.0.0.1 for the run, then stop it.")
+@click.option("--serve-device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--retry-failed", is_flag=True, help="Also retry this judge's failed and unparsed ratings.")
 @click.option("--pairwise", is_flag=True, help="Judge expert-labelled and verbosity pairs, in both orders.")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per attempt.")
@@ -243,15 +248,31 @@ def model_pull(force: bool) -> None:
 @FMT_OPT
 @pass_ctx
 def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples, temperature, max_tokens, concurrency,
-         limit, retry_failed, pairwise, timeout, max_attempts, logprobs, fmt) -> None:
-    """Rate responses with a judge through any OpenAI-compatible API (concurrent, resumable, idempotent)."""
+         limit, items, judge_name, serve, serve_device, retry_failed, pairwise, timeout, max_attempts, logprobs, fmt) -> None:
+    """Rate responses with a judge through any OpenAI-compatible API (concurrent, resumable, idempotent).
+
+    With --serve the judge is a local model served by `transformers serve` for this run
+    (--judge is then the model name sent, usually the folder: pass the same value as --serve)."""
+    import contextlib
+
     from judgecal.rate import run_rate
 
-    summary = run_rate(judge=judge, base_url=base_url, prompt=prompt, task_families=task_families,
-                       model_filter=model_filter, samples=samples, temperature=temperature, max_tokens=max_tokens,
-                       concurrency=concurrency, limit=limit, retry_failed=retry_failed, pairwise=pairwise,
-                       timeout=timeout, max_attempts=max_attempts, logprobs=logprobs, database_url=ctx.url,
-                       progress=True)
+    server = contextlib.nullcontext(base_url)
+    if serve:
+        from judgecal.judge.server import LocalServer
+        from judgecal.localmodel import resolve_model
+
+        folder = resolve_model(serve)
+        server = LocalServer(folder, device=serve_device)
+        if judge == serve:
+            judge = str(folder)
+        judge_name = judge_name or folder.name
+    with server as url:
+        summary = run_rate(judge=judge, base_url=url, prompt=prompt, task_families=task_families,
+                           model_filter=model_filter, samples=samples, temperature=temperature, max_tokens=max_tokens,
+                           concurrency=concurrency, limit=limit, items=items, judge_name=judge_name,
+                           retry_failed=retry_failed, pairwise=pairwise, timeout=timeout, max_attempts=max_attempts,
+                           logprobs=logprobs, database_url=ctx.url, progress=True)
     if fmt == "json":
         emit_json(summary)
     else:

@@ -92,11 +92,17 @@ def _like(pattern: str) -> str:
     return pattern.replace("%", r"\%").replace("_", r"\_").replace("*", "%")
 
 
-def _response_filter(session, families: list[str], model_filter: Optional[str]):
-    """A SELECT of response ids in the selection (families by name, model exact or glob ``*``)."""
+def _response_filter(session, families: list[str], model_filter: Optional[str], items: Optional[int] = None):
+    """A SELECT of response ids in the selection (families by name, model exact or glob ``*``,
+    only the first ``items`` items by id when given)."""
     q = select(m.Response.id).join(m.Item, m.Item.id == m.Response.item_id)
     if families:
         q = q.where(m.Item.task_family_id.in_(queries.family_ids(session, families)))
+    if items is not None:
+        first = select(m.Item.id).order_by(m.Item.id).limit(items)
+        if families:
+            first = first.where(m.Item.task_family_id.in_(queries.family_ids(session, families)))
+        q = q.where(m.Item.id.in_(first.scalar_subquery()))
     if model_filter:
         q = q.where(m.Response.model.like(_like(model_filter), escape="\\") if "*" in model_filter
                     else m.Response.model == model_filter)
@@ -344,6 +350,8 @@ def run_rate(
     max_tokens: int = 512,
     concurrency: int = 16,
     limit: Optional[int] = None,
+    items: Optional[int] = None,
+    judge_name: Optional[str] = None,
     retry_failed: bool = False,
     pairwise: bool = False,
     timeout: float = 60.0,
@@ -355,7 +363,9 @@ def run_rate(
 ) -> dict[str, Any]:
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
-    ``judge``: model name sent to the endpoint. ``base_url``: endpoint (else
+    ``judge``: model name sent to the endpoint; ``judge_name``: the name reports show (default
+    ``judge``). ``items``: only the responses of the first N items (by id) of the selection,
+    so all responses to the same prompts are rated together. ``base_url``: endpoint (else
     ``OPENAI_BASE_URL``); key from ``OPENAI_API_KEY`` (placeholder "EMPTY" when unset).
     ``prompt``: built-in name or template path (default pointwise_v1, or pairwise_v1 with
     ``pairwise``). ``samples``: sample indexes 0..K-1 per response. ``timeout``: seconds per
@@ -384,9 +394,9 @@ def run_rate(
                 session, model=judge, endpoint=endpoint, prompt_name=tmpl.name, prompt_sha256=tmpl.sha256,
                 mode=tmpl.mode, params=judge_params(temperature, max_tokens),
                 scale_min=tmpl.scale_min if tmpl.scale_min is not None else 0.0,
-                scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge)
+                scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
             judge_id, judge_key = jrow.id, jrow.judge_key
-            sel = _response_filter(session, list(task_families or ()), model_filter)
+            sel = _response_filter(session, list(task_families or ()), model_filter, items)
             table = m.PairwiseJudgment if pairwise else m.Rating
             if task_families or model_filter:
                 scope = (table.response_a_id.in_(sel) if pairwise else table.response_id.in_(sel))

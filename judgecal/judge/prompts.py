@@ -7,7 +7,9 @@ body with one ``{% block <role> %}`` per chat message. Front matter fields:
 - ``scale_min`` / ``scale_max`` (numbers, required for pointwise, min < max),
 - ``verdict`` (``"[[rating]]"`` for pointwise, ``"[[A]]/[[B]]/[[C]]"`` for pairwise: the only
   formats :mod:`judgecal.judge.parse` reads),
-- ``roles`` (list of ``system`` / ``user`` / ``assistant``; each needs a block of that name),
+- ``roles`` (list of ``system`` / ``user`` / ``assistant``; each needs a block of that name;
+  ``role:block`` names another block, so few-shot turns can repeat a role, e.g.
+  ``[system, "user:shot1_q", "assistant:shot1_a", user]``),
 - optional ``variables`` and ``source``.
 
 The prompt's identity is the SHA-256 of the exact bytes of the file (front matter included):
@@ -58,13 +60,20 @@ class Prompt:
         template = _compiled(self.text, self.path)
         ctx = template.new_context(given)
         messages = []
-        for role in self.roles:
+        for spec in self.roles:
+            role, block = _role_block(spec)
             try:
-                content = "".join(template.blocks[role](ctx))
+                content = "".join(template.blocks[block](ctx))
             except jinja2.UndefinedError as exc:
                 raise InputError(f"prompt needs a value that was not given ({exc.message})", source=self.path) from None
             messages.append({"role": role, "content": content.strip()})
         return messages
+
+
+def _role_block(spec: str) -> tuple[str, str]:
+    """``"user"`` -> (user, user); ``"user:shot1_q"`` -> (user, shot1_q)."""
+    role, _, block = spec.partition(":")
+    return role, block or role
 
 
 _CACHE: dict[tuple[str, str], jinja2.Template] = {}
@@ -144,7 +153,7 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
     if verdict != VERDICTS[mode]:
         raise InputError(f"front matter field 'verdict' must be {VERDICTS[mode]!r} for mode {mode}, not {verdict!r}", source=src)
     roles = need("roles")
-    if not isinstance(roles, list) or not roles or any(r not in ROLES for r in roles):
+    if not isinstance(roles, list) or not roles or any(not isinstance(r, str) or _role_block(r)[0] not in ROLES for r in roles):
         raise InputError(f"front matter field 'roles' must be a list of {', '.join(ROLES)}, not {roles!r}", source=src)
     scale_min = scale_max = None
     if mode == "pointwise":
@@ -155,9 +164,10 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
         if not scale_min < scale_max:
             raise InputError(f"front matter field 'scale_max' ({scale_max:g}) must exceed 'scale_min' ({scale_min:g})", source=src)
     template = _compiled(text, src)
-    for role in roles:
-        if role not in template.blocks:
-            raise InputError(f"front matter field 'roles' names {role!r} but the body has no {{% block {role} %}}", source=src)
+    for spec in roles:
+        block = _role_block(spec)[1]
+        if block not in template.blocks:
+            raise InputError(f"front matter field 'roles' names {spec!r} but the body has no {{% block {block} %}}", source=src)
     return Prompt(
         name=name, mode=mode, roles=tuple(roles), verdict=verdict, scale_min=scale_min, scale_max=scale_max,
         text=text, sha256=hashlib.sha256(data).hexdigest(), path=src, meta=meta,
