@@ -35,6 +35,8 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache: bulk imports touch big indexes
+    cur.execute("PRAGMA temp_store=MEMORY")
     cur.close()
 
 

@@ -60,7 +60,8 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
             {"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": key[2], "created_at": now, **lengths(ref.text)}
         )
     added["response"] = q.insert_ignore(session, m.Response, resp_rows)
-    ids = q.response_ids(session, key_of_ref.values())
+    needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs
+    ids = q.response_ids(session, key_of_ref.values()) if needs_ids else {}
 
     def rid(ref: RespRef) -> int:
         return ids[key_of_ref[ref]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -68,6 +69,12 @@ def _sqlite_executemany(conn, table, rows: Sequence[dict], chunk: int) -> int:
         f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
         f'VALUES ({", ".join("?" for _ in cols)}) ON CONFLICT DO NOTHING'
     )
+    # one timestamp for a whole import: format it once, as SQLAlchemy's SQLite DateTime reads it
+    first = rows[0]
+    stamp = {c: first[c].isoformat(" ") for c in cols if isinstance(first[c], dt.datetime)}
+    if stamp:
+        rows = [dict(r, **stamp) if all(r[c] is first[c] for c in stamp) else r for r in rows]
+        procs = [None if c in stamp else p for c, p in zip(cols, procs)]
     plain = [c for c, p in zip(cols, procs) if p is None]
     if len(plain) == len(cols):
         convert = lambda r: tuple(r[c] for c in cols)  # noqa: E731
