@@ -434,6 +434,93 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- mc
+@cli.group()
+def mc() -> None:
+    """Log-likelihood multiple-choice scoring (acc, acc_norm, acc_bytes, per-token, PMI)."""
+
+
+def _batch_size(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter("an integer >= 1 or 'auto'") from None
+    if n < 1:
+        raise click.BadParameter("an integer >= 1 or 'auto'")
+    return n
+
+
+@mc.command("score")
+@click.option("--model", required=True, help="`smollm2` (after `judgecal model pull`), a transformers model folder, or with --base-url the served model name.")
+@click.option("--task", "task_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL (query/choices/gold), HellaSwag text (.txt[.bz2]) or lm-evaluation-harness task YAML.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Score the first N items only.")
+@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
+              help="Items per forward pass, or auto (a token budget).")
+@click.option("--null-context", default="Answer:", show_default=True,
+              help="Context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
+@click.option("--no-pmi", is_flag=True, help="Skip the null-context pass (no acc_pmi).")
+@click.option("--prompt", default="{query}\nAnswer:", show_default=True, help="JSONL tasks: context template with {query}.")
+@click.option("--base-url", default=None, metavar="URL", help="Score through an OpenAI-compatible completions endpoint instead.")
+@FMT_OPT
+@pass_ctx
+def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, null_context, no_pmi, prompt, base_url, fmt) -> None:
+    """Score a multiple-choice task by log-likelihood and store the run."""
+    from judgecal import mc as mc_mod
+
+    run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size,
+                               null_context=None if no_pmi else null_context, limit=limit, prompt=prompt,
+                               base_url=base_url, db_url=ctx.url)
+    if fmt == "json":
+        emit_json({"run_id": run_id, "task": res.task, "model": res.model, "backend": res.backend,
+                   "n_items": len(res.items), "metrics": res.metrics, "diagnostics": res.diagnostics,
+                   "settings": res.settings, "stats": res.stats})
+        return
+    out.print(f"run {run_id}: {res.task}, {len(res.items)} items, model {res.model} ({res.backend}), "
+              f"{res.stats['items_per_s']:.1f} items/s")
+    from judgecal.report.mc_tables import metrics_renderable
+
+    out.print(metrics_renderable(res.metrics, res.diagnostics))
+
+
+@mc.command("list")
+@FMT_OPT
+@pass_ctx
+def mc_list(ctx: Ctx, fmt) -> None:
+    """List stored multiple-choice runs, newest first."""
+    from judgecal import mc as mc_mod
+    from judgecal.report.mc_tables import runs_table
+
+    runs = mc_mod.list_runs(ctx.url)
+    if fmt == "json":
+        emit_json(runs)
+        return
+    out.print(runs_table(runs))
+
+
+@mc.command("compare")
+@click.argument("run_a", type=int)
+@click.argument("run_b", type=int)
+@FMT_OPT
+@pass_ctx
+def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
+    """Metric deltas RUN_B - RUN_A; flags acc and acc_norm moving in opposite directions."""
+    from judgecal import mc as mc_mod
+    from judgecal.report.mc_tables import compare_renderable
+
+    cmp = mc_mod.compare(run_a, run_b, ctx.url)
+    if fmt == "json":
+        emit_json(cmp)
+        return
+    if cmp.get("warning"):
+        warn(cmp["warning"])
+    out.print(compare_renderable(cmp, run_a, run_b))
+
+
 # ---------------------------------------------------------------- export
 @cli.command("export")
 @click.argument("kind", type=click.Choice(["ratings", "labels", "pairs", "responses", "calibrations", "leaderboard"]))

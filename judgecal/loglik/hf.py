@@ -80,6 +80,7 @@ class HFScorer:
         self.device = torch.device(device)
         self.dtype_name = dtype
         try:
+            transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(folder), dtype=dtypes[dtype], attn_implementation="sdpa")

@@ -44,7 +44,7 @@ class McItem:
 class McTask:
     """A loaded task: ``name``, ``items``, ``target_delimiter`` (default " "), the source
     ``path``, its ``format`` ("jsonl", "hellaswag", "lm-eval-yaml") and ``metrics`` requested
-    (lm-eval ``metric_list`` names; empty = all)."""
+    (lm-eval ``metric_list`` names; empty = all) and, for a YAML task, its ``data_path``."""
 
     name: str
     items: list[McItem]
@@ -52,6 +52,7 @@ class McTask:
     path: Path | None = None
     format: str = "jsonl"
     metrics: list[str] = field(default_factory=list)
+    data_path: Path | None = None  # the data file a YAML task reads (None for other formats)
 
 
 def _open_text(path: Path):
@@ -365,7 +366,7 @@ def load_lm_eval_yaml(path: str | Path, *, limit: int | None = None) -> McTask:
                 break
     if not items:
         raise InputError("no items in data file", source=dsrc)
-    return McTask(str(cfg.get("task") or path.stem), items, delimiter, path, "lm-eval-yaml", metrics)
+    return McTask(str(cfg.get("task") or path.stem), items, delimiter, path, "lm-eval-yaml", metrics, data_path)
 
 
 def load_task(path: str | Path, *, prompt: str = DEFAULT_PROMPT, limit: int | None = None) -> McTask:

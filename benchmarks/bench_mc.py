@@ -1,0 +1,171 @@
+"""Benchmark: judgecal's multiple-choice scorer against lm-evaluation-harness, same run.
+
+Both score the same items with the same model folder (SmolLM2-135M-Instruct), float32, on the
+same device: the first N ARC-Easy items (prompt "{query}\\nAnswer:", choices " " + choice) and
+the first N HellaSwag items (lm-eval's preprocessing, see judgecal/loglik/tasks.py).
+lm-evaluation-harness runs in-process through its HF backend (``HFLM.loglikelihood`` on the same
+(context, continuation) requests) at its best batch size among ``--lm-eval-batch-sizes``
+(each tried on the ARC items; the best is used for both tasks).
+
+Printed per task: items/s of both and their ratio, acc / acc_norm of both (must be identical),
+the largest per-choice log-likelihood difference, and the share of the arithmetic floor
+reached: floor = 2 x (body parameters x tokens that must go through the body [each context
+once + every continuation] + LM-head parameters x positions that must be scored), divided by
+the elapsed time and compared with a float32 matmul rate measured in the same run.
+``cpu`` figures use process CPU time, which is what counts when other jobs share the cores.
+
+Run:  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_mc.py [--items 200] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DATA = REPO.parent / "shared" / "data" / "mc"
+
+
+def matmul_rate(m: int = 1024, k: int = 1024, n: int = 1024, reps: int = 20) -> float:
+    """Best-of-5 float32 matmul rate (FLOP/s) of an (m x k) by (k x n) product on the CPU."""
+    import torch
+
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    a @ b
+    best = 0.0
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        best = max(best, reps * 2 * m * k * n / (time.perf_counter() - t))
+    return best
+
+
+def rates() -> dict:
+    """Square 1024 matmul and a SmolLM2-shaped one (4096 tokens x 576 hidden -> 1536 MLP)."""
+    return {"square_1024": matmul_rate(), "model_shaped": matmul_rate(4096, 576, 1536, reps=10)}
+
+
+def accs(task, lls_flat):
+    k = 0
+    acc = acc_norm = 0.0
+    for it in task.items:
+        lls = np.asarray(lls_flat[k:k + len(it.choices)])
+        k += len(it.choices)
+        acc += float(np.argmax(lls) == it.gold)
+        acc_norm += float(np.argmax(lls / np.array([float(len(c)) for c in it.choices])) == it.gold)
+    return acc / len(task.items), acc_norm / len(task.items)
+
+
+def run_lm_eval(lm, task):
+    from lm_eval.api.instance import Instance
+
+    reqs = [Instance("loglikelihood", doc={}, arguments=(it.context, task.target_delimiter + c), idx=j)
+            for it in task.items for j, c in enumerate(it.choices)]
+    t, c = time.perf_counter(), time.process_time()
+    out = lm.loglikelihood(reqs, disable_tqdm=True)
+    return [ll for ll, _ in out], time.perf_counter() - t, time.process_time() - c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=200)
+    ap.add_argument("--model", default=None, help="model folder (default: the pulled SmolLM2)")
+    ap.add_argument("--lm-eval-batch-sizes", default="16,32,64")
+    ap.add_argument("--batch-size", default="auto", help="judgecal's --batch-size")
+    ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = ap.parse_args()
+
+    import torch
+    from lm_eval.models.huggingface import HFLM
+
+    from judgecal import config
+    from judgecal.loglik.hf import HFScorer
+    from judgecal.loglik.score import score_task
+    from judgecal.loglik.tasks import load_hellaswag_text, load_jsonl
+
+    folder = Path(args.model) if args.model else config.default_model_dir()
+    tasks = {
+        "arc_easy": load_jsonl(DATA / "arc_easy.jsonl", prompt="{query}\nAnswer:", limit=args.items),
+        "hellaswag": load_hellaswag_text(DATA / "hellaswag_val_full.txt.bz2", limit=args.items),
+    }
+    r0 = rates()
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model {folder}")
+    print("float32 matmul rate (start): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r0.items()))
+    scorer = HFScorer(folder, device="cpu", dtype="float32")
+    bs = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
+    score_task(tasks["arc_easy"], scorer=scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
+
+    lm_bs_list = [int(x) for x in args.lm_eval_batch_sizes.split(",")]
+    lms = {}
+    best_bs, best_t = None, None
+    probe = type(tasks["arc_easy"])("probe", tasks["arc_easy"].items[:48], " ")
+    for b in lm_bs_list:
+        lms[b] = lm = HFLM(pretrained=str(folder), device="cpu", dtype="float32", batch_size=b)
+        _, t, _ = run_lm_eval(lm, probe)
+        print(f"lm-eval batch {b}: {len(probe.items) / t:.2f} items/s on a 48-item probe")
+        if best_t is None or t < best_t:
+            best_bs, best_t = b, t
+    lm = lms[best_bs]
+    print(f"lm-eval best batch size: {best_bs}")
+
+    report = {"matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
+    for name, task in tasks.items():
+        res = score_task(task, scorer=scorer, null_context=None, batch_size=bs)
+        ours_ll = [c.ll for r in res.items for c in r.choices]
+        st = res.stats
+        lm_ll, lm_s, lm_cpu = run_lm_eval(lm, task)
+        floor = 2 * (st["n_body_params"] * st["tokens"] + st["n_head_params"] * st["scored_rows"])
+        n = len(task.items)
+        a_ours = (res.metrics["acc"]["value"], res.metrics["acc_norm"]["value"])
+        a_lm = accs(task, lm_ll)
+        row = {
+            "items": n, "requests": len(ours_ll),
+            "judgecal_items_per_s": n / st["seconds"], "lm_eval_items_per_s": n / lm_s,
+            "ratio": lm_s / st["seconds"], "ratio_cpu": lm_cpu / st["cpu_seconds"],
+            "judgecal_acc": a_ours[0], "judgecal_acc_norm": a_ours[1],
+            "lm_eval_acc": a_lm[0], "lm_eval_acc_norm": a_lm[1],
+            "metrics_identical": a_ours == a_lm,
+            "max_abs_ll_diff": float(np.max(np.abs(np.array(ours_ll) - np.array(lm_ll)))),
+            "floor_gflop": floor / 1e9,
+            "achieved_gflops": floor / st["seconds"] / 1e9,
+            "achieved_gflops_cpu": floor / (st["cpu_seconds"] / torch.get_num_threads()) / 1e9,
+            "tokens": st["tokens"], "padded_tokens": st["padded_tokens"], "scored_rows": st["scored_rows"],
+        }
+        report["tasks"][name] = row
+        print(f"\n== {name}: {n} items, {len(ours_ll)} requests")
+        print(f"judgecal : {row['judgecal_items_per_s']:.2f} items/s  acc {a_ours[0]:.3f}  acc_norm {a_ours[1]:.3f}")
+        print(f"lm-eval  : {row['lm_eval_items_per_s']:.2f} items/s  acc {a_lm[0]:.3f}  acc_norm {a_lm[1]:.3f}"
+              f"  ({len(ours_ll) / lm_s:.1f} requests/s)")
+        print(f"ratio    : {row['ratio']:.2f}x wall, {row['ratio_cpu']:.2f}x CPU time;"
+              f" metrics identical: {row['metrics_identical']}; max |ll diff| {row['max_abs_ll_diff']:.2e} nats")
+        print(f"floor    : {row['floor_gflop']:.0f} GFLOP needed ({st['tokens']} body tokens, "
+              f"{st['scored_rows']} LM-head rows): {row['achieved_gflops']:.1f} GFLOP/s wall, "
+              f"{row['achieved_gflops_cpu']:.1f} GFLOP/s per {torch.get_num_threads()} busy threads (CPU time)")
+    r1 = rates()
+    report["matmul_gflops_end"] = {k: v / 1e9 for k, v in r1.items()}
+    print("\nfloat32 matmul rate (end): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r1.items()))
+    best = {k: max(r0[k], r1[k]) / 1e9 for k in r0}
+    report["matmul_gflops_best"] = best
+    for name, row in report["tasks"].items():
+        for k, rate in best.items():
+            row[f"floor_share_{k}"] = row["achieved_gflops"] / rate
+            row[f"floor_share_cpu_{k}"] = row["achieved_gflops_cpu"] / rate
+        print(f"share of floor, {name}: " + "; ".join(
+            f"vs {k} {rate:.0f} GFLOP/s: {100 * row[f'floor_share_{k}']:.0f}% wall, "
+            f"{100 * row[f'floor_share_cpu_{k}']:.0f}% CPU time" for k, rate in best.items()))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Terminal tables of ``judgecal mc``: metrics with diagnostics, run listing, run comparison."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+
+def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
+    """Metric table (headline first; acc_norm marked when a letter-key task drops it) and notes."""
+    table = Table("metric", "value", "stderr", "n")
+    headline = diagnostics.get("headline") or list(metrics)
+    for name in headline + [k for k in metrics if k not in headline]:
+        v = metrics[name]
+        dim = "" if name in headline else " (not headline)"
+        table.add_row(name + dim, f"{v['value']:.4f}", f"{v['stderr']:.4f}", str(v["n"]))
+    parts: list = [table]
+    gap = diagnostics.get("acc_norm_minus_acc")
+    if gap is not None:
+        parts.append(Text(f"acc_norm - acc: {gap:+.4f}"))
+    for note in diagnostics.get("notes", []):
+        parts.append(Text(f"note: {note}"))
+    if diagnostics.get("boundary_fixes"):
+        parts.append(Text(f"note: {diagnostics['boundary_fixes']} continuations re-encoded (a token spanned the context boundary)"))
+    return Group(*parts)
+
+
+def runs_table(runs: list[dict]) -> Table:
+    """Stored runs, newest first."""
+    table = Table("id", "model", "task", "items", "acc", "acc_norm", "created")
+    for r in runs:
+        mt = r["metrics"]
+        table.add_row(str(r["id"]), r["model"], r["task"], str(r["n_items"]),
+                      f"{mt['acc']['value']:.4f}" if "acc" in mt else "-",
+                      f"{mt['acc_norm']['value']:.4f}" if "acc_norm" in mt else "-", str(r["created_at"]))
+    return table
+
+
+def compare_renderable(cmp: dict, run_a: int, run_b: int) -> Group:
+    """Deltas RUN_B - RUN_A per metric, and the opposite-direction flag."""
+    table = Table("metric", f"run {run_a}", f"run {run_b}", "delta", "stderr")
+    for name, d in cmp["deltas"].items():
+        table.add_row(name, f"{d['a']:.4f}", f"{d['b']:.4f}", f"{d['delta']:+.4f}", f"{d['stderr']:.4f}")
+    parts: list = [table]
+    if cmp["opposite_directions"]:
+        parts.append(Text(f"acc and acc_norm moved in opposite directions: {cmp['message']}", style="bold yellow"))
+    return Group(*parts)

