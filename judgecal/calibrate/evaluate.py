@@ -206,6 +206,25 @@ def _pair_metrics(fitted: Fitted, d: PairData):
     return agree, lpref, slope
 
 
+def _out_of_fold(methods, data, ctx, full: dict, fold: np.ndarray, k: int, warnings: list[str], predict) -> dict:
+    """{method name: out-of-fold predictions (n,)}: each fold predicted by a fit on the other
+    folds (started from the full-data optimum). A method whose fit fails is left out, with a
+    warning."""
+    out = {}
+    for m in methods:
+        pred = np.empty(data.n)
+        try:
+            for f_ in range(k):
+                test = fold == f_
+                fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
+                pred[test] = predict(fitted, data.take(np.flatnonzero(test)))
+        except FitError as exc:
+            warnings.append(f"{m.name}: cross-validation skipped: {exc}")
+            continue
+        out[m.name] = pred
+    return out
+
+
 def evaluate_pairwise(
     data: PairData | None,
     *,
@@ -279,18 +298,12 @@ def evaluate_pairwise(
     cv_credit: dict[str, np.ndarray] = {}
     cv_counts = None
     if k >= 2:
+        oof = _out_of_fold(methods, data, ctx, full, fold, k, warnings,
+                           lambda f, t: f.predict_pair(t.score_a, t.score_b, t.len_a, t.len_b, t.density_a, t.density_b))
         for m in methods:
-            pred = np.empty(n)
-            try:
-                for f_ in range(k):
-                    test = fold == f_
-                    fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
-                    t = data.take(np.flatnonzero(test))
-                    pred[test] = fitted.predict_pair(t.score_a, t.score_b, t.len_a, t.len_b,
-                                                     t.density_a, t.density_b)
-            except FitError as exc:
-                warnings.append(f"{m.name}: cross-validation skipped: {exc}")
+            if m.name not in oof:
                 continue
+            pred = oof[m.name]
             credit = M.agreement_credit(pred, 1.0 - pred, data.outcome)
             cv_credit[m.name] = credit
             out_m[m.name]["agreement_cv"] = float(credit.mean())
@@ -428,22 +441,12 @@ def evaluate_pointwise(
         _fit_warnings(f, warnings)
 
     fold, k = make_folds(data.item_ids, folds, seed)
-    cv_credit: dict[str, np.ndarray] = {}
-    cv_counts = None
     if k >= 2:
-        for m in methods:
-            pred = np.empty(n)
-            try:
-                for f_ in range(k):
-                    test = fold == f_
-                    fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
-                    t = data.take(np.flatnonzero(test))
-                    pred[test] = fitted.calibrate(t.score, t.length, t.density)
-            except FitError as exc:
-                warnings.append(f"{m.name}: cross-validation skipped: {exc}")
-                continue
-            out_m[m.name].update(spearman_cv=M.spearman(pred, target),
-                                 kendall_cv=M.kendall_tau(pred, target), mae_cv=M.mae(pred, target))
+        oof = _out_of_fold(methods, data, ctx, full, fold, k, warnings,
+                           lambda f, t: f.calibrate(t.score, t.length, t.density))
+        for name, pred in oof.items():
+            out_m[name].update(spearman_cv=M.spearman(pred, target),
+                               kendall_cv=M.kendall_tau(pred, target), mae_cv=M.mae(pred, target))
     elif folds >= 2:
         warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
 
