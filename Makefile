@@ -15,9 +15,9 @@ venv: $(VENV)/.installed
 # torch 2.13.0 first: the CPU build on this machine's disk (no multi-GB CUDA download).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[local,test]'
+	$(PY) -m pip install -qq --upgrade pip
+	$(PY) -m pip install -qq torch==2.13.0
+	$(PY) -m pip install -qq -e '.[local,test]'
 	touch $@
 
 model: venv

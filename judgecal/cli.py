@@ -267,17 +267,21 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
         if judge == serve:
             judge = str(folder)
         judge_name = judge_name or folder.name
+        # the same local model is the same judge on every run, whatever port or path it had
+        identity = {"endpoint_id": "transformers-serve", "identity_model": folder.name}
+    else:
+        identity = {}
     with server as url:
         summary = run_rate(judge=judge, base_url=url, prompt=prompt, task_families=task_families,
                            model_filter=model_filter, samples=samples, temperature=temperature, max_tokens=max_tokens,
                            concurrency=concurrency, limit=limit, items=items, judge_name=judge_name,
                            retry_failed=retry_failed, pairwise=pairwise, timeout=timeout, max_attempts=max_attempts,
-                           logprobs=logprobs, database_url=ctx.url, progress=True)
+                           logprobs=logprobs, database_url=ctx.url, progress=True, **identity)
     if fmt == "json":
         emit_json(summary)
     else:
         r, t = summary["this_run"], summary["totals"]
-        out.print(f"judge {summary['judge_id']} ({summary['judge']}, {summary['prompt']}): this run ok {r['ok']}, "
+        out.print(f"judge {summary['judge_id']} ({summary['judge_name']}, {summary['prompt']}): this run ok {r['ok']}, "
                   f"unparsed {r['unparsed']}, failed {r['failed']} in {summary['elapsed_s']} s "
                   f"({summary['ratings_per_s']}/s); totals {t}", highlight=False, markup=False)
 

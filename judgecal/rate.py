@@ -352,6 +352,8 @@ def run_rate(
     limit: Optional[int] = None,
     items: Optional[int] = None,
     judge_name: Optional[str] = None,
+    endpoint_id: Optional[str] = None,
+    identity_model: Optional[str] = None,
     retry_failed: bool = False,
     pairwise: bool = False,
     timeout: float = 60.0,
@@ -364,7 +366,9 @@ def run_rate(
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
     ``judge``: model name sent to the endpoint; ``judge_name``: the name reports show (default
-    ``judge``). ``items``: only the responses of the first N items (by id) of the selection,
+    ``judge``). ``endpoint_id`` / ``identity_model``: what the judge's
+    identity records instead of the endpoint URL and the model name sent (a local server on a
+    random port serving a folder is the same judge every run). ``items``: only the responses of the first N items (by id) of the selection,
     so all responses to the same prompts are rated together. ``base_url``: endpoint (else
     ``OPENAI_BASE_URL``); key from ``OPENAI_API_KEY`` (placeholder "EMPTY" when unset).
     ``prompt``: built-in name or template path (default pointwise_v1, or pairwise_v1 with
@@ -385,13 +389,13 @@ def run_rate(
                          + ("drop --pairwise or pass a pointwise prompt" if not pairwise else "pass a pairwise prompt such as pairwise_v1"))
     url = resolve_base_url(base_url)
     key = resolve_api_key()
-    endpoint = public_endpoint(url)
+    endpoint = endpoint_id or public_endpoint(url)
     lease = lease_s if lease_s is not None else max(300.0, 3 * timeout * max_attempts)
     engine = get_engine(database_url)
     try:
         with session_scope(engine) as session:
             jrow = queries.get_or_create_judge(
-                session, model=judge, endpoint=endpoint, prompt_name=tmpl.name, prompt_sha256=tmpl.sha256,
+                session, model=identity_model or judge, endpoint=endpoint, prompt_name=tmpl.name, prompt_sha256=tmpl.sha256,
                 mode=tmpl.mode, params=judge_params(temperature, max_tokens),
                 scale_min=tmpl.scale_min if tmpl.scale_min is not None else 0.0,
                 scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
@@ -418,7 +422,7 @@ def run_rate(
         engine.dispose()
     n_done = sum(runner.counts.values())
     return {
-        "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "endpoint": endpoint, "prompt": tmpl.name,
+        "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "judge_name": judge_name or judge, "endpoint": endpoint, "prompt": tmpl.name,
         "prompt_sha256": tmpl.sha256, "mode": tmpl.mode, "worker": plan.me,
         "this_run": dict(runner.counts, attempts=runner.attempts),
         "totals": {s: totals.get(s, 0) for s in m.RATING_STATUSES},
