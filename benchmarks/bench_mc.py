@@ -31,7 +31,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-DATA = REPO.parent / "shared" / "data" / "mc"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir() / "mc"
 
 
 def matmul_rate(m: int = 1024, k: int = 1024, n: int = 1024, reps: int = 20) -> float:

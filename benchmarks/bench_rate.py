@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "alpaca_eval"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir() / "alpaca_eval"
 sys.path.insert(0, str(REPO / "tests"))
 
 

@@ -73,3 +73,12 @@ def migrations_dir() -> Path:
 def prompts_dir() -> Path:
     """The judge prompt templates (top-level ``prompts/``, shipped as ``judgecal/_prompts``)."""
     return _resource_dir("_prompts", "prompts")
+
+
+def shared_data_dir() -> Path:
+    """The real public data sets the tests, benchmarks and ``make demo`` read:
+    ``JUDGECAL_SHARED_DATA`` when set, else ``../shared/data`` beside the repository."""
+    env = os.environ.get("JUDGECAL_SHARED_DATA")
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parent.parent.parent / "shared" / "data"

@@ -17,7 +17,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir()
 PG_ADMIN_URL = os.environ.get("JUDGECAL_TEST_PG_ADMIN", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 

@@ -10,7 +10,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir()
 NATURAL = DATA / "llmbar" / "Natural"
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 

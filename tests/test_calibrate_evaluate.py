@@ -16,7 +16,8 @@ from judgecal.calibrate.evaluate import (
 from judgecal.calibrate.penalty import polylog_penalty, token_entropy
 from judgecal.errors import FitError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir()
 
 METHODS = {"raw", "linear", "polylog", "lowess", "lc_glm"}
 

@@ -10,7 +10,8 @@ import pytest
 
 from judgecal.calibrate import metrics as M
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir()
 
 
 def test_verbosity_win_rate():

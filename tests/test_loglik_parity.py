@@ -14,7 +14,8 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir()
 ARC = DATA / "mc" / "arc_easy.jsonl"
 N_ITEMS = 50
 

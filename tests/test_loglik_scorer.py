@@ -12,7 +12,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from judgecal.loglik.hf import HFScorer  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mc"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir() / "mc"
 
 
 def test_plan_batches_and_pack_rows():

@@ -12,7 +12,8 @@ from judgecal.errors import InputError
 from judgecal.loglik.tasks import (hellaswag_preprocess, hellaswag_query, load_jsonl, load_lm_eval_yaml,
                                    load_task)
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mc"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir() / "mc"
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"real data folder absent: {DATA}")
 
 

@@ -10,7 +10,8 @@ import pytest
 from judgecal import mc
 from judgecal.errors import NotFoundError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mc"
+from judgecal.config import shared_data_dir  # noqa: E402
+DATA = shared_data_dir() / "mc"
 
 
 @pytest.fixture(scope="module")
