@@ -32,7 +32,7 @@ def make_file(path: Path, n: int, seed: int = 0) -> None:
             f.write(json.dumps(rec) + "\n")
 
 
-def bench(url: str, path: Path, n: int) -> float:
+def bench(url: str, path: Path, n: int) -> tuple[float, int]:
     engine = eng.create(url)
     migrate.upgrade(engine, "head")
     engine.dispose()
@@ -40,7 +40,7 @@ def bench(url: str, path: Path, n: int) -> float:
     result = importing.import_generic(path, "responses", "jsonl", None, url)
     dt = time.perf_counter() - t0
     assert result["added"]["response"] == n, result
-    return dt
+    return dt, sum(result["added"].values())
 
 
 def main() -> None:
@@ -51,8 +51,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "responses.jsonl"
         make_file(path, args.n)
-        dt = bench(f"sqlite:///{tmp}/bench.db", path, args.n)
-        print(f"SQLite:     {args.n} responses in {dt:6.2f} s = {args.n / dt:8.0f} rows/s (goal >= 20000)")
+        dt, rows = bench(f"sqlite:///{tmp}/bench.db", path, args.n)
+        print(f"SQLite:     {args.n} responses in {dt:6.2f} s = {args.n / dt:8.0f} responses/s, "
+              f"{rows / dt:8.0f} rows/s ({rows} rows: responses + items + families; goal >= 20000 rows/s)")
         admin = create_engine(args.pg, isolation_level="AUTOCOMMIT")
         name = f"judgecal_bench_{uuid.uuid4().hex[:8]}"
         try:
@@ -62,8 +63,8 @@ def main() -> None:
             print(f"PostgreSQL: skipped ({exc.__class__.__name__}: {str(exc).splitlines()[0]})")
             return
         try:
-            dt = bench(args.pg.rsplit("/", 1)[0] + f"/{name}", path, args.n)
-            print(f"PostgreSQL: {args.n} responses in {dt:6.2f} s = {args.n / dt:8.0f} rows/s")
+            dt, rows = bench(args.pg.rsplit("/", 1)[0] + f"/{name}", path, args.n)
+            print(f"PostgreSQL: {args.n} responses in {dt:6.2f} s = {args.n / dt:8.0f} responses/s, {rows / dt:8.0f} rows/s")
         finally:
             with admin.connect() as c:
                 c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
