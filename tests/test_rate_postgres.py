@@ -101,3 +101,115 @@ def test_sigkill_then_rerun_on_postgres(pg_url):
     keys = [(r.response_id, r.sample_index) for r in rows]
     assert len(keys) == len(set(keys)) == 120 and {r.status for r in rows} == {"ok"}
     assert 120 <= requests <= 120 + 2 * 4
+
+
+def _rate_in_process(url, server, **kw):
+    from judgecal.rate import run_rate
+
+    kw.setdefault("concurrency", 8)
+    return run_rate(base_url=server.base_url, database_url=url, progress=False, task_families=[FAMILY], **kw)
+
+
+def test_pairwise_rows_on_postgres(pg_url):
+    """The PostgreSQL claim (one UPDATE ... FROM ... RETURNING with both responses' texts) and
+    write (one UPDATE ... FROM unnest(...)) in pairwise mode."""
+    eng = create_engine(pg_url)
+    with StubServer(answer="Assistant A is better.\n[[A]]") as s:  # one server: the judge's endpoint stays the same
+        out = _rate_in_process(pg_url, s, judge="stub-pg-pairwise", pairwise=True, limit=10)
+        requests = s.requests
+        with eng.begin() as conn:
+            rows = conn.execute(text("SELECT position, verdict, status, attempts, claimed_by, raw_output "
+                                     "FROM pairwise_judgment WHERE judge_id = :j"), {"j": out["judge_id"]}).all()
+            # the 'ab' rows back to pending: the second run renders only them, each must show a as A
+            conn.execute(text("UPDATE pairwise_judgment SET status = 'pending', claimed_by = NULL "
+                              "WHERE judge_id = :j AND position = 'ab'"), {"j": out["judge_id"]})
+            pair_texts = conn.execute(text(
+                "SELECT ra.text, rb.text FROM pairwise_judgment p JOIN response ra ON ra.id = p.response_a_id "
+                "JOIN response rb ON rb.id = p.response_b_id WHERE p.judge_id = :j AND p.position = 'ab'"),
+                {"j": out["judge_id"]}).all()
+        again = _rate_in_process(pg_url, s, judge="stub-pg-pairwise", pairwise=True, limit=10)
+        bodies = list(s.bodies)[requests:]
+    eng.dispose()
+    assert len(rows) == 20 and requests == 20 and out["this_run"] == {"ok": 20, "unparsed": 0, "failed": 0, "attempts": 20}
+    # the stub always says "A": shown-first wins, so 'ab' -> a and 'ba' -> b
+    assert {(r.position, r.verdict) for r in rows} == {("ab", "a"), ("ba", "b")}
+    assert all(r.status == "ok" and r.attempts == 1 and r.claimed_by == out["worker"] and "[[A]]" in r.raw_output
+               for r in rows)
+
+    def shown(x: str, side: str) -> str:
+        return x.split(f"<<<RESPONSE {side} START>>>")[1].split(f"<<<RESPONSE {side} END>>>")[0].strip()
+
+    shown_pairs = sorted((shown(x, "A"), shown(x, "B")) for x in (b["messages"][-1]["content"] for b in bodies))
+    assert again["judge_id"] == out["judge_id"] and again["this_run"]["ok"] == 10 and len(bodies) == 10
+    assert shown_pairs == sorted((ta.strip(), tb.strip()) for ta, tb in pair_texts)
+
+
+def test_failed_rows_with_null_columns_on_postgres(pg_url):
+    """Failed rows (all-NULL score/latency/token columns in a batch) and ok rows written together."""
+    with StubServer(script=["400"] * 5) as s:
+        out = _rate_in_process(pg_url, s, judge="stub-pg-failed", limit=30, concurrency=4)
+        requests = s.requests
+    eng = create_engine(pg_url)
+    with eng.connect() as conn:
+        rows = conn.execute(text("SELECT status, error, score, raw_output, attempts, latency_s, prompt_tokens FROM rating "
+                                 "WHERE judge_id = :j"), {"j": out["judge_id"]}).all()
+    eng.dispose()
+    failed = [r for r in rows if r.status == "failed"]
+    ok = [r for r in rows if r.status == "ok"]
+    assert len(rows) == 30 and requests == 30 == sum(r.attempts for r in rows)
+    assert len(failed) == 5 and all("HTTP 400" in r.error and r.score is None and r.raw_output is None
+                                    and r.latency_s is None for r in failed)
+    assert len(ok) == 25 and all(r.score == 7.0 and r.error is None and r.latency_s > 0 for r in ok)
+
+
+def test_pg_store_claims_once_and_writes_only_its_own_claims(pg_url):
+    """_PgStore directly: a claim returns each pending row once (with its texts), and a write
+    never touches a row that another worker holds or that is no longer 'running'."""
+    import asyncio
+
+    from sqlalchemy import true
+
+    from judgecal.db import models as m
+    from judgecal.db.engine import get_engine
+    from judgecal.rate import _PgStore, _Plan
+
+    with StubServer() as s:
+        out = _rate_in_process(pg_url, s, judge="stub-pg-store", limit=4)
+    jid = out["judge_id"]
+    eng = get_engine(pg_url)
+    with eng.begin() as conn:
+        ids = [r.id for r in conn.execute(text("SELECT id FROM rating WHERE judge_id = :j ORDER BY id"), {"j": jid})]
+        conn.execute(text("UPDATE rating SET status = 'pending', claimed_by = NULL, score = NULL WHERE id = ANY(:ids)"),
+                     {"ids": ids[:2]})
+        conn.execute(text("UPDATE rating SET status = 'running', claimed_by = 'other:1:x', score = NULL WHERE id = :i"),
+                     {"i": ids[2]})
+        texts = dict(conn.execute(text("SELECT r.id, s.text FROM rating r JOIN response s ON s.id = r.response_id "
+                                        "WHERE r.id = ANY(:ids)"), {"ids": ids}).all())
+    plan = _Plan(table=m.Rating, judge_id=jid, scope=true(), pairwise=False, me="me:1:test")
+
+    def result(i, score):
+        return {"id": i, "status": "ok", "raw_output": f"Rating: [[{score}]]", "error": None, "attempts": 1,
+                "latency_s": 0.5, "prompt_tokens": 3, "completion_tokens": 4, "updated_at": m.utcnow(),
+                "score": float(score), "expected_score": None}
+
+    async def go():
+        store = await _PgStore.open(eng, plan)
+        try:
+            first = await store.claim(10)
+            second = await store.claim(10)
+            # ids[2] is another worker's, ids[3] is done: neither may change
+            await store.write([result(i, 3) for i in ids])
+            return first, second
+        finally:
+            await store.aclose()
+
+    first, second = asyncio.run(go())
+    with eng.connect() as conn:
+        after = {r.id: (r.status, r.claimed_by, r.score) for r in conn.execute(
+            text("SELECT id, status, claimed_by, score FROM rating WHERE id = ANY(:ids)"), {"ids": ids})}
+    eng.dispose()
+    assert sorted(r["id"] for r in first) == ids[:2] and second == []
+    assert all(r["text"] == texts[r["id"]] for r in first)
+    assert after[ids[0]] == after[ids[1]] == ("ok", "me:1:test", 3.0)
+    assert after[ids[2]] == ("running", "other:1:x", None)
+    assert after[ids[3]] == ("ok", out["worker"], 7.0)

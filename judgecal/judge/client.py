@@ -14,8 +14,8 @@ for never losing a call.
   ``retry_after_max``. Other 4xx (bad request, auth, unknown model) fail at once.
 - A malformed JSON body or an empty ``choices`` list is a failure that is retried once (a
   flaky proxy usually recovers; a server that always does it should not cost 4 attempts).
-- Per-attempt timeout ``timeout`` seconds (default 60) enforced by ``asyncio.wait_for``
-  whatever the transport does. Concurrency bounded by an ``asyncio.Semaphore`` held only
+- Per-attempt timeout ``timeout`` seconds (default 60) enforced by ``asyncio.timeout``
+  (``asyncio.wait_for`` on Python 3.10) whatever the transport does. Concurrency bounded by an ``asyncio.Semaphore`` held only
   during an attempt, not during the backoff sleep.
 - After the cap, :meth:`complete` returns a failed :class:`CallResult` with the reason; it
   never raises for an endpoint problem. Every error text is passed through :func:`sanitize`,
@@ -39,6 +39,7 @@ import openai
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "EMPTY"
+_timeout = getattr(asyncio, "timeout", None)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _KEY_RE = re.compile(r"(sk-[A-Za-z0-9_\-]{4,}|Bearer\s+[A-Za-z0-9_\-.=]{8,})")
 
@@ -189,7 +190,11 @@ class JudgeClient:
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         start = time.perf_counter()
-        resp = await asyncio.wait_for(self._client.chat.completions.create(**kwargs), self.timeout)
+        if _timeout is not None:  # Python >= 3.11: no extra task per call (asyncio.wait_for makes one)
+            async with _timeout(self.timeout):
+                resp = await self._client.chat.completions.create(**kwargs)
+        else:
+            resp = await asyncio.wait_for(self._client.chat.completions.create(**kwargs), self.timeout)
         latency = time.perf_counter() - start
         choices = getattr(resp, "choices", None)
         if not choices:

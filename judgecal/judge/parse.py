@@ -74,12 +74,26 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _is_quoted(match: re.Match, candidates: Sequence[str]) -> bool:
-    token = _squash(match.group(0))
-    return any(token in cand for cand in candidates)
+class _Candidates:
+    """The candidate texts, NFKC-normalised and whitespace-squashed on first use only (most
+    judge outputs never need the check, and normalising a long response costs more than
+    parsing the verdict)."""
+
+    def __init__(self, texts: Iterable[str] | str | None):
+        self._raw = [texts] if isinstance(texts, str) else [c for c in (texts or []) if c]
+        self._done: list[str] | None = None
+
+    def contain(self, token: str) -> bool:
+        if self._done is None:
+            self._done = [_squash(normalize(c)) for c in self._raw]
+        return any(token in cand for cand in self._done)
 
 
-def _matches(pattern: re.Pattern, text: str, candidates: Sequence[str]) -> list[re.Match]:
+def _is_quoted(match: re.Match, candidates: _Candidates) -> bool:
+    return candidates.contain(_squash(match.group(0)))
+
+
+def _matches(pattern: re.Pattern, text: str, candidates: _Candidates) -> list[re.Match]:
     return [m for m in pattern.finditer(text) if not _is_quoted(m, candidates)]
 
 
@@ -113,9 +127,7 @@ def parse_score(
 
     ``text``: the judge's raw output. ``candidates``: the candidate response text(s) shown to
     the judge; verdicts copied verbatim from them are ignored. Never raises on any string."""
-    if isinstance(candidates, str):
-        candidates = [candidates]
-    cands = [_squash(normalize(c)) for c in (candidates or []) if c]
+    cands = _Candidates(candidates)
     norm = normalize(text)
     if not norm.strip():
         return ParsedScore(None, "unparsed", "empty output")
@@ -161,7 +173,7 @@ def parse_pairwise_verdict(text: str, candidates: Iterable[str] | None = None) -
     """Parse a pairwise judge output (``[[A]]``, ``[[B]]``, ``[[C]]`` = tie) with the same
     rules as :func:`parse_score`: last well-formed verdict, quoted ones ignored, conflicting
     verdicts at the end unparsed. No fallback pattern (a bare "A" is too ambiguous)."""
-    cands = [_squash(normalize(c)) for c in (candidates or []) if c]
+    cands = _Candidates(candidates)
     norm = normalize(text)
     if not norm.strip():
         return ParsedVerdict(None, "unparsed", "empty output")
