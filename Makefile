@@ -64,7 +64,8 @@ demo: venv model
 	$(JC) fit --task-family llmbar/Natural --judge smollm2-135m-instruct --verbosity-family alpaca_eval \
 	    --bootstrap 500 --seed 0 || echo "demo: the local judge's ratings could not be fitted (see the message above)"
 	$(JC) report --out $(DEMO_DIR)/report
-	$(JC) leaderboard --judge smollm2-135m-instruct --task-family alpaca_eval --task-family llmbar/Natural
+	$(JC) leaderboard --judge smollm2-135m-instruct --task-family alpaca_eval --task-family llmbar/Natural \
+	    --calibration-from llmbar/Natural
 	$(JC) check --judge GPT-4 --max-verbosity-winrate 0.55 --min-agreement-gain -0.05 \
 	    || echo "demo: judgecal check failed a threshold (exit status $$?): a release would stop here"
 	$(JC) mc score --model smollm2 --task $(DATA)/mc/arc_easy.jsonl --limit $(DEMO_MC_LIMIT)

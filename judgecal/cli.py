@@ -380,15 +380,19 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--mc-reference", type=int, default=None, metavar="RUN_ID",
               help="Flag acc and acc_norm moving in opposite directions against this multiple-choice run.")
+@click.option("--calibration-from", default=None, metavar="FAMILY",
+              help="Apply this family's newest calibration to families without their own.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
 @pass_ctx
-def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed, mc_reference, fmt) -> None:
+def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed, mc_reference,
+                calibration_from, fmt) -> None:
     """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags."""
     from judgecal.leaderboard import build_leaderboard
     from judgecal.report import board as render
 
     board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
-                              n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference)
+                              n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference,
+                              calibration_from=calibration_from)
     if fmt == "json":
         emit_json(board)
     elif fmt == "markdown":

@@ -41,12 +41,13 @@ def _pick_judge(s, judge: str | None) -> m.Judge:
 
 def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
                       min_ratings: int = 30, max_unparsed: float = 0.05, n_bootstrap: int = 1000, seed: int = 0,
-                      mc_reference: int | None = None) -> dict:
+                      mc_reference: int | None = None, calibration_from: str | None = None) -> dict:
     """The leaderboard as {"judge", "families", "calibrations": {family: id}, "rows": [...]}.
 
     Each row: model, n_rated, n_unparsed, n_failed, unparsed_share, mean_raw, mean_raw_ci,
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
-    moved up), mean_length, length_unit, verbosity_win_rate, verbosity_pairs, acc, acc_norm,
+    moved up), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
+    verbosity_pairs, acc, acc_norm,
     acc_bytes, acc_norm_minus_acc, mc_run, flags (list of strings)."""
     engine = get_engine(url)
     with session_scope(engine) as s:
@@ -55,9 +56,18 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
         rows = boarddata.rated_responses(s, fam_ids, jrow.id)
         cals = {}
+        transferred: set[int] = set()
         if rows:
             chosen = load_calibrations([fam_names[f] for f in fam_ids], jrow.name, calibration, url)
             cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
+            if calibration_from:
+                donor = load_calibrations([calibration_from], jrow.name, "latest", url)
+                if not donor:
+                    raise NotFoundError(f"no calibration of {calibration_from!r} for judge {jrow.name!r} (run `judgecal fit`)")
+                for fid in fam_ids:
+                    if fid not in cals:
+                        cals[fid] = donor[0][0]
+                        transferred.add(fid)
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
@@ -110,14 +120,17 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         mine = [(c, v) for c, v in vpairs if c in score_of and v in score_of
                 and model in (model_of[c], model_of[v])]
         vwr = verbosity_win_rate([score_of[c] for c, _ in mine], [score_of[v] for _, v in mine]) if mine else None
+        vwr_cal = (verbosity_win_rate([calibrated.get(c, score_of[c]) for c, _ in mine],
+                                      [calibrated.get(v, score_of[v]) for _, v in mine]) if mine else None)
         row = {
             "model": model, "n_rated": len(ok), "n_unparsed": n_unp, "n_failed": n_fail,
             "unparsed_share": (n_unp + n_fail) / n_calls if n_calls else None,
             "mean_raw": None if not ok else raw_mean, "mean_raw_ci": raw_ci,
             "mean_calibrated": None if not ok else cal_mean, "mean_calibrated_ci": cal_ci,
             "mean_length": float(np.mean(lens)) if lens else None, "length_unit": "/".join(units) or None,
-            "verbosity_win_rate": vwr, "verbosity_pairs": len(mine),
+            "verbosity_win_rate": vwr, "verbosity_win_rate_calibrated": vwr_cal, "verbosity_pairs": len(mine),
             "uncalibrated": bool(ok) and any(r["response_id"] not in calibrated for r in ok),
+            "transferred": bool(ok) and any(r["family_id"] in transferred for r in ok),
         }
         row.update(_mc_columns(mc.get(model, []), ref_metrics))
         table.append(row)
@@ -167,6 +180,8 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append(f"unparsed {r['unparsed_share']:.0%}")
     if r.get("uncalibrated"):
         flags.append("uncalibrated family")
+    if r.get("transferred"):
+        flags.append("calibration from another family")
     if any(at_bound.values()) and r["mean_raw"] is not None:
         flags.append("fit at bound")
     if r.get("mc_opposite"):

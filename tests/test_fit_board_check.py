@@ -94,3 +94,23 @@ def test_export_calibrations_and_leaderboard(natural, tmp_path, run_cli):
     r = run_cli("--database-url", url, "export", "leaderboard", g, "--judge", "ChatGPT")
     assert r.exit_code == 0, r
     assert g.read_text().splitlines()[0].startswith("model,") and len(g.read_text().splitlines()) == 3
+
+
+def test_leaderboard_calibration_from_another_family(sqlite_url, data_dir, run_cli):
+    url = sqlite_url
+    for fam in ("Natural", "Adversarial_Neighbor"):
+        assert run_cli("--database-url", url, "import", "llmbar", data_dir / "llmbar" / fam).exit_code == 0
+    fit = _json(run_cli("--database-url", url, "fit", "--task-family", "llmbar/Adversarial_Neighbor", "--judge", "GPT-4",
+                        "--length-unit", "words", "--bootstrap", "0", "--format", "json"))
+    assert fit["gamma"] > 0.5  # the adversarial set rewards a real penalty
+    args = ("--database-url", url, "leaderboard", "--judge", "GPT-4", "--task-family", "llmbar/Natural",
+            "--bootstrap", "0", "--format", "json")
+    plain = _json(run_cli(*args))
+    moved = _json(run_cli(*args, "--calibration-from", "llmbar/Adversarial_Neighbor"))
+    assert plain["calibrations"] == {} and moved["calibrations"] == {"llmbar/Natural": fit["id"]}
+    for p_row, m_row in zip(sorted(plain["rows"], key=lambda r: r["model"]), sorted(moved["rows"], key=lambda r: r["model"])):
+        assert p_row["mean_calibrated"] == pytest.approx(p_row["mean_raw"])  # nothing to apply
+        assert m_row["mean_calibrated"] != pytest.approx(m_row["mean_raw"])  # the donor's penalty applied
+        assert "uncalibrated family" in p_row["flags"] and "calibration from another family" in m_row["flags"]
+    r = run_cli(*args, "--calibration-from", "pandalm")
+    assert r.exit_code == 2 and "pandalm" in r.stderr

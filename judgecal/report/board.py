@@ -10,7 +10,8 @@ COLUMNS = [
     ("model", "model"), ("n", "n_rated"), ("raw", "mean_raw"), ("raw CI", "mean_raw_ci"),
     ("calibrated", "mean_calibrated"), ("cal. CI", "mean_calibrated_ci"), ("rank raw", "rank_raw"),
     ("rank cal.", "rank_calibrated"), ("change", "rank_change"), ("mean length", "mean_length"),
-    ("verbosity win-rate", "verbosity_win_rate"), ("acc", "acc"), ("acc_norm", "acc_norm"),
+    ("verbosity win-rate raw", "verbosity_win_rate"), ("verbosity win-rate cal.", "verbosity_win_rate_calibrated"),
+    ("acc", "acc"), ("acc_norm", "acc_norm"),
     ("acc_bytes", "acc_bytes"), ("acc_norm-acc", "acc_norm_minus_acc"), ("flags", "flags"),
 ]
 
