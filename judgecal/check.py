@@ -3,7 +3,8 @@
 
 Checks, per (task family, judge) with a calibration (the newest, unless ``calibration``):
 - calibrated verbosity win-rate <= ``max_verbosity_winrate`` (where verbosity pairs were measured);
-- cross-validated agreement gain (calibrated - raw) >= ``min_agreement_gain`` (where CV ran);
+- cross-validated agreement gain (calibrated - raw) >= ``min_agreement_gain`` (a calibration
+  fitted without cross-validation fails this check: the gate never passes an unseen figure);
 - share of unparsed + failed ratings of the judge in the family <= ``max_unparsed``;
 - the fit converged and, with ``fail_at_bound``, no parameter sits at a bound.
 Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
@@ -43,6 +44,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
             gain = b - a
             add(fam, jud, "agreement_gain_cv", gain, min_agreement_gain, gain >= min_agreement_gain,
                 f"{where}: cross-validated agreement gain {gain:+.3f} {'>=' if gain >= min_agreement_gain else '<'} {min_agreement_gain:+}")
+        else:  # a gate must not pass a figure it never saw
+            add(fam, jud, "agreement_gain_cv", None, min_agreement_gain, False,
+                f"{where}: no cross-validated agreement (fitted with --folds {r['folds']}): refit with --folds 2 or more")
         status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
         total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
         if total:

@@ -283,7 +283,13 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
         r, t = summary["this_run"], summary["totals"]
         out.print(f"judge {summary['judge_id']} ({summary['judge_name']}, {summary['prompt']}): this run ok {r['ok']}, "
                   f"unparsed {r['unparsed']}, failed {r['failed']} in {summary['elapsed_s']} s "
-                  f"({summary['ratings_per_s']}/s); totals {t}", highlight=False, markup=False)
+                  f"({summary['ratings_per_s']}/s); totals " + ", ".join(f"{k} {v}" for k, v in t.items()),
+                  highlight=False, markup=False)
+    r = summary["this_run"]
+    if r["failed"] and not (r["ok"] or r["unparsed"]):
+        err.print(f"error: every call of this run failed ({r['failed']}); the failed rows keep the reason "
+                  "(`judgecal export ratings`), `--retry-failed` tries them again", highlight=False, markup=False)
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------- fit
@@ -296,7 +302,8 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
 @click.option("--tokenizer", default="smollm2", show_default=True, help="Tokenizer of --length-unit tokens (see `judgecal lengths`).")
 @click.option("--l-ref", type=float, default=None, help="Fixed reference length L_ref (default: the family's, else the median length).")
 @click.option("--p-bounds", nargs=2, type=float, default=(1.0, 1.5), show_default=True, metavar="MIN MAX")
-@click.option("--folds", type=click.IntRange(0, 100), default=5, show_default=True, help="K of the item-grouped cross-validation (0: none).")
+@click.option("--folds", type=click.IntRange(0, 100), default=5, show_default=True,
+              help="K of the item-grouped cross-validation (0: none; 1 is refused).")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
               help="Bootstrap replicates for the confidence intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -323,6 +330,10 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         raise click.UsageError("--task-family and --judge are required (or use --list)")
     if p_bounds[0] > p_bounds[1] or p_bounds[0] <= 0:
         raise click.BadParameter("need 0 < MIN <= MAX", param_hint="--p-bounds")
+    if folds == 1:
+        raise click.BadParameter("1 fold is no cross-validation: use 0 (none) or 2 or more", param_hint="--folds")
+    if l_ref is not None and not (l_ref > 0 and l_ref != float("inf")):
+        raise click.BadParameter(f"must be a positive finite length, got {l_ref}", param_hint="--l-ref")
     row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit, tokenizer=tokenizer,
                           l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap, seed=seed,
                           density=density, verbosity_family=verbosity_family)
@@ -413,7 +424,7 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
 
 @cli.command()
 @FAMILIES_OPT
-@JUDGE_OPT
+@click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: every judge with a calibration).")
 @CAL_OPT
 @click.option("--max-verbosity-winrate", type=click.FloatRange(0, 1), default=0.55, show_default=True,
               help="Fail when the calibrated verbosity win-rate is above this.")
@@ -567,6 +578,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
         sys.exit(130)
+    except OSError as exc:  # unwritable output folder, missing file, full disk...
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        err.print(f"error: {scrub(where + (exc.strerror or str(exc)))}", highlight=False, markup=False)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
         if os.environ.get("JUDGECAL_DEBUG"):
             raise

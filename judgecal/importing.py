@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import DatabaseError
 from judgecal.db.ingest import write_batch
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch
@@ -16,9 +19,14 @@ from judgecal.importers.records import ImportBatch
 def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
     """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "source": ...}."""
     engine = get_engine(url)
-    with session_scope(engine) as session:
-        added = write_batch(session, batch)
-    engine.dispose()
+    try:
+        with session_scope(engine) as session:
+            added = write_batch(session, batch)
+    except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise DatabaseError(f"{batch.source}: the database refused the import, nothing was written: {reason}") from None
+    finally:
+        engine.dispose()
     return {"source": batch.source, "added": added, "warnings": batch.warnings}
 
 

@@ -8,6 +8,7 @@ import re
 from sqlalchemy.engine import make_url
 
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]+)@")
+_QUERY_SECRET = re.compile(r"(?i)\b(password|passwd|pwd|api_key|apikey|token|secret)=([^&\s'\"]+)")
 
 
 def known_secrets() -> list[str]:
@@ -33,4 +34,5 @@ def scrub(text: str, extra: list[str] | None = None) -> str:
     for secret in known_secrets() + list(extra or []):
         if secret:
             text = text.replace(secret, "***")
+    text = _QUERY_SECRET.sub(lambda mt: f"{mt.group(1)}=***", text)
     return _URL_PASSWORD.sub(lambda mt: f"{mt['scheme']}{mt['user']}:***@", text)

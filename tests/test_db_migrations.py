@@ -75,3 +75,15 @@ def test_password_is_masked(run_cli):
     assert r.exit_code != 0
     assert "hunter2secret" not in r.output
     assert "***" in r.stderr
+
+
+def test_password_in_query_is_masked(run_cli):
+    r = run_cli("--database-url", "postgresql+psycopg://alice@127.0.0.1:1/db?password=S3cretPW", "stats")
+    assert r.exit_code == 2 and "S3cretPW" not in r.output and "password=***" in r.stderr
+
+
+def test_corrupt_sqlite_file_is_one_line(tmp_path, run_cli):
+    f = tmp_path / "x.db"
+    f.write_text("this is not a database\n")
+    r = run_cli("--database-url", f"sqlite:///{f}", "stats")
+    assert r.exit_code == 2 and "file is not a database" in r.stderr and "Traceback" not in r.output

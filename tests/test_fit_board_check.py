@@ -114,3 +114,15 @@ def test_leaderboard_calibration_from_another_family(sqlite_url, data_dir, run_c
         assert "uncalibrated family" in p_row["flags"] and "calibration from another family" in m_row["flags"]
     r = run_cli(*args, "--calibration-from", "pandalm")
     assert r.exit_code == 2 and "pandalm" in r.stderr
+
+
+def test_check_fails_a_calibration_without_cross_validation(sqlite_url, data_dir, run_cli):
+    url = sqlite_url
+    assert run_cli("--database-url", url, "import", "llmbar", data_dir / "llmbar" / "Natural").exit_code == 0
+    r = run_cli("--database-url", url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--length-unit", "words",
+                "--folds", "1")
+    assert r.exit_code == 2 and "--folds" in r.stderr
+    assert run_cli("--database-url", url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--length-unit", "words",
+                   "--folds", "0", "--bootstrap", "0").exit_code == 0
+    r = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1")
+    assert r.exit_code == 1 and "no cross-validated agreement" in r.stderr

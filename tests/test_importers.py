@@ -158,3 +158,23 @@ def test_missing_file_and_not_json(sqlite_url, tmp_path, run_cli):
     f.write_text('{"prompt": "a", "model": "m", "response": "r"}\nnot json\n')
     r = run_cli("--database-url", sqlite_url, "import", "jsonl", f, "--kind", "responses", "--task-family", "t")
     assert r.exit_code == 2 and "x.jsonl:2: invalid JSON" in r.stderr
+
+
+def test_small_imports_report_true_counts_and_bad_text(db_url, tmp_path, run_cli):
+    f = _write_jsonl(tmp_path / "r.jsonl", GOOD)
+    r = run_cli("--database-url", db_url, "import", "jsonl", f, "--kind", "responses")
+    assert r.exit_code == 0 and "item +1" in r.stdout and "response +2" in r.stdout, r
+    bad = _write_jsonl(tmp_path / "nul.jsonl", [dict(GOOD[0], response="a\u0000b")])
+    r = run_cli("--database-url", db_url, "import", "jsonl", bad, "--kind", "responses")
+    assert r.exit_code == 2 and "nul.jsonl:1: field 'response' contains a NUL character" in r.stderr
+    bad = _write_jsonl(tmp_path / "idx.jsonl", [dict(GOOD[0], judge="j", score=3, scale_min=1, scale_max=5, sample_index=-1)])
+    r = run_cli("--database-url", db_url, "import", "jsonl", bad, "--kind", "ratings")
+    assert r.exit_code == 2 and "idx.jsonl:1: field 'sample_index' must be between 0 and" in r.stderr
+
+
+def test_unknown_fields_warn_that_the_kind_may_be_wrong(sqlite_url, tmp_path, run_cli):
+    rows = [dict(GOOD[0], judge="j", score=3, scale_min=1, scale_max=5)]
+    f = _write_jsonl(tmp_path / "ratings.jsonl", rows)
+    r = run_cli("--database-url", sqlite_url, "import", "jsonl", f, "--kind", "responses")
+    assert r.exit_code == 0
+    assert "ratings.jsonl:1: fields not used by --kind responses were ignored: judge, scale_max, scale_min, score" in r.stderr

@@ -23,8 +23,10 @@ from judgecal.errors import DatabaseError, SchemaBehindError, UsageError
 
 def mask_url(url: str | object) -> str:
     """The URL with any password replaced by ``***`` (safe for messages and logs)."""
+    from judgecal.secrets import scrub
+
     try:
-        return make_url(str(url)).render_as_string(hide_password=True)
+        return scrub(make_url(str(url)).render_as_string(hide_password=True))
     except ArgumentError:
         return "<unparseable database URL>"
 
@@ -86,8 +88,8 @@ def get_engine(url: str | None = None, *, check: bool = True) -> Engine:
         with engine.connect() as conn:
             tables = set(inspect(conn).get_table_names())
             current = migrate.current_revision(conn)
-    except OperationalError as exc:
-        raise DatabaseError(f"cannot connect to {mask_url(engine.url)}: {_first_line(exc)}") from None
+    except (OperationalError, SQLAlchemyError) as exc:  # unreachable server, a file that is not a database
+        raise DatabaseError(f"cannot use {mask_url(engine.url)}: {_first_line(exc)}") from None
     head = migrate.head_revision()
     if current == head:
         return engine

@@ -48,7 +48,7 @@ def insert_ignore(session: Session, model, rows: Sequence[dict], *, chunk: int =
         return 0
     table = model.__table__
     conn = session.connection()
-    if conn.dialect.name == "postgresql" and len(rows) > 50:
+    if conn.dialect.name == "postgresql":
         return _pg_copy_insert(conn, table, rows)
     if conn.dialect.name == "sqlite":
         return _sqlite_executemany(conn, table, rows, chunk)

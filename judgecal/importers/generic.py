@@ -26,6 +26,15 @@ from judgecal.errors import InputError, UsageError
 from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_csv, read_jsonl
 
 KINDS = ("responses", "ratings", "labels", "pairs")
+_ITEM = {"task_family", "prompt", "item_id", "reference"}
+FIELDS = {
+    "responses": _ITEM | {"model", "response"},
+    "ratings": _ITEM | {"model", "response", "judge", "score", "scale_min", "scale_max", "status", "raw_output", "error",
+                        "sample_index", "judge_model", "judge_endpoint", "judge_prompt", "judge_prompt_sha256", "judge_params"},
+    "labels": _ITEM | {"model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
+                       "response_b", "preference", "annotator", "source"},
+    "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose"},
+}
 PREFERENCE = {"a": "a", "b": "b", "tie": "tie"}
 STATUS = {"ok": "ok", "unparsed": "unparsed", "failed": "failed"}
 
@@ -38,8 +47,12 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     reader = read_jsonl if fmt == "jsonl" else read_csv
     batch = ImportBatch(source=f"{fmt}:{kind}")
     n = 0
+    unknown: dict[str, int] = {}
     for line, obj in reader(path):
         f = Fields(obj, str(path), line)
+        for key in obj:
+            if key not in FIELDS[kind] and key not in unknown:
+                unknown[key] = line
         fam = f.text("task_family", required=False) or family
         if not fam:
             raise f.fail("missing field 'task_family' (or pass --task-family)")
@@ -51,6 +64,11 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         n += 1
     if n == 0:
         raise InputError("no records", source=str(path))
+    if unknown:
+        first = min(unknown.values())
+        batch.warnings.append(
+            f"{path}:{first}: fields not used by --kind {kind} were ignored: {', '.join(sorted(unknown))} "
+            "(is --kind right? fields: docs/data-formats.md)")
     return batch
 
 

@@ -187,6 +187,12 @@ class Fields:
             return None
         if not isinstance(value, str):
             raise self.fail(f"field {name!r} must be a string, got {type(value).__name__} {json.dumps(value)[:40]}")
+        if "\x00" in value:
+            raise self.fail(f"field {name!r} contains a NUL character (PostgreSQL cannot store it)")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
         if not allow_empty and not value.strip():
             raise self.fail(f"field {name!r} is empty")
         return value
@@ -204,8 +210,8 @@ class Fields:
             number = float(value)
         except (TypeError, ValueError):
             raise self.fail(f"field {name!r} must be a number, got {json.dumps(value)[:40]}") from None
-        if number != number or number in (float("inf"), float("-inf")):
-            raise self.fail(f"field {name!r} must be a finite number, got {value}")
+        if number != number or abs(number) > 1e15:
+            raise self.fail(f"field {name!r} must be a finite number of reasonable size, got {value}")
         return number
 
     def integer(self, name: str, *, required: bool = True) -> int | None:
@@ -215,6 +221,8 @@ class Fields:
             return None
         if number != int(number):
             raise self.fail(f"field {name!r} must be an integer, got {number}")
+        if not 0 <= number < 2**31:
+            raise self.fail(f"field {name!r} must be between 0 and {2**31 - 1}, got {int(number)}")
         return int(number)
 
     def choice(self, name: str, allowed: dict[str, str], *, required: bool = True) -> str | None:
