@@ -87,3 +87,26 @@ def test_corrupt_sqlite_file_is_one_line(tmp_path, run_cli):
     f.write_text("this is not a database\n")
     r = run_cli("--database-url", f"sqlite:///{f}", "stats")
     assert r.exit_code == 2 and "file is not a database" in r.stderr and "Traceback" not in r.output
+
+
+def test_downgraded_database_is_refused_not_silently_migrated(sqlite_url, run_cli):
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", sqlite_url, "db", "downgrade", "base").exit_code == 0
+    r = run_cli("--database-url", sqlite_url, "stats")
+    assert r.exit_code == 2 and "judgecal db upgrade" in r.stderr
+    assert "at revision base" in run_cli("--database-url", sqlite_url, "db", "current").stdout
+
+
+def test_unknown_revision_and_missing_folder(sqlite_url, tmp_path, run_cli):
+    from sqlalchemy import text
+
+    engine = eng.create(sqlite_url)
+    migrate.upgrade(engine, "head")
+    with engine.begin() as c:
+        c.execute(text("UPDATE alembic_version SET version_num = 'ffff_future'"))
+    engine.dispose()
+    r = run_cli("--database-url", sqlite_url, "stats")
+    assert r.exit_code == 2 and "does not know" in r.stderr and "newer judgecal" in r.stderr
+    r = run_cli("--database-url", f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}", "stats")
+    assert r.exit_code == 2 and "does not exist" in r.stderr
+    assert not (tmp_path / "no").exists()

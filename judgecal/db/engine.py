@@ -8,6 +8,7 @@ upgrade``) and creates and migrates a brand-new default SQLite database on first
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,7 +56,11 @@ def create(url: str | None = None) -> Engine:
     kwargs: dict = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(parsed.database).expanduser().parent
+            if url == config.default_database_url() and not os.environ.get("JUDGECAL_DATABASE_URL"):
+                folder.mkdir(parents=True, exist_ok=True)  # the default database's home
+            elif not folder.is_dir():
+                raise UsageError(f"database {mask_url(url)}: folder {folder} does not exist")
         kwargs["connect_args"] = {"timeout": 30}
     else:
         kwargs["pool_pre_ping"] = True
@@ -93,9 +98,14 @@ def get_engine(url: str | None = None, *, check: bool = True) -> Engine:
     head = migrate.head_revision()
     if current == head:
         return engine
-    if current is None and not (tables - {"alembic_version"}):
+    if current is None and not tables:  # a brand-new, empty database
         migrate.upgrade(engine, "head")
         return engine
+    if current is not None and not migrate.is_known(current):
+        raise DatabaseError(
+            f"database {mask_url(engine.url)} is at revision {current}, which this judgecal does not know "
+            f"(written by a newer judgecal? this one's head is {head})"
+        )
     raise SchemaBehindError(
         f"database {mask_url(engine.url)} is at revision {current or 'none'}, this judgecal needs {head}: "
         "run `judgecal db upgrade`"

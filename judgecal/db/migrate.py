@@ -29,6 +29,14 @@ def head_revision() -> str:
     return heads[0]
 
 
+def is_known(revision: str) -> bool:
+    """True when ``revision`` is in this judgecal's migration tree."""
+    try:
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except Exception:  # noqa: BLE001 - alembic raises several kinds for an unknown id
+        return False
+
+
 def current_revision(conn: Connection) -> str | None:
     """The revision stamped in the database, or None for a database never migrated."""
     return MigrationContext.configure(conn).get_current_revision()
