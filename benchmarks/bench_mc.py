@@ -14,7 +14,8 @@ once + every continuation] + LM-head parameters x positions that must be scored)
 the elapsed time and compared with a float32 matmul rate measured in the same run.
 ``cpu`` figures use process CPU time, which is what counts when other jobs share the cores.
 
-Run:  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_mc.py [--items 200] [--json out.json]
+Run:  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_mc.py [--items 200] [--tasks hellaswag]
+      [--json out.json]
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def main() -> int:
     ap.add_argument("--model", default=None, help="model folder (default: the pulled SmolLM2)")
     ap.add_argument("--lm-eval-batch-sizes", default="16,32,64")
     ap.add_argument("--batch-size", default="auto", help="judgecal's --batch-size")
+    ap.add_argument("--tasks", default="arc_easy,hellaswag",
+                    help="comma-separated subset of arc_easy,hellaswag to time (the lm-eval batch probe uses ARC items)")
+    ap.add_argument("--row-len", type=int, default=None, help="judgecal's packed row length in tokens (default: hf.py's)")
+    ap.add_argument("--token-budget", type=int, default=None, help="judgecal's tokens per forward pass (default: hf.py's)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args()
 
@@ -98,10 +103,18 @@ def main() -> int:
         "arc_easy": load_jsonl(DATA / "arc_easy.jsonl", prompt="{query}\nAnswer:", limit=args.items),
         "hellaswag": load_hellaswag_text(DATA / "hellaswag_val_full.txt.bz2", limit=args.items),
     }
+    wanted = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    unknown = sorted(set(wanted) - set(tasks))
+    if unknown or not wanted:
+        ap.error(f"--tasks: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(tasks)}")
     r0 = rates()
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model {folder}")
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model {folder}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     print("float32 matmul rate (start): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r0.items()))
     scorer = HFScorer(folder, device="cpu", dtype="float32")
+    scorer.row_len = args.row_len or scorer.row_len
+    scorer.token_budget = args.token_budget or scorer.token_budget
+    print(f"judgecal: rows of {scorer.row_len} tokens, {scorer.token_budget} tokens per forward pass")
     bs = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
     score_task(tasks["arc_easy"], scorer=scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
 
@@ -118,8 +131,9 @@ def main() -> int:
     lm = lms[best_bs]
     print(f"lm-eval best batch size: {best_bs}")
 
-    report = {"matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
-    for name, task in tasks.items():
+    report = {"row_len": scorer.row_len, "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
+    for name in wanted:
+        task = tasks[name]
         res = score_task(task, scorer=scorer, null_context=None, batch_size=bs)
         ours_ll = [c.ll for r in res.items for c in r.choices]
         st = res.stats
@@ -153,6 +167,8 @@ def main() -> int:
               f"{row['achieved_gflops_cpu']:.1f} GFLOP/s per {torch.get_num_threads()} busy threads (CPU time)")
     r1 = rates()
     report["matmul_gflops_end"] = {k: v / 1e9 for k, v in r1.items()}
+    report["load_average_end"] = os.getloadavg()
+    print(f"\nload average (end): {os.getloadavg()[0]:.2f}")
     print("\nfloat32 matmul rate (end): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r1.items()))
     best = {k: max(r0[k], r1[k]) / 1e9 for k in r0}
     report["matmul_gflops_best"] = best
