@@ -126,3 +126,17 @@ def test_lm_eval_yaml_unsupported(tmp_path):
     y = _yaml(tmp_path, base.replace("doc_to_target: g", "doc_to_target: '{{nope}}'"), rows)
     with pytest.raises(InputError, match=r"data\.jsonl:1: template error"):
         load_task(y)
+
+
+def test_binary_file_and_bad_prompt_are_one_line_errors(tmp_path):
+    from judgecal.errors import InputError
+    from judgecal.loglik.tasks import load_jsonl
+
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b'{"query": "q", "choices": ["a", "b"], "gold": 0}\n\xff\xfe\x00garbage\n')
+    with pytest.raises(InputError, match=r"bin.jsonl:2: not UTF-8 text"):
+        load_jsonl(binary)
+    good = tmp_path / "ok.jsonl"
+    good.write_text('{"query": "q", "choices": ["a", "b"], "gold": 0}\n')
+    with pytest.raises(InputError, match=r"--prompt '\{nokey\}'"):
+        load_jsonl(good, prompt="{nokey}")

@@ -80,7 +80,10 @@ class HFScorer:
             raise UsageError(f"--dtype must be one of {', '.join(dtypes)}, got {dtype!r}")
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise UsageError("--device cuda: no CUDA GPU is available to torch")
-        self.device = torch.device(device)
+        try:
+            self.device = torch.device(device)
+        except RuntimeError:
+            raise UsageError(f"--device must be cpu, cuda or cuda:N, got {device!r}") from None
         self.dtype_name = dtype
         try:
             transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output

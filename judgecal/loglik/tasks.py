@@ -63,6 +63,33 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8")
 
 
+def _json_lines(path: Path, src: str, what: str):
+    """(line number, decoded JSON value) of every non-blank line of a (possibly .bz2/.gz)
+    JSONL file, decoded line by line so an error names its line. Raises InputError naming
+    FILE:LINE for an unreadable file, non-UTF-8 bytes or invalid JSON."""
+    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(path.suffix, open)
+    try:
+        fh = opener(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", source=src) from exc
+    with fh:
+        lineno = 0
+        try:
+            for lineno, data in enumerate(fh, 1):
+                try:
+                    raw = data.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"not UTF-8 text ({exc.reason})", source=src, line=lineno) from None
+                if not raw.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"invalid JSON: {exc.msg}", source=src, line=lineno) from exc
+        except (OSError, EOFError) as exc:  # a corrupt .bz2/.gz stream
+            raise InputError(f"cannot read {what}: {exc}", source=src, line=lineno + 1) from None
+
+
 def _check_record(rec: Any, src: str, line: int) -> tuple[str, list[str], int]:
     if not isinstance(rec, dict):
         raise InputError("expected a JSON object with query, choices, gold", source=src, line=line)
@@ -91,22 +118,15 @@ def load_jsonl(path: str | Path, *, prompt: str = DEFAULT_PROMPT, target_delimit
     path = Path(path)
     src = str(path)
     items: list[McItem] = []
-    try:
-        fh = _open_text(path)
-    except OSError as exc:
-        raise InputError(f"cannot read task file: {exc.strerror}", source=src) from exc
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", source=src, line=lineno) from exc
-            query, choices, gold = _check_record(rec, src, lineno)
-            items.append(McItem(prompt.format(query=query), tuple(choices), gold, lineno))
-            if limit is not None and len(items) >= limit:
-                break
+    for lineno, rec in _json_lines(path, src, "task file"):
+        query, choices, gold = _check_record(rec, src, lineno)
+        try:
+            context = prompt.format(query=query)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InputError(f"--prompt {prompt!r} is not a format string with {{query}} only ({exc})") from None
+        items.append(McItem(context, tuple(choices), gold, lineno))
+        if limit is not None and len(items) >= limit:
+            break
     if not items:
         raise InputError("no items in task file", source=src)
     return McTask(path.name.split(".")[0], items, target_delimiter, path, "jsonl")
@@ -326,44 +346,33 @@ def load_lm_eval_yaml(path: str | Path, *, limit: int | None = None) -> McTask:
     description = cfg.get("description") or ""
     dsrc = str(data_path)
     items: list[McItem] = []
-    try:
-        fh = _open_text(data_path)
-    except OSError as exc:
-        raise InputError(f"cannot read data file: {exc.strerror}", source=dsrc) from exc
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                doc = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg}", source=dsrc, line=lineno) from exc
-            if not isinstance(doc, dict):
-                raise InputError("expected a JSON object", source=dsrc, line=lineno)
-            try:
-                text = _doc_to_text(cfg["doc_to_text"], doc)
-                choices = _doc_to_choice(cfg["doc_to_choice"], doc)
-                target = _doc_to_target(cfg["doc_to_target"], doc)
-                desc = _render(description, doc) if description else ""
-            except jinja2.TemplateError as exc:
-                raise InputError(f"template error: {exc}", source=dsrc, line=lineno) from exc
-            except (ValueError, SyntaxError, TypeError) as exc:
-                raise InputError(f"doc_to_choice did not give a list: {exc}", source=dsrc, line=lineno) from exc
-            if not isinstance(text, str):
-                raise InputError("doc_to_text must give a string (multiple_input is not supported)",
-                                 source=dsrc, line=lineno)
-            if not isinstance(choices, (list, tuple)) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
-                raise InputError("doc_to_choice must give a list of at least 2 strings", source=dsrc, line=lineno)
-            if isinstance(target, str):
-                if target not in choices:
-                    raise InputError(f"doc_to_target {target!r} is not one of the choices", source=dsrc, line=lineno)
-                target = list(choices).index(target)
-            if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < len(choices):
-                raise InputError(f"doc_to_target must give an index in 0..{len(choices) - 1}, got {target!r}",
-                                 source=dsrc, line=lineno)
-            items.append(McItem(desc + text, tuple(choices), target, lineno))
-            if limit is not None and len(items) >= limit:
-                break
+    for lineno, doc in _json_lines(data_path, dsrc, "data file"):
+        if not isinstance(doc, dict):
+            raise InputError("expected a JSON object", source=dsrc, line=lineno)
+        try:
+            text = _doc_to_text(cfg["doc_to_text"], doc)
+            choices = _doc_to_choice(cfg["doc_to_choice"], doc)
+            target = _doc_to_target(cfg["doc_to_target"], doc)
+            desc = _render(description, doc) if description else ""
+        except jinja2.TemplateError as exc:
+            raise InputError(f"template error: {exc}", source=dsrc, line=lineno) from exc
+        except (ValueError, SyntaxError, TypeError) as exc:
+            raise InputError(f"doc_to_choice did not give a list: {exc}", source=dsrc, line=lineno) from exc
+        if not isinstance(text, str):
+            raise InputError("doc_to_text must give a string (multiple_input is not supported)",
+                             source=dsrc, line=lineno)
+        if not isinstance(choices, (list, tuple)) or len(choices) < 2 or not all(isinstance(c, str) for c in choices):
+            raise InputError("doc_to_choice must give a list of at least 2 strings", source=dsrc, line=lineno)
+        if isinstance(target, str):
+            if target not in choices:
+                raise InputError(f"doc_to_target {target!r} is not one of the choices", source=dsrc, line=lineno)
+            target = list(choices).index(target)
+        if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < len(choices):
+            raise InputError(f"doc_to_target must give an index in 0..{len(choices) - 1}, got {target!r}",
+                             source=dsrc, line=lineno)
+        items.append(McItem(desc + text, tuple(choices), target, lineno))
+        if limit is not None and len(items) >= limit:
+            break
     if not items:
         raise InputError("no items in data file", source=dsrc)
     return McTask(str(cfg.get("task") or path.stem), items, delimiter, path, "lm-eval-yaml", metrics, data_path)
