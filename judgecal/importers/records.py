@@ -189,10 +189,11 @@ class Fields:
             raise self.fail(f"field {name!r} must be a string, got {type(value).__name__} {json.dumps(value)[:40]}")
         if "\x00" in value:
             raise self.fail(f"field {name!r} contains a NUL character (PostgreSQL cannot store it)")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise self.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise self.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
         if not allow_empty and not value.strip():
             raise self.fail(f"field {name!r} is empty")
         return value
