@@ -22,12 +22,6 @@ LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
 MAX_STORED_POINTS = 5000
 
 
-def _load(s, fam_id, judge_id, length_unit, tokenizer, density, vfam_id, url) -> FamilyRows:
-    rows = load_family(s, fam_id, judge_id, length_unit=length_unit, tokenizer=tokenizer,
-                       with_text=density, verbosity_family_id=vfam_id)
-    return rows
-
-
 def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | None, PointData | None, VerbosityData | None, dict]:
     """Arrays for the calibrate layer from loaded rows; pairs/labels/verbosity pairs whose
     responses lack an ok rating are dropped and counted in the returned info dict."""
@@ -82,7 +76,8 @@ def evaluate_family(
         fam = s.get(m.TaskFamily, fam_id)
         jrow = q.judge_by_name(s, judge)
         vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
-        rows = _load(s, fam_id, jrow.id, length_unit, tok, density, vfam_id, url)
+        load = dict(length_unit=length_unit, tokenizer=tok, with_text=density, verbosity_family_id=vfam_id)
+        rows = load_family(s, fam_id, jrow.id, **load)
         fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
         ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
                "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
@@ -91,7 +86,7 @@ def evaluate_family(
 
         fill_lengths(tokenizer, url, response_ids=rows.missing_lengths)
         with session_scope(engine) as s:
-            rows = _load(s, fam_id, ctx["judge_id"], length_unit, tok, density, vfam_id, url)
+            rows = load_family(s, fam_id, ctx["judge_id"], **load)
     engine.dispose()
     if not rows.score:
         raise FitError(f"judge {judge!r} has no ok rating in task family {family!r} (see `judgecal stats`)")

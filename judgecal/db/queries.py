@@ -204,13 +204,3 @@ def get_or_create_judge(session: Session, **fields: Any) -> m.Judge:
     row.setdefault("name", fields["model"])
     insert_ignore(session, m.Judge, [row])
     return session.scalar(select(m.Judge).where(m.Judge.judge_key == judge_key))
-
-
-def count_by(session: Session, stmt) -> dict:
-    """Run a grouped count statement and return {group tuple or value: count}."""
-    out = {}
-    for row in session.execute(stmt):
-        *keys, n = row
-        out[keys[0] if len(keys) == 1 else tuple(keys)] = n
-    return out
-
