@@ -87,6 +87,8 @@ def main() -> int:
                     help="comma-separated subset of arc_easy,hellaswag to time (the lm-eval batch probe uses ARC items)")
     ap.add_argument("--row-len", type=int, default=None, help="judgecal's packed row length in tokens (default: hf.py's)")
     ap.add_argument("--token-budget", type=int, default=None, help="judgecal's tokens per forward pass (default: hf.py's)")
+    ap.add_argument("--forward", default="auto", choices=["auto", "fused", "transformers"],
+                    help="judgecal's body forward (default auto: fused for Llama models)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = ap.parse_args()
 
@@ -111,10 +113,10 @@ def main() -> int:
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model {folder}, "
           f"load average {os.getloadavg()[0]:.2f}")
     print("float32 matmul rate (start): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r0.items()))
-    scorer = HFScorer(folder, device="cpu", dtype="float32")
+    scorer = HFScorer(folder, device="cpu", dtype="float32", forward=args.forward)
     scorer.row_len = args.row_len or scorer.row_len
     scorer.token_budget = args.token_budget or scorer.token_budget
-    print(f"judgecal: rows of {scorer.row_len} tokens, {scorer.token_budget} tokens per forward pass")
+    print(f"judgecal: {scorer.forward_name} forward, rows of {scorer.row_len} tokens, {scorer.token_budget} tokens per forward pass")
     bs = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
     score_task(tasks["arc_easy"], scorer=scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
 
@@ -131,7 +133,7 @@ def main() -> int:
     lm = lms[best_bs]
     print(f"lm-eval best batch size: {best_bs}")
 
-    report = {"row_len": scorer.row_len, "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
+    report = {"forward": scorer.forward_name, "row_len": scorer.row_len, "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
     for name in wanted:
         task = tasks[name]
         res = score_task(task, scorer=scorer, null_context=None, batch_size=bs)

@@ -480,6 +480,8 @@ def _batch_size(value: str) -> int | str:
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
               help="Items per forward pass, or auto (a token budget).")
+@click.option("--forward", type=click.Choice(["auto", "fused", "transformers"]), default="auto", show_default=True,
+              help="Local body forward: judgecal's fused Llama forward (auto: where the model is a plain Llama) or the model's own transformers forward.")
 @click.option("--null-context", default="Answer:", show_default=True,
               help="Context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
 @click.option("--no-pmi", is_flag=True, help="Skip the null-context pass (no acc_pmi).")
@@ -487,11 +489,11 @@ def _batch_size(value: str) -> int | str:
 @click.option("--base-url", default=None, metavar="URL", help="Score through an OpenAI-compatible completions endpoint instead.")
 @FMT_OPT
 @pass_ctx
-def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, null_context, no_pmi, prompt, base_url, fmt) -> None:
+def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url, fmt) -> None:
     """Score a multiple-choice task by log-likelihood and store the run."""
     from judgecal import mc as mc_mod
 
-    run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size,
+    run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
                                null_context=None if no_pmi else null_context, limit=limit, prompt=prompt,
                                base_url=base_url, db_url=ctx.url)
     if fmt == "json":

@@ -36,8 +36,8 @@ def file_sha256(path: str | Path) -> str:
 
 
 def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str = "float32",
-          batch_size: int | str = "auto", null_context: str | None = DEFAULT_NULL_CONTEXT,
-          limit: int | None = None, prompt: str = DEFAULT_PROMPT, base_url: str | None = None,
+          batch_size: int | str = "auto", forward: str = "auto",
+          null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | None = None, prompt: str = DEFAULT_PROMPT, base_url: str | None = None,
           db_url: str | None = None, store: bool = True,
           progress: Callable[[int], None] | None = None) -> tuple[int | None, McResult]:
     """Load ``task_path``, score it and store the run. ``model``: "smollm2", a model folder,
@@ -48,7 +48,7 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         from judgecal.localmodel import resolve_model
 
         folder = resolve_model(model)
-        result = score_task(task, folder, device=device, dtype=dtype, batch_size=batch_size,
+        result = score_task(task, folder, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
                             null_context=null_context, limit=limit, progress=progress)
         result.model = model if model == "smollm2" else str(folder)
     else:

@@ -1,7 +1,8 @@
 """Parity with lm-evaluation-harness (HF backend) on real ARC-Easy items and the SmolLM2 folder.
 
 Both run here, in-process, on the same folder, float32, CPU: every per-choice log-likelihood
-must agree within 1e-4 nats and acc / acc_norm must be identical.
+must agree within 1e-4 nats and acc / acc_norm must be identical, with judgecal's fused Llama forward
+(the default for SmolLM2) and with the model's own transformers forward.
 """
 
 from __future__ import annotations
@@ -35,21 +36,29 @@ def model_folder():
     return folder
 
 
-def test_loglikelihoods_match_lm_eval(model_folder):
+@pytest.fixture(scope="module")
+def lm_eval_run(model_folder):
+    """lm-evaluation-harness's (loglikelihood, is_greedy) for the first N_ITEMS ARC-Easy items."""
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    from judgecal.loglik.score import score_task
     from judgecal.loglik.tasks import load_jsonl
 
     task = load_jsonl(ARC, prompt="{query}\nAnswer:", limit=N_ITEMS)
-    ours = score_task(task, model_folder, device="cpu", dtype="float32", batch_size="auto", null_context=None)
-
     lm = HFLM(pretrained=str(model_folder), device="cpu", dtype="float32", batch_size=16)
     reqs = [Instance("loglikelihood", doc={}, arguments=(it.context, " " + c), idx=j)
             for it in task.items for j, c in enumerate(it.choices)]
-    theirs = lm.loglikelihood(reqs, disable_tqdm=True)
+    return task, lm.loglikelihood(reqs, disable_tqdm=True)
 
+
+@pytest.mark.parametrize("forward", ["fused", "transformers"])
+def test_loglikelihoods_match_lm_eval(model_folder, lm_eval_run, forward):
+    from judgecal.loglik.score import score_task
+
+    task, theirs = lm_eval_run
+    ours = score_task(task, model_folder, device="cpu", dtype="float32", batch_size="auto", forward=forward,
+                      null_context=None)
+    assert ours.settings["forward"] == forward
     ll_ours = np.array([c.ll for r in ours.items for c in r.choices])
     ll_theirs = np.array([ll for ll, _ in theirs])
     assert ll_ours.shape == (sum(len(it.choices) for it in task.items),)

@@ -20,6 +20,7 @@ torch/transformers are imported lazily; missing -> ModelError with the install h
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,6 +34,7 @@ INSTALL_HINT = "install the local extra: pip install 'judgecal[local]'"
 # threads; docs/performance.md): less padding, and the activations stay closer to the caches.
 DEFAULT_TOKEN_BUDGET = 2048
 DEFAULT_ROW_LEN = 192  # tokens per packed row (several items share a row, block-diagonal mask)
+FORWARDS = ("auto", "fused", "transformers")  # body forward: judgecal.loglik.fused or the model's own
 LM_HEAD_CHUNK = 2048  # scored rows per output-projection chunk (bounds the float32 logits memory)
 
 
@@ -72,7 +74,8 @@ class HFScorer:
     """A transformers causal LM loaded from ``folder`` on ``device`` ("cpu", "cuda") in
     ``dtype`` ("float32", "bfloat16", "float16"). Raises ModelError when it cannot load."""
 
-    def __init__(self, folder: str | Path, *, device: str = "cpu", dtype: str = "float32"):
+    def __init__(self, folder: str | Path, *, device: str = "cpu", dtype: str = "float32",
+                 forward: str = "auto"):
         torch, transformers = _import_torch()
         self.torch = torch
         dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -103,6 +106,15 @@ class HFScorer:
         self.encoder = Encoder(self.tokenizer)
         self.row_len = DEFAULT_ROW_LEN  # tokens per packed row; an attribute so benchmarks can tune it
         self.token_budget = DEFAULT_TOKEN_BUDGET  # tokens per forward pass with batch_size="auto"
+        if forward not in FORWARDS:
+            raise UsageError(f"--forward must be one of {', '.join(FORWARDS)}, got {forward!r}")
+        from judgecal.loglik import fused
+
+        if forward == "fused" and not fused.supports(self.model):
+            raise UsageError(f"--forward fused: {folder} is not a plain Llama decoder "
+                             f"(model_type {getattr(cfg, 'model_type', None)!r}); use --forward transformers")
+        self.fused = fused.FusedLlama(self.model) if forward != "transformers" and fused.supports(self.model) else None
+        self.forward_name = "fused" if self.fused is not None else "transformers"
         self.n_body_params = sum(p.numel() for n, p in self.body.named_parameters() if "embed" not in n)
         self.n_head_params = self.head.weight.numel()
 
@@ -119,43 +131,63 @@ class HFScorer:
         return g
 
     @staticmethod
-    def plan_batches(lengths: Sequence[int], batch_size: int | str, token_budget: int = DEFAULT_TOKEN_BUDGET) -> list[list[int]]:
-        """Batches of group indices, longest first: ``batch_size`` groups each (an int), or
-        (``"auto"``) as many as fit ``token_budget`` real tokens, at least one. Pure."""
-        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-        cap = None if batch_size == "auto" else int(batch_size)
-        if cap is not None and cap < 1:
-            raise UsageError(f"--batch-size must be >= 1 or auto, got {batch_size!r}")
-        batches: list[list[int]] = []
-        cur: list[int] = []
-        used = 0
-        for i in order:
-            full = (len(cur) >= cap) if cap is not None else (used + lengths[i] > token_budget)
-            if cur and full:
+    def plan_batches(lengths: Sequence[int], batch_size: int | str, token_budget: int = DEFAULT_TOKEN_BUDGET,
+                     row_len: int = DEFAULT_ROW_LEN) -> list[list[list[int]]]:
+        """Forward passes as lists of packed rows of group indices (``lengths``: tokens per
+        group). Pure.
+
+        ``batch_size="auto"``: every group is packed into rows of ``row_len`` tokens first
+        (:meth:`pack_rows`, over the whole task, so that long and short items share rows and
+        padding stays near 1%), then the rows, fullest first, are cut into passes of at most
+        ``token_budget`` tokens (rows x the pass's longest row; at least one row a pass).
+        An int ``batch_size``: the groups, longest first, in passes of that many groups, each
+        pass packed on its own. Raises UsageError for an int below 1."""
+        if batch_size != "auto":
+            cap = int(batch_size)
+            if cap < 1:
+                raise UsageError(f"--batch-size must be >= 1 or auto, got {batch_size!r}")
+            order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+            chunks = [order[s:s + cap] for s in range(0, len(order), cap)]
+            return [[[chunk[i] for i in row] for row in HFScorer.pack_rows([lengths[i] for i in chunk], row_len)]
+                    for chunk in chunks]
+        rows = HFScorer.pack_rows(lengths, row_len)
+        fill = [sum(lengths[i] for i in row) for row in rows]
+        batches: list[list[list[int]]] = []
+        cur: list[list[int]] = []
+        width = 0
+        for r in sorted(range(len(rows)), key=lambda r: -fill[r]):
+            if cur and (len(cur) + 1) * width > token_budget:
                 batches.append(cur)
-                cur, used = [], 0
-            cur.append(i)
-            used += lengths[i]
+                cur = []
+            if not cur:
+                width = fill[r]
+            cur.append(rows[r])
         if cur:
             batches.append(cur)
         return batches
 
     @staticmethod
     def pack_rows(lengths: Sequence[int], row_len: int) -> list[list[int]]:
-        """First-fit-decreasing packing of groups (indices into ``lengths``) into rows of at
-        most ``max(row_len, longest)`` tokens, so that a batch carries almost no padding. Pure."""
+        """Best-fit-decreasing packing of groups (indices into ``lengths``) into rows of at
+        most ``max(row_len, longest)`` tokens: each group, longest first, goes into the row
+        whose free space fits it most tightly (ties: the earlier row). O(n log n) searches.
+        Pure."""
+        if not lengths:
+            return []
         cap = max(row_len, max(lengths))
         rows: list[list[int]] = []
-        room: list[int] = []
+        free: list[tuple[int, int]] = []  # (free tokens, row), sorted; full rows are dropped
         for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
-            for r, free in enumerate(room):
-                if lengths[i] <= free:
-                    rows[r].append(i)
-                    room[r] -= lengths[i]
-                    break
+            n = lengths[i]
+            k = bisect.bisect_left(free, (n, -1))
+            if k < len(free):
+                room, r = free.pop(k)
+                rows[r].append(i)
             else:
+                room, r = cap, len(rows)
                 rows.append([i])
-                room.append(cap - lengths[i])
+            if room > n:
+                bisect.insort(free, (room - n, r))
         return rows
 
     def score_groups(self, groups: Sequence[EncodedGroup], *, batch_size: int | str = "auto",
@@ -164,7 +196,7 @@ class HFScorer:
         """Score every continuation of every group. Returns, per group, one
         :class:`ChoiceScore` per continuation (ll in nats). ``token_budget`` (tokens per
         forward pass with ``batch_size="auto"``) defaults to ``self.token_budget``.
-        ``progress(n_done)`` is called after each batch when given."""
+        ``progress(n_done)`` is called after each forward pass when given."""
         torch = self.torch
         stats = stats if stats is not None else RunStats()
         groups = [self._truncate(g) for g in groups]
@@ -172,19 +204,26 @@ class HFScorer:
         out: list[list[ChoiceScore] | None] = [None] * len(groups)
         with torch.inference_mode():
             budget = self.token_budget if token_budget is None else token_budget
-            for batch in self.plan_batches(lengths, batch_size, budget):
-                res = self._forward([groups[i] for i in batch], stats)
-                for i, r in zip(batch, res):
-                    out[i] = r
+            for rows in self.plan_batches(lengths, batch_size, budget, self.row_len):
+                res = self._forward([[groups[i] for i in row] for row in rows], stats)
+                for row, row_res in zip(rows, res):
+                    for i, r in zip(row, row_res):
+                        out[i] = r
                 if progress is not None:
-                    progress(len(batch))
+                    progress(sum(len(row) for row in rows))
         stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
         return out  # type: ignore[return-value]
 
-    def _forward(self, batch: Sequence[EncodedGroup], stats: RunStats) -> list[list[ChoiceScore]]:
+    def _forward(self, rows: Sequence[Sequence[EncodedGroup]], stats: RunStats) -> list[list[list[ChoiceScore]]]:
+        """One forward pass over packed ``rows`` (each a list of groups sharing one row of the
+        batch). Returns scores nested like ``rows``: row -> group -> continuation."""
         torch = self.torch
+        batch = [g for row in rows for g in row]
         lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in batch]
-        rows = self.pack_rows(lengths, self.row_len)
+        starts = [0]
+        for row in rows:
+            starts.append(starts[-1] + len(row))
+        rows = [list(range(starts[r], starts[r + 1])) for r in range(len(rows))]
         B = len(rows)
         L = max(sum(lengths[i] for i in row) for row in rows)
         ids = torch.zeros((B, L), dtype=torch.long)
@@ -234,8 +273,11 @@ class HFScorer:
         to_ctx = (seg[:, None, :] == 0) & (seg[:, :, None] > 0)
         mask = (causal[None] & same_item & (same_seg | to_ctx))[:, None]  # (B, 1, L, L), True = attend
         dev = self.device
-        hidden = self.body(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
-                           use_cache=False).last_hidden_state
+        if self.fused is not None:
+            hidden = self.fused(ids.to(dev), mask.to(dev), pos.to(dev))
+        else:
+            hidden = self.body(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
+                               use_cache=False).last_hidden_state
         gathered = hidden[torch.tensor(src_b, device=dev), torch.tensor(src_p, device=dev)]
         tgt_row_t = torch.tensor(tgt_row, device=dev)
         tgt_tok_t = torch.tensor(tgt_tok, device=dev)
@@ -258,4 +300,5 @@ class HFScorer:
             r[0] += lp
             r[1] += 1
             r[2] = r[2] and bool(hit)
-        return [[ChoiceScore(float(a), int(n), bool(h)) for a, n, h in row] for row in res]
+        flat = [[ChoiceScore(float(a), int(n), bool(h)) for a, n, h in g] for g in res]
+        return [flat[starts[r]:starts[r + 1]] for r in range(B)]

@@ -85,7 +85,7 @@ def _finish(task: McTask, items_ll: list[list[tuple[float, int, bool | None]]],
 
 
 def score_task(task: McTask, model_folder: str | Path | None = None, *, device: str = "cpu",
-               dtype: str = "float32", batch_size: int | str = "auto",
+               dtype: str = "float32", batch_size: int | str = "auto", forward: str = "auto",
                null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | None = None,
                base_url: str | None = None, endpoint_model: str | None = None,
                api_key: str | None = None, scorer: Any = None,
@@ -95,7 +95,10 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
     Backend: the transformers model in ``model_folder`` on ``device`` in ``dtype`` (or an
     already loaded ``scorer``, an :class:`~judgecal.loglik.hf.HFScorer`), or, with
     ``base_url``, an OpenAI-compatible completions endpoint serving ``endpoint_model``.
-    ``batch_size``: items per forward pass, or "auto" (a token budget). ``null_context``: the
+    ``batch_size``: items per forward pass, or "auto" (a token budget). ``forward``: the local
+    body forward, "auto" (judgecal's fused Llama forward where the model is a plain Llama
+    decoder, else the model's own), "fused" or "transformers" (:mod:`judgecal.loglik.fused`).
+    ``null_context``: the
     PMI context (default "Answer:"; "" = lm-eval's acc_mutual_info, the BOS/EOS prefix token;
     None = no PMI pass, acc_pmi omitted). Null-context log-likelihoods are computed once per
     distinct continuation. ``limit``: first N items only.
@@ -137,7 +140,7 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
         if scorer is None:
             if model_folder is None:
                 raise UsageError("give a model folder or --base-url")
-            scorer = HFScorer(model_folder, device=device, dtype=dtype)
+            scorer = HFScorer(model_folder, device=device, dtype=dtype, forward=forward)
             t0, c0 = time.perf_counter(), time.process_time()  # loading is not scoring time
         backend = "hf"
         model_name = str(model_folder) if model_folder is not None else "(loaded)"
@@ -168,6 +171,7 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
     results, metrics, diags = _finish(task, items_ll, null_ll)
     diags["boundary_fixes"] = stats.get("boundary_fixes", 0)
     settings = {"device": device, "dtype": dtype, "batch_size": batch_size, "null_context": null_context,
+                "forward": getattr(scorer, "forward_name", None) if base_url is None else None,
                 "limit": limit, "target_delimiter": delim, "task_format": task.format}
     if base_url is not None:
         settings["base_url"] = base_url
