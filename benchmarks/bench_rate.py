@@ -3,8 +3,10 @@
 A stub OpenAI-compatible server (tests/stub_openai.py, its own process) answers every call
 after a fixed latency (default 50 ms). We time:
 
-1. bare: N calls at concurrency C with ``openai.AsyncOpenAI`` + ``DefaultAioHttpClient`` (the
-   client judgecal uses), an ``asyncio.Semaphore`` and nothing else;
+1. bare: N calls at concurrency C with ``openai.AsyncOpenAI`` + ``DefaultAioHttpClient`` through
+   the SDK's generic ``post("/chat/completions", cast_to=object)`` (the client and call judgecal
+   uses), an ``asyncio.Semaphore`` and nothing else; once per round also through the typed
+   ``chat.completions.create``, for reference;
 2. rate: ``judgecal.rate.run_rate`` on N real responses (AlpacaEval outputs from
    ../shared/data) end to end: work rows, claims, prompt rendering, calls, parsing, batched
    database writes; on SQLite and (when reachable) on PostgreSQL.
@@ -55,7 +57,10 @@ def messages_for(n: int) -> list[list[dict]]:
     return [prompt.render(question=r["instruction"], response=r["output"]) for r in rows[:n]]
 
 
-async def bare_loop(url: str, messages: list[list[dict]], concurrency: int) -> float:
+async def bare_loop(url: str, messages: list[list[dict]], concurrency: int, mode: str = "post") -> float:
+    """Seconds for the calls through ``openai.AsyncOpenAI`` + aiohttp at ``concurrency``:
+    ``mode="post"`` the SDK's generic ``post(..., cast_to=object)`` that judgecal's client uses,
+    ``"create"`` the typed ``chat.completions.create``."""
     import openai
 
     client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0, http_client=openai.DefaultAioHttpClient())
@@ -63,8 +68,12 @@ async def bare_loop(url: str, messages: list[list[dict]], concurrency: int) -> f
 
     async def one(msgs):
         async with sem:
-            r = await client.chat.completions.create(model="stub", messages=msgs, temperature=0.0, max_tokens=512)
-            return r.choices[0].message.content
+            if mode == "create":
+                r = await client.chat.completions.create(model="stub", messages=msgs, temperature=0.0, max_tokens=512)
+                return r.choices[0].message.content
+            r = await client.post("/chat/completions", cast_to=object,
+                                  body={"model": "stub", "messages": msgs, "temperature": 0.0, "max_tokens": 512})
+            return r["choices"][0]["message"]["content"]
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(m) for m in messages))
@@ -135,6 +144,7 @@ def main() -> None:
                     got[f"rate_{name}"] = r["ratings_per_s"]
                     got[f"rate_{name}_wall"] = args.n / r["wall_s"]
                 got["bare_after"] = args.n / asyncio.run(bare_loop(url, msgs, args.concurrency))
+                got["bare_create"] = args.n / asyncio.run(bare_loop(url, msgs, args.concurrency, "create"))
                 got["bare_mean"] = (got["bare"] + got["bare_after"]) / 2
                 rows.append(got)
     finally:
@@ -146,10 +156,10 @@ def main() -> None:
     print(f"{args.n} calls, concurrency {args.concurrency}, stub latency {args.latency * 1000:.0f} ms, "
           f"ideal {ideal:.0f}/s, {args.rounds} rounds; load average before {load_before[0]:.2f}, "
           f"after {load_after[0]:.2f} (1 min)")
-    labels = [("bare_mean", "bare AsyncOpenAI+aiohttp loop"), ("rate_sqlite", "judgecal rate, SQLite (calls)"),
+    labels = [("bare_mean", "bare loop, post (judgecal's path)"), ("bare_create", "bare loop, chat.completions.create"), ("rate_sqlite", "judgecal rate, SQLite (calls)"),
               ("rate_sqlite_wall", "judgecal rate, SQLite (wall)"), ("rate_postgres", "judgecal rate, PostgreSQL (calls)"),
               ("rate_postgres_wall", "judgecal rate, PostgreSQL (wall)")]
-    print(f"{'what':<34}" + "".join(f"{'round ' + str(k + 1):>16}" for k in range(len(rows))) + f"{'median':>16}")
+    print(f"{'what':<36}" + "".join(f"{'round ' + str(k + 1):>16}" for k in range(len(rows))) + f"{'median':>16}")
     summary: dict[str, float] = {}
     for key, label in labels:
         if not rows or key not in rows[0]:
@@ -157,9 +167,10 @@ def main() -> None:
         ratios = [g[key] / g["bare_mean"] for g in rows]
         cells = "".join(f"{g[key]:>7.0f}/s {g[key] / g['bare_mean']:>6.0%}" for g in rows)
         med_v = _median([g[key] for g in rows])
-        print(f"{label:<34}{cells}{med_v:>7.0f}/s {_median(ratios):>6.0%}")
+        print(f"{label:<36}{cells}{med_v:>7.0f}/s {_median(ratios):>6.0%}   {med_v / ideal:.0%} of ideal")
         summary[key] = round(med_v, 1)
         summary[f"{key}_vs_bare"] = round(_median(ratios), 3)
+        summary[f"{key}_of_ideal"] = round(med_v / ideal, 3)
     print(f"(each cell: ratings/s and the ratio to the mean of that round's bare runs, before and after; "
           f"ideal = concurrency / latency = {ideal:.0f}/s)")
     print(json.dumps(summary))

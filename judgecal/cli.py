@@ -6,6 +6,7 @@ stderr and a non-zero exit; unexpected errors too (set ``JUDGECAL_DEBUG=1`` for 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -23,6 +24,21 @@ out = Console(soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 FORMAT_TABLE_JSON = click.Choice(["table", "json"])
+
+
+class Finite(click.FloatRange):
+    """A float option that must be a finite number (``nan`` and ``inf`` pass click's own
+    FloatRange checks, since every comparison with nan is false), optionally in a range."""
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
 
 
 def emit_json(data) -> None:
@@ -231,7 +247,7 @@ def model_pull(force: bool) -> None:
 @click.option("--task-family", "task_families", multiple=True, metavar="F", help="Only these task families (repeatable).")
 @click.option("--model-filter", default=None, metavar="M", help="Only responses of this model (exact, or a glob with *).")
 @click.option("--samples", default=1, show_default=True, type=click.IntRange(1), help="Ratings per response (sample index 0..K-1).")
-@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--temperature", default=0.0, show_default=True, type=Finite(min=0))
 @click.option("--max-tokens", default=512, show_default=True, type=click.IntRange(1))
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1))
 @click.option("--limit", default=None, type=click.IntRange(0), help="Rate at most the first N responses (or pairs) of the selection.")
@@ -242,7 +258,7 @@ def model_pull(force: bool) -> None:
 @click.option("--serve-device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--retry-failed", is_flag=True, help="Also retry this judge's failed and unparsed ratings.")
 @click.option("--pairwise", is_flag=True, help="Judge expert-labelled and verbosity pairs, in both orders.")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per attempt.")
+@click.option("--timeout", default=60.0, show_default=True, type=Finite(min=0, min_open=True), help="Seconds per attempt.")
 @click.option("--max-attempts", default=4, show_default=True, type=click.IntRange(1))
 @click.option("--logprobs", is_flag=True, help="Request top_logprobs and store the expected score (not every server supports it).")
 @FMT_OPT
@@ -300,8 +316,8 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
               help="Expert labels to fit against (default: pairwise when the family has pairwise labels).")
 @click.option("--length-unit", type=click.Choice(["tokens", "words", "chars", "bytes"]), default="tokens", show_default=True)
 @click.option("--tokenizer", default="smollm2", show_default=True, help="Tokenizer of --length-unit tokens (see `judgecal lengths`).")
-@click.option("--l-ref", type=float, default=None, help="Fixed reference length L_ref (default: the family's, else the median length).")
-@click.option("--p-bounds", nargs=2, type=float, default=(1.0, 1.5), show_default=True, metavar="MIN MAX")
+@click.option("--l-ref", type=Finite(min=0, min_open=True), default=None, help="Fixed reference length L_ref (default: the family's, else the median length).")
+@click.option("--p-bounds", nargs=2, type=Finite(min=0, min_open=True), default=(1.0, 1.5), show_default=True, metavar="MIN MAX")
 @click.option("--folds", type=click.IntRange(0, 100), default=5, show_default=True,
               help="K of the item-grouped cross-validation (0: none; 1 is refused).")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
@@ -386,7 +402,7 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @JUDGE_OPT
 @CAL_OPT
 @click.option("--min-ratings", type=click.IntRange(0), default=30, show_default=True, help="Flag models with fewer rated responses.")
-@click.option("--max-unparsed", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="Flag models above this unparsed/failed share.")
+@click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True, help="Flag models above this unparsed/failed share.")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0), default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--mc-reference", type=int, default=None, metavar="RUN_ID",
@@ -426,11 +442,11 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
 @FAMILIES_OPT
 @click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: every judge with a calibration).")
 @CAL_OPT
-@click.option("--max-verbosity-winrate", type=click.FloatRange(0, 1), default=0.55, show_default=True,
+@click.option("--max-verbosity-winrate", type=Finite(0, 1), default=0.55, show_default=True,
               help="Fail when the calibrated verbosity win-rate is above this.")
-@click.option("--min-agreement-gain", type=float, default=0.0, show_default=True,
+@click.option("--min-agreement-gain", type=Finite(), default=0.0, show_default=True,
               help="Fail when cross-validated agreement (calibrated - raw) is below this.")
-@click.option("--max-unparsed", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+@click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True,
               help="Fail when the unparsed + failed share of ratings is above this.")
 @click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
 @FMT_OPT
@@ -553,14 +569,17 @@ def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
 @click.option("--calibration", default="latest", show_default=True, metavar="ID|latest", help="leaderboard: calibration to apply.")
 @pass_ctx
 def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge, calibration) -> None:
-    """Write KIND to FILE. ratings, labels, pairs and responses use the generic import format
-    (they round-trip through `judgecal import jsonl|csv`)."""
+    """Write KIND to FILE (`-` for standard output). ratings, labels, pairs and responses use
+    the generic import format (they round-trip through `judgecal import jsonl|csv`)."""
     from judgecal.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
     options = {"families": list(families), "judge": judge, "calibration": calibration} if kind == "leaderboard" else {}
     n = export(kind, fmt, file, ctx.url, **options)
-    click.echo(f"wrote {n} {kind} rows to {file}")
+    if str(file) == "-":
+        err.print(f"wrote {n} {kind} rows to standard output", highlight=False)
+    else:
+        click.echo(f"wrote {n} {kind} rows to {file}")
 
 
 # ---------------------------------------------------------------- entry point

@@ -2,13 +2,16 @@
 they round-trip through ``judgecal import jsonl|csv``), calibrations and the leaderboard.
 
 Files are written atomically (a temporary file beside the target, then renamed): an error
-never leaves a half-written export."""
+never leaves a half-written export. The path ``-`` writes to standard output (after every row
+has been read, so an error still writes nothing)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import io
 import os
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,25 +48,36 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, **options) -
 
 
 def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> None:
-    """Write dict rows as JSONL or CSV (union of keys as header; nested values as JSON text)."""
+    """Write dict rows as JSONL or CSV (union of keys as header; nested values as JSON text)
+    to ``path``, or to standard output when ``path`` is ``-``."""
     rows = list(rows)
+    if str(path) == "-":
+        buf = io.StringIO(newline="")
+        _dump(rows, buf, fmt)
+        sys.stdout.write(buf.getvalue())
+        sys.stdout.flush()
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            if fmt == "jsonl":
-                for row in rows:
-                    f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            else:
-                header = list(dict.fromkeys(k for row in rows for k in row))
-                writer = csv.DictWriter(f, fieldnames=header)
-                writer.writeheader()
-                for row in rows:
-                    writer.writerow({k: _cell(v) for k, v in row.items()})
+            _dump(rows, f, fmt)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _dump(rows: list[dict], f, fmt: str) -> None:
+    if fmt == "jsonl":
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        return
+    header = list(dict.fromkeys(k for row in rows for k in row))
+    writer = csv.DictWriter(f, fieldnames=header)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
 
 
 def _cell(value):

@@ -50,6 +50,9 @@ from judgecal.judge import parse
 from judgecal.judge.client import CallResult, JudgeClient, public_endpoint, resolve_api_key, resolve_base_url, sanitize
 from judgecal.judge.prompts import Prompt, load_prompt
 
+# seconds the writer waits for more results before a write (fewer, larger transactions: less
+# CPU per rating on the client and the database; docs/performance.md)
+WRITE_COALESCE_S = 0.05
 PAIRWISE_MAP = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
 
 
@@ -109,7 +112,9 @@ def _response_filter(session, families: list[str], model_filter: Optional[str], 
     return q
 
 
-def _create_pointwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> None:
+def _create_pointwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> Any:
+    """Create the work rows; returns the keys (``(response_id,)``) of the responses this run's
+    ``limit`` covers (None without a limit): ``--retry-failed`` resets only those."""
     q = sel.order_by(m.Response.id)
     if limit is not None:
         q = q.limit(limit)
@@ -118,6 +123,7 @@ def _create_pointwise(session, plan: _Plan, sel, samples: int, limit: Optional[i
     rows = [{"response_id": rid, "judge_id": plan.judge_id, "sample_index": k, "status": "pending", "attempts": 0,
              "created_at": now} for rid in ids for k in range(samples)]
     queries.insert_ignore(session, m.Rating, rows)
+    return {(rid,) for rid in ids} if limit is not None else None
 
 
 def _pairs(session, sel, limit: Optional[int]) -> list[tuple[int, int]]:
@@ -132,12 +138,15 @@ def _pairs(session, sel, limit: Optional[int]) -> list[tuple[int, int]]:
     return out[:limit] if limit is not None else out
 
 
-def _create_pairwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> None:
+def _create_pairwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> Any:
+    """As :func:`_create_pointwise`, for pairs: keys ``(response_a_id, response_b_id)``."""
     now = m.utcnow()
+    pairs = _pairs(session, sel, limit)
     rows = [{"response_a_id": a, "response_b_id": b, "judge_id": plan.judge_id, "sample_index": k, "position": pos,
              "status": "pending", "attempts": 0, "created_at": now}
-            for a, b in _pairs(session, sel, limit) for k in range(samples) for pos in ("ab", "ba")]
+            for a, b in pairs for k in range(samples) for pos in ("ab", "ba")]
     queries.insert_ignore(session, m.PairwiseJudgment, rows)
+    return set(pairs) if limit is not None else None
 
 
 def _release_stale(engine: Engine, plan: _Plan, lease_s: float) -> int:
@@ -154,12 +163,20 @@ def _release_stale(engine: Engine, plan: _Plan, lease_s: float) -> int:
         return res.rowcount or 0
 
 
-def _reset_failed(engine: Engine, plan: _Plan) -> int:
+def _reset_failed(engine: Engine, plan: _Plan, limited: Optional[set] = None) -> int:
+    """Set this judge's failed and unparsed rows of the selection back to 'pending' (with a
+    ``--limit``, only the rows whose keys are in ``limited``); returns how many."""
     T = plan.table
+    cond = [T.judge_id == plan.judge_id, T.status.in_(("failed", "unparsed")), plan.scope]
+    values = dict(status="pending", claimed_by=None, claimed_at=None, error=None)
     with engine.begin() as conn:
-        res = conn.execute(update(T).where(T.judge_id == plan.judge_id, T.status.in_(("failed", "unparsed")), plan.scope)
-                           .values(status="pending", claimed_by=None, claimed_at=None, error=None))
-        return res.rowcount or 0
+        if limited is None:
+            return conn.execute(update(T).where(*cond).values(**values)).rowcount or 0
+        keys = (T.response_a_id, T.response_b_id) if plan.pairwise else (T.response_id,)
+        ids = [row[0] for row in conn.execute(select(T.id, *keys).where(*cond)) if tuple(row[1:]) in limited]
+        for start in range(0, len(ids), 500):
+            conn.execute(update(T).where(T.id.in_(ids[start:start + 500])).values(**values))
+        return len(ids)
 
 
 def _counts(engine: Engine, plan: _Plan) -> dict[str, int]:
@@ -385,8 +402,6 @@ class _Runner:
         self.claimed.discard(row["id"])
         self.in_flight -= 1
         self.slot_free.set()
-        if self.progress is not None:
-            self.progress.update(self.task_id, advance=1, counts=self._count_text())
 
     def _count_text(self) -> str:
         c = self.counts
@@ -405,9 +420,11 @@ class _Runner:
             raise
 
     async def _writer(self, done: asyncio.Event) -> None:
-        """Write results as soon as there are any: while one batch is being written the next
-        accumulates, so batches grow with the load and an idle run writes each result at once
-        (a SIGKILL loses only the calls in flight and the results of one write)."""
+        """Write results in batches as they complete: once a result is waiting, the writer
+        gathers more for at most WRITE_COALESCE_S (or until ``concurrency`` results wait),
+        then writes them in one statement; while one batch is being written the next
+        accumulates. A SIGKILL loses only the calls in flight and at most
+        WRITE_COALESCE_S + one write's worth of finished results."""
         while not done.is_set():
             if not self.pending_writes:
                 self.have_results.clear()
@@ -416,6 +433,10 @@ class _Runner:
                 await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
                 waiter.cancel()
                 stopper.cancel()
+            deadline = time.monotonic() + WRITE_COALESCE_S
+            while (len(self.pending_writes) < self.concurrency and not done.is_set()
+                   and (left := deadline - time.monotonic()) > 0):
+                await asyncio.sleep(min(left, 0.005))
             await self._flush()
 
     async def run(self) -> None:
@@ -537,9 +558,9 @@ def run_rate(
             else:
                 scope = true()
             plan = _Plan(table=table, judge_id=judge_id, scope=scope, pairwise=pairwise)
-            (_create_pairwise if pairwise else _create_pointwise)(session, plan, sel, samples, limit)
+            limited = (_create_pairwise if pairwise else _create_pointwise)(session, plan, sel, samples, limit)
         released = _release_stale(engine, plan, lease)
-        reset = _reset_failed(engine, plan) if retry_failed else 0
+        reset = _reset_failed(engine, plan, limited) if retry_failed else 0
         before = _counts(engine, plan)
         todo = before.get("pending", 0)
         client_kw = dict(model=judge, base_url=url, timeout=timeout, max_attempts=max_attempts,
@@ -584,18 +605,25 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
 
+            def refresh() -> None:
+                n = sum(runner.counts.values())
+                bar.update(task_id, completed=n, counts=runner._count_text(),
+                           rate=f"{n / max(time.perf_counter() - t0, 1e-9):.1f}/s")
+
             async def ticker() -> None:
-                while True:
-                    await asyncio.sleep(0.5)
-                    n = sum(runner.counts.values())
-                    if runner.progress is not None:
-                        bar.update(task_id, rate=f"{n / max(time.perf_counter() - t0, 1e-9):.1f}/s")
+                # the bar is refreshed from here, 5 times a second, not once per result
+                # (rich's update per result cost ~2% of the throughput at 1000 ratings/s)
+                while runner.progress is not None:
+                    await asyncio.sleep(0.2)
+                    refresh()
 
             tick = asyncio.create_task(ticker())
             try:
                 await runner.run()
             finally:
                 tick.cancel()
+                if runner.progress is not None:
+                    refresh()
 
         try:
             asyncio.run(main())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from judgecal.stats import collect_stats
@@ -28,3 +30,8 @@ def test_export_import_round_trip(tmp_path, data_dir, run_cli, fmt):
         run_cli("--database-url", src, "export", kind, a)
         run_cli("--database-url", dst, "export", kind, b)
         assert a.read_text() == b.read_text()
+
+    # "-" is standard output: the same bytes as the file, and no file named "-"
+    r = run_cli("--database-url", src, "export", "ratings", "-", "--format", fmt)  # a.{fmt}: the last export above
+    assert r.exit_code == 0 and r.stdout == (tmp_path / f"a.{fmt}").read_bytes().decode()
+    assert "to standard output" in r.stderr and not Path("-").exists()

@@ -79,6 +79,9 @@ def test_leaderboard_and_check(natural, data_dir, run_cli):
     assert lenient.exit_code == 0 and json.loads(lenient.stdout)["ok"] is True
     usage = run_cli("--database-url", url, "check", "--max-unparsed", "2")
     assert usage.exit_code == 2
+    for opt, value in [("--max-verbosity-winrate", "nan"), ("--min-agreement-gain", "nan"), ("--max-unparsed", "inf")]:
+        r = run_cli("--database-url", url, "check", opt, value)
+        assert r.exit_code == 2 and opt in r.stderr and ("not a finite number" in r.stderr or "not in the range" in r.stderr), (opt, r.stderr)
 
 
 

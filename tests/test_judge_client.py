@@ -136,3 +136,26 @@ def test_key_and_endpoint_helpers(monkeypatch):
     assert resolve_api_key() == "EMPTY"
     assert public_endpoint("https://user:pw@example.com:8443/v1/?api-key=abc") == "https://example.com:8443/v1"
     assert sanitize("key sk-test-SECRET and Bearer abcdefghijkl", ("sk-test-SECRET",)) == "key *** and ***"
+
+
+def test_read_completion_checks_the_json_answer():
+    from judgecal.judge.client import _BadBody, _read_completion
+
+    ok = {"choices": [{"message": {"content": "[[7]]"},
+                       "logprobs": {"content": [{"token": "7", "logprob": -0.1,
+                                                 "top_logprobs": [{"token": "7", "logprob": -0.1},
+                                                                  {"token": "8", "logprob": -2.4}]}]}}],
+          "usage": {"prompt_tokens": 120, "completion_tokens": 5}}
+    r = _read_completion(ok, 0.25, want_logprobs=True)
+    assert (r.status, r.text, r.prompt_tokens, r.completion_tokens, r.latency_s) == ("ok", "[[7]]", 120, 5, 0.25)
+    assert r.logprobs == [{"token": "7", "logprob": -0.1, "top_logprobs": [{"token": "7", "logprob": -0.1},
+                                                                           {"token": "8", "logprob": -2.4}]}]
+    assert _read_completion(ok, 0.1, want_logprobs=False).logprobs is None
+    odd_usage = {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": True, "completion_tokens": "5"}}
+    r = _read_completion(odd_usage, 0.1, want_logprobs=False)
+    assert (r.prompt_tokens, r.completion_tokens) == (None, None)
+    for bad, why in [("<html>busy</html>", "not a JSON object"), ({"error": "x"}, "without a 'choices' list"),
+                     ({"choices": []}, "empty 'choices'"), ({"choices": [{"message": {"content": None}}]}, "no message content"),
+                     ({"choices": [{"message": "hi"}]}, "no message content"), ({"choices": ["x"]}, "choices")]:
+        with pytest.raises(_BadBody, match=why):
+            _read_completion(bad, 0.1, want_logprobs=False)

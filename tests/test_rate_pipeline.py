@@ -112,6 +112,23 @@ def test_unparsed_kept_raw_then_retry_failed(db_url):
     assert len(rows) == 20 and {(r["status"], r["score"], r["error"]) for r in rows} == {("ok", 6.0, None)}
 
 
+def test_retry_failed_honours_limit(db_url):
+    """--retry-failed --limit N resets only the rows of the first N responses (pairs)."""
+    with StubServer(answer="No verdict here.") as s:
+        out = _rate(db_url, s, limit=20)
+        pw = _rate(db_url, s, limit=6, pairwise=True)
+        s.answer = "Fine. Rating: [[5]]"
+        retried = _rate(db_url, s, limit=5, retry_failed=True)
+        s.answer = "Fine. [[A]]"
+        pw_retried = _rate(db_url, s, limit=2, pairwise=True, retry_failed=True)
+    assert out["this_run"]["unparsed"] == 20 and pw["this_run"]["unparsed"] == 12
+    assert retried["reset_failed"] == 5 and retried["this_run"]["ok"] == 5
+    rows = sorted(_rows(db_url, m.Rating, out["judge_id"]), key=lambda r: r["response_id"])
+    assert [r["status"] for r in rows] == ["ok"] * 5 + ["unparsed"] * 15
+    assert pw_retried["reset_failed"] == 4 and pw_retried["this_run"]["ok"] == 4  # 2 pairs x 2 orders
+    assert sorted(r["status"] for r in _rows(db_url, m.PairwiseJudgment, pw["judge_id"])) == ["ok"] * 4 + ["unparsed"] * 8
+
+
 def test_pairwise_both_orders_canonical_verdicts(db_url):
     with StubServer(answer="Assistant A is better.\n[[A]]") as s:
         out = _rate(db_url, s, pairwise=True, limit=10)

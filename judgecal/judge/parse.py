@@ -71,7 +71,8 @@ def normalize(text: str) -> str:
 
 
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text)
+    """``text`` without any whitespace (str.split's whitespace is re's ``\s``: str.isspace)."""
+    return "".join(text.split())
 
 
 class _Candidates:
