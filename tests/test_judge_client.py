@@ -159,3 +159,24 @@ def test_read_completion_checks_the_json_answer():
                      ({"choices": [{"message": "hi"}]}, "no message content"), ({"choices": ["x"]}, "choices")]:
         with pytest.raises(_BadBody, match=why):
             _read_completion(bad, 0.1, want_logprobs=False)
+
+
+def test_refused_connection_is_a_connection_error_not_a_timeout():
+    """The aiohttp transport reports a refused connection as a connect timeout within ms."""
+    import asyncio
+    import socket
+
+    from judgecal.judge.client import JudgeClient
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async def go():
+        async with JudgeClient("m", base_url=f"http://127.0.0.1:{port}/v1", timeout=30, max_attempts=2,
+                               backoff_base=0.01) as c:
+            return await c.complete([{"role": "user", "content": "hi"}])
+
+    res = asyncio.run(go())
+    assert res.status == "failed" and res.attempts == 2
+    assert res.error.startswith("connection error:") and "timeout" not in res.error, res.error

@@ -71,7 +71,9 @@ def test_letter_key_and_lint():
     assert lint == {"trailing_space": 1, "leading_space": 1, "doubled_space": 1, "inconsistent_leading_space": 1}
     d = M.diagnostics([["A", "B"]], {"acc": {"value": 0.5}, "acc_norm": {"value": 0.5}})
     assert d["letter_key"] and "acc_norm" not in d["headline"] and "acc" in d["headline"]
-    assert "acc_norm == acc" in d["notes"][0]
+    assert "acc_norm == acc" in d["notes"][0] and d["duplicate_choices"] == 0
+    d = M.diagnostics([["Paris", "Rome", "Paris"], ["yes", "no"], ["a b", "a  b"]], {"acc": {"value": 0.5}})
+    assert d["duplicate_choices"] == 1 and any("same choice twice" in n for n in d["notes"])
 
 
 def test_compare_runs_opposite_directions():

@@ -147,6 +147,21 @@ def _read_completion(resp: Any, latency: float, want_logprobs: bool) -> CallResu
                       completion_tokens=_int_or_none(usage.get("completion_tokens")))
 
 
+def _connection_failure(exc: BaseException) -> Optional[str]:
+    """The reason when a "timeout" is really a failed connection: the aiohttp transport reports
+    a refused or unreachable host as a connect timeout (httpx ConnectTimeout -> the SDK's
+    APITimeoutError) within milliseconds. Walks the cause chain for an OSError that is not a
+    timeout; None for a genuine timeout."""
+    seen = 0
+    cause: Optional[BaseException] = exc
+    while cause is not None and seen < 10:
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
+            return f"{type(cause).__name__}: {cause}"
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return None
+
+
 def _int_or_none(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -253,8 +268,10 @@ class JudgeClient:
                     return result
                 except asyncio.CancelledError:
                     raise
-                except (asyncio.TimeoutError, openai.APITimeoutError):
-                    last_error = f"timeout after {self.timeout:g} s"
+                except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+                    refused = _connection_failure(exc)
+                    last_error = (f"connection error: {self._clean(refused)[:300]}" if refused
+                                  else f"timeout after {self.timeout:g} s")
                 except openai.APIStatusError as exc:
                     code = exc.status_code
                     last_error = f"HTTP {code}: {self._clean(str(exc))[:300]}"

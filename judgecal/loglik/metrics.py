@@ -113,7 +113,9 @@ def lint_choices(choices_per_item: Sequence[Sequence[str]]) -> dict[str, int]:
 def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str, Mapping]) -> dict:
     """Diagnostics printed with the metrics: ``letter_key`` (bool) and ``headline`` (the metric
     names to show first: acc_norm is dropped for letter-key tasks, with ``notes`` saying why),
-    ``lint`` (counts from :func:`lint_choices`), ``acc_norm_minus_acc``."""
+    ``lint`` (counts from :func:`lint_choices`), ``duplicate_choices`` (items with two
+    identical choice strings: equal log-likelihoods, and ties go to the first, so a gold answer
+    on a later copy is never predicted), ``acc_norm_minus_acc``."""
     letter = is_letter_key(choices_per_item)
     notes: list[str] = []
     headline = [m for m in METRICS if m in metrics]
@@ -125,10 +127,14 @@ def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str,
     if any(lint.values()):
         notes.append("choice strings carry stray spaces that change the length denominators: "
                      + ", ".join(f"{k} {v}" for k, v in lint.items() if v))
+    dups = sum(len(set(cs)) < len(cs) for cs in choices_per_item)
+    if dups:
+        notes.append(f"{dups} item(s) list the same choice twice: their log-likelihoods tie and ties go "
+                     "to the first copy, so a gold answer on a later copy can never be predicted")
     gap = None
     if "acc" in metrics and "acc_norm" in metrics:
         gap = metrics["acc_norm"]["value"] - metrics["acc"]["value"]
-    return {"letter_key": letter, "headline": headline, "lint": lint, "acc_norm_minus_acc": gap,
+    return {"letter_key": letter, "headline": headline, "lint": lint, "duplicate_choices": dups, "acc_norm_minus_acc": gap,
             "notes": notes}
 
 
