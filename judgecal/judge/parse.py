@@ -71,7 +71,7 @@ def normalize(text: str) -> str:
 
 
 def _squash(text: str) -> str:
-    """``text`` without any whitespace (str.split's whitespace is re's ``\s``: str.isspace)."""
+    """``text`` without any whitespace (str.split splits on str.isspace, as re's \\s does)."""
     return "".join(text.split())
 
 
