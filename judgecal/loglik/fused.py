@@ -14,14 +14,20 @@ with fewer passes over memory, from the model's own weights:
   ``(q_i + i q_{i+d/2}) * (cos_i + i sin_i)``. Permuting q and k the same way inside a head
   leaves every attention score ``q . k`` unchanged; v and the output projection are untouched;
 - RMSNorm is ``torch.nn.functional.rms_norm`` (one kernel), attention is
-  ``scaled_dot_product_attention`` with ``enable_gqa`` (no copies of the shared k/v heads),
-  residual additions are in place.
+  ``scaled_dot_product_attention`` with ``enable_gqa`` (no copies of the shared k/v heads);
+- on a CPU in float32 the projections are oneDNN linears (``mkldnn._linear_pointwise``, the
+  ops torch.compile's CPU backend emits) on weights packed once in oneDNN's preferred layout,
+  with the SiLU, the gate x up product and the residual additions fused into the matmuls;
+  elsewhere (CUDA, bfloat16, a build without oneDNN) ``F.linear`` with the same structure.
 
 The cos/sin tables come from the model's own rotary module, so rope scaling variants are
 honoured. Only plain Llama blocks are accepted (:func:`supports`); anything else (biases,
-sliding windows, other architectures) keeps the transformers forward. The results equal the
-transformers forward up to float rounding (tests/test_mc_fused.py checks hidden states and
-log-likelihoods against it and against lm-evaluation-harness).
+other activations, other architectures) keeps the transformers forward. The results equal the
+transformers forward up to float32 rounding: oneDNN's GEMM rounds about twice as far from the
+exact product as MKL's, so per-choice log-likelihoods sit within ~1e-4 nats of a float64 run
+(transformers forward: ~6e-5). tests/test_mc_fused.py checks hidden states against the
+transformers body and log-likelihoods against float64; tests/test_loglik_parity.py checks
+both forwards against lm-evaluation-harness.
 """
 
 from __future__ import annotations
