@@ -214,16 +214,16 @@ class HFScorer:
         stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
         return out  # type: ignore[return-value]
 
-    def _forward(self, rows: Sequence[Sequence[EncodedGroup]], stats: RunStats) -> list[list[list[ChoiceScore]]]:
-        """One forward pass over packed ``rows`` (each a list of groups sharing one row of the
-        batch). Returns scores nested like ``rows``: row -> group -> continuation."""
+    def _forward(self, packed: Sequence[Sequence[EncodedGroup]], stats: RunStats) -> list[list[list[ChoiceScore]]]:
+        """One forward pass over ``packed`` rows (each a list of groups sharing one row of the
+        batch). Returns scores nested like ``packed``: row -> group -> continuation."""
         torch = self.torch
-        batch = [g for row in rows for g in row]
+        batch = [g for row in packed for g in row]
         lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in batch]
         starts = [0]
-        for row in rows:
+        for row in packed:
             starts.append(starts[-1] + len(row))
-        rows = [list(range(starts[r], starts[r + 1])) for r in range(len(rows))]
+        rows = [list(range(starts[r], starts[r + 1])) for r in range(len(packed))]  # indices into batch
         B = len(rows)
         L = max(sum(lengths[i] for i in row) for row in rows)
         ids = torch.zeros((B, L), dtype=torch.long)
