@@ -250,8 +250,8 @@ def model_pull(force: bool) -> None:
 @click.option("--temperature", default=0.0, show_default=True, type=Finite(min=0))
 @click.option("--max-tokens", default=512, show_default=True, type=click.IntRange(1))
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1))
-@click.option("--limit", default=None, type=click.IntRange(0), help="Rate at most the first N responses (or pairs) of the selection.")
-@click.option("--items", default=None, type=click.IntRange(0), help="Rate only the responses of the first N items (by id) of the selection.")
+@click.option("--limit", default=None, type=click.IntRange(1), help="Rate at most the first N responses (or pairs) of the selection.")
+@click.option("--items", default=None, type=click.IntRange(1), help="Rate only the responses of the first N items (by id) of the selection.")
 @click.option("--judge-name", default=None, metavar="NAME", help="Name reports show for this judge (default: the model name).")
 @click.option("--serve", "serve", default=None, metavar="smollm2|FOLDER",
               help="Start `transformers serve` with this local model on 127.0.0.1 for the run, then stop it.")

@@ -49,7 +49,9 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, **options) -
 
 def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> None:
     """Write dict rows as JSONL or CSV (union of keys as header; nested values as JSON text)
-    to ``path``, or to standard output when ``path`` is ``-``."""
+    to ``path`` (atomically; a new file gets the umask's permissions, an overwritten one keeps
+    its own), or to standard output when ``path`` is ``-``. Raises UsageError when the folder
+    does not exist."""
     rows = list(rows)
     if str(path) == "-":
         buf = io.StringIO(newline="")
@@ -57,11 +59,19 @@ def write_rows(rows: Iterable[dict], path: Path, fmt: str) -> None:
         sys.stdout.write(buf.getvalue())
         sys.stdout.flush()
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        raise UsageError(f"{path}: the folder {path.parent} does not exist")
+    try:
+        mode = path.stat().st_mode & 0o777  # overwriting: keep the file's permissions
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # a new file: what open() would give it
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             _dump(rows, f, fmt)
+        os.chmod(tmp, mode)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

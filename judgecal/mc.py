@@ -125,16 +125,34 @@ def load_run(run_id: int, db_url: str | None = None, *, items: bool = True) -> d
         engine.dispose()
 
 
+# settings that change what is scored (not how fast): a comparison across them is flagged
+COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format", "dtype")
+
+
 def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
     """Compare two stored runs: metric deltas (b - a) with stderr, the acc/acc_norm
-    opposite-direction flag, and ``same_dataset`` (equal dataset SHA-256) with a warning when
-    they differ. Raises NotFoundError."""
+    opposite-direction flag, and ``same_dataset`` (equal dataset SHA-256). ``warning`` (one
+    line) names what makes the deltas mix different things: another dataset file, another
+    number of items, different COMPARED_SETTINGS, metrics present in one run only. Raises
+    NotFoundError."""
     a = load_run(run_a_id, db_url, items=False)
     b = load_run(run_b_id, db_url, items=False)
     cmp = M.compare_runs(a["metrics"], b["metrics"])
     cmp.update(run_a={k: a[k] for k in ("id", "model", "task", "n_items")},
                run_b={k: b[k] for k in ("id", "model", "task", "n_items")},
                same_dataset=a["dataset_sha256"] == b["dataset_sha256"])
+    problems = []
     if not cmp["same_dataset"]:
-        cmp["warning"] = "the runs scored different dataset files (SHA-256 differs): deltas mix items"
+        problems.append("the runs scored different dataset files (SHA-256 differs): deltas mix items")
+    if a["n_items"] != b["n_items"]:
+        problems.append(f"the runs scored different numbers of items ({a['n_items']} vs {b['n_items']})")
+    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    differ = [k for k in COMPARED_SETTINGS if sa.get(k) != sb.get(k)]
+    if differ:
+        problems.append("the runs differ in " + ", ".join(f"{k} ({sa.get(k)!r} vs {sb.get(k)!r})" for k in differ))
+    only = sorted(set(a["metrics"]) ^ set(b["metrics"]))
+    if only:
+        problems.append(f"not compared (in one run only): {', '.join(only)}")
+    if problems:
+        cmp["warning"] = "; ".join(problems)
     return cmp

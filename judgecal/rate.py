@@ -532,8 +532,8 @@ def run_rate(
     DatabaseError for an unreachable database. Endpoint failures never raise: they are rows."""
     if samples < 1 or concurrency < 1 or max_attempts < 1 or max_tokens < 1 or timeout <= 0:
         raise UsageError("--samples, --concurrency, --max-attempts, --max-tokens must be >= 1 and --timeout > 0")
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be >= 0")
+    if (limit is not None and limit < 1) or (items is not None and items < 1):
+        raise UsageError("--limit and --items must be >= 1")
     tmpl = load_prompt(prompt or ("pairwise_v1" if pairwise else "pointwise_v1"))
     if (tmpl.mode == "pairwise") != pairwise:
         raise UsageError(f"prompt {tmpl.name!r} is a {tmpl.mode} prompt: "

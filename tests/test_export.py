@@ -35,3 +35,27 @@ def test_export_import_round_trip(tmp_path, data_dir, run_cli, fmt):
     r = run_cli("--database-url", src, "export", "ratings", "-", "--format", fmt)  # a.{fmt}: the last export above
     assert r.exit_code == 0 and r.stdout == (tmp_path / f"a.{fmt}").read_bytes().decode()
     assert "to standard output" in r.stderr and not Path("-").exists()
+
+
+def test_export_file_permissions_and_missing_folder(tmp_path, data_dir, run_cli):
+    """A new export gets the umask's permissions (not mkstemp's 0600), an overwritten one keeps
+    its own; a missing folder is a usage error, not created."""
+    import os
+    import stat
+
+    url = f"sqlite:///{tmp_path / 'src.db'}"
+    assert run_cli("--database-url", url, "import", "llmbar", data_dir / "llmbar" / "Natural").exit_code == 0
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.jsonl"
+        assert run_cli("--database-url", url, "export", "labels", new).exit_code == 0
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.csv"
+        kept.write_text("x")
+        kept.chmod(0o640)
+        assert run_cli("--database-url", url, "export", "labels", kept).exit_code == 0
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text().startswith("task_family")
+    finally:
+        os.umask(old)
+    r = run_cli("--database-url", url, "export", "labels", tmp_path / "nope" / "x.jsonl")
+    assert r.exit_code == 2 and "does not exist" in r.stderr and not (tmp_path / "nope").exists()

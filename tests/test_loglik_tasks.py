@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecal.errors import InputError
+from judgecal.errors import InputError, UsageError
 from judgecal.loglik.tasks import (hellaswag_preprocess, hellaswag_query, load_jsonl, load_lm_eval_yaml,
                                    load_task)
 
@@ -138,5 +138,8 @@ def test_binary_file_and_bad_prompt_are_one_line_errors(tmp_path):
         load_jsonl(binary)
     good = tmp_path / "ok.jsonl"
     good.write_text('{"query": "q", "choices": ["a", "b"], "gold": 0}\n')
-    with pytest.raises(InputError, match=r"--prompt '\{nokey\}'"):
-        load_jsonl(good, prompt="{nokey}")
+    for bad, why in [("{nokey}", "only use plain"), ("no placeholder", "has no"), ("{query.__class__}", "only use plain"),
+                     ("{query!r}", "only use plain"), ("{0}", "only use plain"), ("{query", "not a format string")]:
+        with pytest.raises(UsageError, match=why):
+            load_jsonl(good, prompt=bad)
+    assert load_jsonl(good, prompt="Q: {query}\nA ({query}):").items[0].context == "Q: q\nA (q):"

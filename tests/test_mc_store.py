@@ -55,6 +55,11 @@ def test_score_store_load_compare(folder, tmp_path):
     # same model, same items: acc and acc_norm do not move
     assert cmp["deltas"]["acc"]["delta"] == 0.0 and not cmp["opposite_directions"]
     assert "acc_pmi" not in cmp["deltas"]  # run b has no PMI pass
+    # ... and the warning says so: null_context differs and acc_pmi is in one run only
+    assert "null_context ('Answer:' vs None)" in cmp["warning"] and "acc_pmi" in cmp["warning"]
+    id_c, _ = mc.score(task, str(folder), limit=3, prompt="Q: {query}", db_url=url)
+    warn = mc.compare(id_a, id_c, url)["warning"]
+    assert "different numbers of items (4 vs 3)" in warn and "prompt ('{query}' vs 'Q: {query}')" in warn
 
     with pytest.raises(NotFoundError, match="no multiple-choice run with id 999"):
         mc.load_run(999, url)

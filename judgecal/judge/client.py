@@ -293,4 +293,5 @@ class JudgeClient:
                     return CallResult(status="failed", error=last_error, attempts=attempt)
             if attempt < self.max_attempts:
                 await asyncio.sleep(wait if wait is not None else self._backoff(attempt))
-        return CallResult(status="failed", error=f"{last_error} (after {attempt} attempts)", attempts=attempt)
+        tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
+        return CallResult(status="failed", error=f"{last_error} (after {tries})", attempts=attempt)

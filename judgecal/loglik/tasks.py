@@ -16,6 +16,7 @@ import bz2
 import gzip
 import json
 import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from judgecal.errors import InputError
+from judgecal.errors import InputError, UsageError
 
 DEFAULT_PROMPT = "{query}\nAnswer:"
 
@@ -109,12 +110,28 @@ def _check_record(rec: Any, src: str, line: int) -> tuple[str, list[str], int]:
     return query, choices, gold
 
 
+def check_prompt(prompt: str) -> None:
+    """Raise UsageError unless ``prompt`` is a format string whose only fields are plain
+    ``{query}`` (at least one; no attribute, index, conversion or format spec): a prompt without
+    the query would give every item the same context."""
+    try:
+        fields = [(name, conv, spec) for _, name, spec, conv in string.Formatter().parse(prompt) if name is not None]
+    except ValueError as exc:
+        raise UsageError(f"--prompt {prompt!r} is not a format string with {{query}} only ({exc})") from None
+    if not fields:
+        raise UsageError(f"--prompt {prompt!r} has no {{query}}: every item would get the same context")
+    bad = [name for name, conv, spec in fields if name != "query" or conv or spec]
+    if bad:
+        raise UsageError(f"--prompt {prompt!r} may only use plain {{query}}, found {{{bad[0]}...}}")
+
+
 def load_jsonl(path: str | Path, *, prompt: str = DEFAULT_PROMPT, target_delimiter: str = " ",
                limit: int | None = None) -> McTask:
     """Load a JSONL task, one ``{"query": str, "choices": [str, ...], "gold": int}`` a line
     (the llm-foundry format of ../shared/data/mc). The context is ``prompt.format(query=...)``
     (default ``"{query}\\nAnswer:"``); blank lines are skipped. Raises InputError
     ``FILE:LINE: reason`` on bad JSON or a bad record, and for an empty file."""
+    check_prompt(prompt)
     path = Path(path)
     src = str(path)
     items: list[McItem] = []
