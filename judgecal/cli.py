@@ -24,6 +24,7 @@ out = Console(soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 FORMAT_TABLE_JSON = click.Choice(["table", "json"])
+FORWARDS = ("auto", "fused", "transformers")  # = judgecal.loglik.hf.FORWARDS (importing judgecal.loglik costs 0.5 s; a test keeps them equal)
 
 
 class Finite(click.FloatRange):
@@ -496,7 +497,7 @@ def _batch_size(value: str) -> int | str:
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
               help="Items per forward pass, or auto (a token budget).")
-@click.option("--forward", type=click.Choice(["auto", "fused", "transformers"]), default="auto", show_default=True,
+@click.option("--forward", type=click.Choice(FORWARDS), default="auto", show_default=True,
               help="Local body forward: judgecal's fused Llama forward (auto: where the model is a plain Llama) or the model's own transformers forward.")
 @click.option("--null-context", default="Answer:", show_default=True,
               help="Context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
