@@ -122,8 +122,11 @@ def _print_import(result: dict, fmt: str) -> None:
         emit_json(result)
         return
     added = ", ".join(f"{k} +{v}" for k, v in result["added"].items())
-    skipped = f"; {len(result['warnings'])} records skipped" if result["warnings"] else ""
+    skipped = f"; {len(result['warnings'])} warnings (above)" if result["warnings"] else ""
     click.echo(f"imported {result['source']}: {added}{skipped}")
+    for reason, s in (result.get("skipped") or {}).items():
+        more = f" (first: {', '.join(s['where'][:3])})" if s["where"] else ""
+        click.echo(f"  not imported: {s['count']} records: {reason}{more}")
 
 
 FAMILY_OPT = click.option("--task-family", "family", default=None, metavar="NAME", help="Task family to file the items under.")
@@ -164,7 +167,10 @@ def import_pandalm(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
 @FMT_OPT
 @pass_ctx
 def import_alpaca(ctx: Ctx, files: tuple[Path, ...], pairs, family: str | None, fmt: str) -> None:
-    """AlpacaEval model_outputs.json files, one producing model (generator) each (default family: alpaca_eval)."""
+    """AlpacaEval model_outputs.json and annotations.json files, or results/ folders (default family: alpaca_eval).
+
+    model_outputs.json: one producing model (generator) each. annotations.json: the annotator's
+    pairwise verdicts of each model against the baseline (stored with soft preference)."""
     from judgecal import importing
 
     if not files and not pairs:

@@ -27,7 +27,8 @@ def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
         raise DatabaseError(f"{batch.source}: the database refused the import, nothing was written: {reason}") from None
     finally:
         engine.dispose()
-    return {"source": batch.source, "added": added, "warnings": batch.warnings}
+    skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in batch.skipped.items()}
+    return {"source": batch.source, "added": added, "warnings": batch.warnings, "skipped": skipped}
 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
@@ -42,7 +43,8 @@ def import_pandalm(path: Path, family: str | None = None, url: str | None = None
 
 
 def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None, url: str | None = None) -> dict:
-    """Import AlpacaEval output files and verbosity pairs. Family default: ``alpaca_eval``."""
+    """Import AlpacaEval model_outputs.json / annotations.json files or results folders, and
+    verbosity pairs. Family default: ``alpaca_eval``."""
     return import_batch(alpaca_eval.parse(list(paths), family or "alpaca_eval", list(pairs)), url)
 
 

@@ -60,7 +60,7 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
             {"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": key[2], "created_at": now, **lengths(ref.text)}
         )
     added["response"] = q.insert_ignore(session, m.Response, resp_rows)
-    needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs
+    needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
     ids = q.response_ids(session, key_of_ref.values()) if needs_ids else {}
 
     def rid(ref: RespRef) -> int:
@@ -99,9 +99,8 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
     added["expert_label"] = _insert_labels(session, label_rows)
 
     judges: dict[JudgeSpec, int] = {}
-    rating_rows = []
-    for r in batch.ratings:
-        spec: JudgeSpec = r["judge"]
+
+    def judge_id(spec: JudgeSpec) -> int:
         if spec not in judges:
             judges[spec] = q.get_or_create_judge(
                 session,
@@ -115,10 +114,14 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
                 scale_min=spec.scale_min,
                 scale_max=spec.scale_max,
             ).id
+        return judges[spec]
+
+    rating_rows = []
+    for r in batch.ratings:
         rating_rows.append(
             {
                 "response_id": rid(r["response"]),
-                "judge_id": judges[spec],
+                "judge_id": judge_id(r["judge"]),
                 "sample_index": r["sample_index"],
                 "status": r["status"],
                 "score": r["score"],
@@ -143,6 +146,30 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
             }
         )
     added["verbosity_pair"] = q.insert_ignore(session, m.VerbosityPair, pair_rows)
+
+    verdict_rows = []
+    for v in batch.verdicts:
+        verdict_rows.append(
+            {
+                "response_a_id": rid(v["a"]),
+                "response_b_id": rid(v["b"]),
+                "judge_id": judge_id(v["judge"]),
+                "sample_index": v.get("sample_index", 0),
+                "position": v["position"],
+                "status": v["status"],
+                "verdict": v.get("verdict"),
+                "preference": v.get("preference"),
+                "baseline_side": v.get("baseline_side"),
+                "source": v.get("source"),
+                "raw_output": v.get("raw_output"),
+                "error": v.get("error"),
+                "latency_s": v.get("latency_s"),
+                "attempts": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+    added["pairwise_judgment"] = q.insert_ignore(session, m.PairwiseJudgment, verdict_rows)
     return added
 
 

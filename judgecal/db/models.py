@@ -162,16 +162,24 @@ class Rating(Base):
 
 
 class PairwiseJudgment(Base):
-    """One pairwise judge call on (response_a, response_b) shown in ``position`` order
-    ('ab': a first, 'ba': b first). ``verdict`` is canonical: 'a', 'b' or 'tie' whatever the
-    order shown. Same statuses as :class:`Rating`."""
+    """One pairwise judge verdict on (response_a, response_b) shown in ``position`` order
+    ('ab': a first, 'ba': b first), collected by ``judgecal rate --pairwise`` or imported from a
+    real judge (AlpacaEval annotations, generic verdict files). ``verdict`` is canonical: 'a', 'b'
+    or 'tie' whatever the order shown. ``preference`` is the soft verdict: the probability in
+    [0, 1] that response_a is preferred (1 = a, 0 = b, ties 0.5; AlpacaEval's ``preference``
+    p in [1, 2] with the model as a is stored as p - 1). ``baseline_side`` says which response
+    is the baseline's in a win-rate comparison ('a' | 'b'; NULL: no baseline relation, e.g. an
+    expert-labelled or verbosity pair). ``source`` names the imported file (NULL when collected).
+    Same statuses as :class:`Rating`."""
 
     __tablename__ = "pairwise_judgment"
     __table_args__ = (
         UniqueConstraint("response_a_id", "response_b_id", "judge_id", "sample_index", "position"),
-        CheckConstraint("position IN ('ab','ba')", name="position"),
+        CheckConstraint("position IN ('ab','ba','na')", name="position"),
         CheckConstraint("verdict IS NULL OR verdict IN ('a','b','tie')", name="verdict"),
         CheckConstraint("status IN ('pending','running','ok','unparsed','failed')", name="status"),
+        CheckConstraint("preference IS NULL OR (preference >= 0 AND preference <= 1)", name="preference"),
+        CheckConstraint("baseline_side IS NULL OR baseline_side IN ('a','b')", name="baseline_side"),
         Index("ix_pairwise_judgment_judge_status", "judge_id", "status"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -183,6 +191,9 @@ class PairwiseJudgment(Base):
     status: Mapped[str] = mapped_column(String(20))
     raw_output: Mapped[Optional[str]] = mapped_column(Text)
     verdict: Mapped[Optional[str]] = mapped_column(String(3))
+    preference: Mapped[Optional[float]] = mapped_column(Float)
+    baseline_side: Mapped[Optional[str]] = mapped_column(String(1))
+    source: Mapped[Optional[str]] = mapped_column(String(500))
     error: Mapped[Optional[str]] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     latency_s: Mapped[Optional[float]] = mapped_column(Float)

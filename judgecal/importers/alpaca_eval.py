@@ -1,28 +1,86 @@
-"""AlpacaEval model outputs (tatsu-lab/alpaca_eval ``results/<model>/model_outputs.json``).
+"""AlpacaEval files (tatsu-lab/alpaca_eval): model outputs and pairwise judge annotations.
 
-A JSON array of ``{dataset, instruction, output, generator}``; one file is one producing model
-(``generator``; mixed generators in one file are accepted and kept apart). Items are matched by
-instruction text across files. ``pairs`` lists (concise file, verbose file): for every
-instruction present in both, a verbosity pair (concise response, verbose response) is recorded.
+- ``results/<model>/model_outputs.json``: a JSON array of ``{dataset, instruction, output,
+  generator}``; one file is one producing model (``generator``; mixed generators in one file
+  are accepted and kept apart).
+- ``results/<model>/<annotator>/annotations.json``: a JSON array of the annotator's pairwise
+  verdicts, ``{instruction, output_1, generator_1, output_2, generator_2, annotator,
+  preference, raw_completion, time_per_example, ...}``; ``output_1`` is the baseline's answer,
+  ``output_2`` the model's, ``preference`` a float in [1, 2] (a number or a numeric string;
+  2 = output_2 wins, 1.5 = tie; 0 is AlpacaEval's older encoding of a tie and is read as 1.5).
+  Each verdict is stored as a ``pairwise_judgment`` with response_a = the model's answer,
+  response_b = the baseline's, ``baseline_side`` 'b', ``preference`` = p - 1 (the probability
+  that the model's answer is preferred), position 'na' (AlpacaEval's annotator randomises the
+  order shown and does not record it). A null or empty preference is stored as an
+  ``unparsed`` verdict and counted as skipped; a preference outside [1, 2] is a FILE:LINE error.
+- A folder: every ``*/model_outputs.json`` and ``*/*/annotations.json`` below it (an AlpacaEval
+  ``results/`` folder or one model's folder).
+
+Items are matched by instruction text across files. ``pairs`` lists (concise file, verbose
+file): for every instruction present in both, a verbosity pair (concise response, verbose
+response) is recorded.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import Fields, ImportBatch, RespRef, read_json_array
+from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_json_array
+
+ANNOTATION_KEYS = ("output_1", "output_2", "generator_1", "generator_2")
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Files to read: each file as given; a folder becomes its ``*/model_outputs.json``,
+    ``model_outputs.json``, ``*/annotations.json`` and ``*/*/annotations.json`` (sorted).
+    Raises InputError for a missing path or a folder without AlpacaEval files."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(
+                set(p.glob("model_outputs.json")) | set(p.glob("*/model_outputs.json"))
+                | set(p.glob("*/annotations.json")) | set(p.glob("*/*/annotations.json"))
+            )
+            if not found:
+                raise InputError("no model_outputs.json or */annotations.json below this folder", source=str(p))
+            out.extend(found)
+        elif not p.exists():
+            raise InputError("no such file", source=str(p))
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def _model_of_results_folder(path: Path) -> str | None:
+    """``<model>`` of ``.../<model>/<annotator>/annotations.json`` (None for another layout)."""
+    if path.name == "annotations.json" and len(path.parts) >= 3:
+        return path.parent.parent.name
+    return None
 
 
 def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -> ImportBatch:
-    """Parse AlpacaEval output files (and the files named in ``pairs``). Raises InputError."""
+    """Parse AlpacaEval output and annotation files (and the files named in ``pairs``).
+
+    Returns an ImportBatch (responses, verbosity pairs, pairwise verdicts; skipped records
+    counted with reason and FILE:LINE). Raises InputError naming FILE:LINE for a bad record."""
     batch = ImportBatch(source="alpaca_eval")
-    files = list(dict.fromkeys([Path(p) for p in paths] + [Path(p) for pair in pairs for p in pair]))
+    files = expand(list(paths)) + [Path(p) for pair in pairs for p in pair]
+    files = list(dict.fromkeys(files))
     by_file: dict[Path, dict[str, RespRef]] = {}
     for path in files:
+        records = read_json_array(path)
+        if records and isinstance(records[0][1], dict) and all(k in records[0][1] for k in ANNOTATION_KEYS):
+            _annotations(batch, path, records, family)
+            continue
         seen: dict[str, RespRef] = {}
-        for line, obj in read_json_array(path):
+        for line, obj in records:
             f = Fields(obj, str(path), line)
+            if f.has("output_1") or f.has("output_2"):
+                raise f.fail("an annotation record in a model-outputs file (the first record has no "
+                             "output_1/output_2/generator_1/generator_2)")
             instruction = f.text("instruction", allow_empty=False)
             ref = batch.add_response(RespRef(family, instruction, f.text("generator", allow_empty=False), f.text("output")))
             if instruction in seen:
@@ -30,9 +88,85 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
             seen[instruction] = ref
         by_file[path] = seen
     for concise, verbose in pairs:
+        if Path(concise) not in by_file or Path(verbose) not in by_file:
+            raise InputError("--pair takes two model_outputs.json files, not annotations", source=str(concise))
         c, v = by_file[Path(concise)], by_file[Path(verbose)]
         common = [k for k in c if k in v]
         if not common:
             raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))
         batch.verbosity_pairs.extend((c[k], v[k]) for k in common)
     return batch
+
+
+def _preference(f: Fields) -> float | None:
+    """AlpacaEval preference in [1, 2] (None when null/empty); 0 (older tie encoding) -> 1.5."""
+    value = f.obj.get("preference")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    p = f.number("preference")
+    if p == 0:
+        return 1.5
+    if not 1.0 <= p <= 2.0:
+        raise f.fail(f"field 'preference' must be in [1, 2] (2 = output_2 preferred), got {p:g}")
+    return p
+
+
+def _raw_output(obj: dict) -> str | None:
+    rc = obj.get("raw_completion")
+    if isinstance(rc, dict):
+        text = rc.get("text")
+        if text is None and isinstance(rc.get("message"), dict):
+            text = rc["message"].get("content")
+        return text if isinstance(text, str) else None
+    return rc if isinstance(rc, str) else None
+
+
+def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> None:
+    folder_model = _model_of_results_folder(path)
+    seen: dict[tuple[str, str, str], tuple[int, float | None]] = {}
+    renamed: dict[str, list[int]] = {}
+    judges: dict[str, JudgeSpec] = {}
+    for line, obj in records:
+        f = Fields(obj, str(path), line)
+        instruction = f.text("instruction", allow_empty=False)
+        base = f.text("generator_1", allow_empty=False)
+        model = f.text("generator_2", allow_empty=False)
+        if folder_model and model != folder_model and model != base:
+            renamed.setdefault(model, []).append(line)
+            model = folder_model
+        annotator = f.text("annotator", required=False) or (path.parent.name if folder_model else "alpaca_eval")
+        pref = _preference(f)
+        key = (annotator, model, instruction)
+        if key in seen:
+            first, first_pref = seen[key]
+            if first_pref != pref:
+                raise f.fail(f"a second verdict of {annotator!r} on {model!r} for this instruction "
+                             f"(first at line {first}) with another preference ({first_pref} vs {pref})")
+            batch.skip("the same verdict appears twice in the file (first kept)", f"{path}:{line}")
+            continue
+        seen[key] = (line, pref)
+        b = batch.add_response(RespRef(family, instruction, base, f.text("output_1")))
+        a = batch.add_response(RespRef(family, instruction, model, f.text("output_2")))
+        if model == base:
+            # the baseline against itself: AlpacaEval's 50% by construction, no verdict to store
+            batch.skip("the baseline compared with itself (win rate 50% by construction)", f"{path}:{line}")
+            continue
+        judge = judges.get(annotator)
+        if judge is None:
+            judge = judges[annotator] = JudgeSpec(name=annotator, model=annotator, endpoint="import:alpaca_eval",
+                                                  prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
+        latency = f.number("time_per_example", required=False)
+        row = {"judge": judge, "a": a, "b": b, "position": "na", "sample_index": 0, "baseline_side": "b",
+               "source": str(path), "raw_output": _raw_output(obj), "latency_s": latency}
+        if pref is None:
+            row.update(status="unparsed", verdict=None, preference=None, error="null preference in the annotations file")
+            batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{line}")
+        else:
+            soft = pref - 1.0
+            row.update(status="ok", preference=soft, error=None,
+                       verdict="a" if soft > 0.5 else "b" if soft < 0.5 else "tie")
+        batch.verdicts.append(row)
+    for name, lines in renamed.items():
+        batch.warnings.append(
+            f"{path}:{lines[0]}: generator_2 {name!r} differs from the results folder's model {folder_model!r} "
+            f"in {len(lines)} records: stored as {folder_model!r} (the name AlpacaEval's leaderboard uses)")

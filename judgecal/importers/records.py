@@ -51,7 +51,17 @@ class ImportBatch:
     point_labels: list[tuple[RespRef, float, float, float, str, str]] = field(default_factory=list)
     ratings: list[dict[str, Any]] = field(default_factory=list)
     verbosity_pairs: list[tuple[RespRef, RespRef]] = field(default_factory=list)
+    # pairwise judge verdicts: dicts with judge (JudgeSpec, mode pairwise), a, b (RespRef),
+    # position ('ab' | 'ba' | 'na'), sample_index, status, verdict, preference (P(a preferred)),
+    # baseline_side ('a' | 'b' | None), raw_output, error, latency_s, source
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # rows of the input deliberately not imported: {reason: [FILE:LINE, ...]}, reported by every output
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+    def skip(self, reason: str, where: str) -> None:
+        """Count a record left out of the import, with its reason and FILE:LINE."""
+        self.skipped.setdefault(reason, []).append(where)
 
     def add_item(self, family: str, prompt: str, *, external_id: str | None = None, reference: str | None = None) -> None:
         """Register an item (first occurrence wins for external id and reference)."""
@@ -84,12 +94,16 @@ def read_json_array(path: Path) -> list[tuple[int, Any]]:
     out: list[tuple[int, Any]] = []
     if pos < len(text) and text[pos] == "]":
         return out
+    # line numbers counted incrementally (one pass over the text, not one per record)
+    line, counted = 1, 0
     while True:
         try:
             obj, end = dec.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
-        out.append((line_of(text, pos), obj))
+        line += text.count("\n", counted, pos)
+        counted = pos
+        out.append((line, obj))
         pos = _skip_ws(text, end)
         if pos < len(text) and text[pos] == ",":
             pos = _skip_ws(text, pos + 1)
