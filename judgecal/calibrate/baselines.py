@@ -16,7 +16,7 @@ Methods (source and formula; details in docs/calibration.md):
 
 * ``raw``: identity, S_calib = S.
 * ``linear``: ``clip(S - gamma * (L - L_ref) / L_ref, min, max)``, gamma >= 0 fitted like the
-  seed formula (the seed article's linear-penalty baseline).
+  seed formula, clip inside the objective (the seed article's linear-penalty baseline).
 * ``polylog``: the seed formula (DESIGN.md), fitted by :mod:`judgecal.calibrate.fit`.
 * ``lowess``: Huang et al., "Post-hoc Reward Calibration: A Case Study on Length Bias", ICLR
   2025: ``S_calib = S - g(ln L) + mean_train(g(ln L))`` where g is the LOWESS fit of score on
@@ -60,7 +60,10 @@ class FitContext:
 
     ``scale``: the judge's (min, max); ``expert_scale``: pointwise experts' (min, max);
     ``density``: use the density exemption in ``polylog`` (needs densities in the data);
-    ``density_w``: its weight w; ``starts``: starting points of the L-BFGS-B fits."""
+    ``density_w``: its weight w; ``starts``: starting points of the L-BFGS-B fits;
+    ``signed``: gamma may be negative (linear and polylog); ``gamma_max``: bound of |gamma|
+    (None: 10 x the scale width); ``clip``: the clip to the scale inside the objective (True:
+    the fitted function is the reported one)."""
 
     l_ref: float
     scale: tuple[float, float]
@@ -70,6 +73,14 @@ class FitContext:
     density_w: float = 0.5
     starts: int = 4
     lowess_frac: float = 2.0 / 3.0
+    signed: bool = False
+    gamma_max: float | None = None
+    clip: bool = True
+
+    @property
+    def bounded(self) -> bool:
+        """True when the judge's scale has a finite end (the clip does something)."""
+        return bool(np.isfinite(self.scale[0]) or np.isfinite(self.scale[1]))
 
 
 @dataclass(frozen=True)
@@ -157,14 +168,15 @@ def _penalty_fitted(name, penalty, res: FitResult, ctx: FitContext, dparams=None
         if penalty == "linear":
             pen = gamma * (le - l_ref) / l_ref
         else:
-            pen = polylog_penalty(le, l_ref, gamma, p)
+            pen = polylog_penalty(le, l_ref, gamma, p, signed=True)
             if dparams is not None:
                 if d is None:
                     raise UsageError("the density exemption needs a density per response")
                 pen = pen * density_multiplier(le, l_ref, d, dparams)
         return np.clip(s - pen, lo, hi)
 
-    params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale}
+    params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale, "signed": bool(ctx.signed),
+              "gamma_max": ctx.gamma_max, "p_bounds": list(ctx.p_bounds)}
     if dparams is not None:
         params["density"] = dparams
     return Fitted(name, params, fit=res, _apply=apply)
@@ -195,7 +207,8 @@ class _PenaltyMethod(_Method):
                 starts = [(start.fit.gamma, start.fit.p, start.fit.bt_scale)]
             res = fit_pairwise(train.score_a, train.score_b, train.len_a, train.len_b, train.outcome,
                                l_ref=l_ref, scale=ctx.scale, p_bounds=ctx.p_bounds, starts=starts,
-                               mult_a=mult_a, mult_b=mult_b, penalty=self.penalty, weights=weights)
+                               mult_a=mult_a, mult_b=mult_b, penalty=self.penalty, weights=weights,
+                               clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max)
         else:
             if ctx.expert_scale is None:
                 raise UsageError("pointwise fits need the experts' scale (expert_scale)")
@@ -205,7 +218,8 @@ class _PenaltyMethod(_Method):
                 starts = [(start.fit.gamma, start.fit.p)]
             res = fit_pointwise(train.score, train.length, train.expert, expert_scale=ctx.expert_scale,
                                 judge_scale=ctx.scale, l_ref=l_ref, p_bounds=ctx.p_bounds,
-                                starts=starts, mult=mult, penalty=self.penalty, weights=weights)
+                                starts=starts, mult=mult, penalty=self.penalty, weights=weights,
+                                clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max)
         return _penalty_fitted(self.name, self.penalty, res, ctx, dparams)
 
 
@@ -217,7 +231,11 @@ class Linear(_PenaltyMethod):
 
     def fit_batch(self, train, ctx, W, start=None) -> list:
         """Pairs: z = s*dS - s*gamma*dF is logistic in beta = (s, s*gamma >= 0): batch Newton.
-        Pointwise: the weighted least-squares gamma = max(0, sum w f (S - E') / sum w f^2)."""
+        Pointwise: the weighted least-squares gamma = max(0, sum w f (S - E') / sum w f^2).
+        Both shortcuts hold only for the unclipped, gamma >= 0 objective with the default bound;
+        otherwise every row is refitted with L-BFGS-B from the full-data optimum."""
+        if (ctx.clip and ctx.bounded) or ctx.signed or ctx.gamma_max is not None:
+            return super().fit_batch(train, ctx, W, start)
         if isinstance(train, PointData) and ctx.expert_scale is not None and train.n >= 10:
             f = (train.length - ctx.l_ref) / ctx.l_ref
             t = map_expert_scale(train.expert, ctx.expert_scale, ctx.scale)

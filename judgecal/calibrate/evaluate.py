@@ -225,6 +225,115 @@ def _out_of_fold(methods, data, ctx, full: dict, fold: np.ndarray, k: int, warni
     return out
 
 
+def _length_rule(d: PairData, poly_credit, counts) -> dict:
+    """The judge-free rule "prefer the shorter answer" (equal lengths: a tie): its expert
+    agreement (no parameter: in-sample = out of sample), CI over items, and the paired gap
+    polylog(CV) - rule."""
+    pred = M.order_credit(d.len_b, d.len_a)  # 1 when a is shorter
+    credit = M.agreement_credit(pred, 1.0 - pred, d.outcome)
+    out = {"rule": "prefer the shorter answer", "agreement": float(credit.mean()), "agreement_ci": None,
+           "polylog_minus_rule": None, "polylog_minus_rule_ci": None}
+    if counts is not None:
+        out["agreement_ci"] = percentile_ci(counts @ credit / counts.sum(axis=1))
+    if poly_credit is not None:
+        diff = poly_credit - credit
+        out["polylog_minus_rule"] = float(diff.mean())
+        if counts is not None:
+            out["polylog_minus_rule_ci"] = percentile_ci(counts @ diff / counts.sum(axis=1))
+    out["credit"] = credit
+    return out
+
+
+#: Report order of the methods, simplest first: a tie in cross-validated agreement goes to the
+#: simpler method.
+SIMPLICITY = ("raw", "linear", "lowess", "lc_glm", "polylog")
+
+
+def _comparison(out_m: dict, cv_credit: dict, counts, length_rule: dict) -> dict:
+    """Which method wins out of sample (highest cross-validated agreement; ties to the simpler
+    one), and the gap from the published calibration (polylog) to it with a paired CI."""
+    rule_credit = length_rule.pop("credit")
+    cands = [m for m in SIMPLICITY if m in cv_credit]
+    out = {"best_method": None, "best_agreement_cv": None, "published": "polylog",
+           "published_agreement_cv": None, "gap": None, "gap_ci": None,
+           "length_rule_agreement": length_rule["agreement"], "best_beats_length_rule": None}
+    if not cands:
+        return out
+    best = max(cands, key=lambda m: (round(float(cv_credit[m].mean()), 12), -SIMPLICITY.index(m)))
+    out["best_method"] = best
+    out["best_agreement_cv"] = float(cv_credit[best].mean())
+    out["best_beats_length_rule"] = bool(out["best_agreement_cv"] > length_rule["agreement"])
+    if "polylog" in cv_credit:
+        diff = cv_credit[best] - cv_credit["polylog"]
+        out["published_agreement_cv"] = float(cv_credit["polylog"].mean())
+        out["gap"] = float(diff.mean())
+        if counts is not None:
+            out["gap_ci"] = percentile_ci(counts @ diff / counts.sum(axis=1))
+    for name, credit in cv_credit.items():
+        if name in out_m:
+            diff = credit - rule_credit
+            out_m[name]["minus_length_rule_cv"] = float(diff.mean())
+    return out
+
+
+def _ties_broken(d: PairData, out_m: dict, cv_credit: dict, oof: dict) -> None:
+    """How much of each method's out-of-fold gain over raw comes from pairs the raw judge tied:
+    ``gain_from_ties_cv`` = sum over raw-tie pairs of (credit - raw credit) / n (the rest,
+    ``gain_from_decisive_cv``, comes from pairs the raw judge decided), and
+    ``raw_ties_broken_cv``, the number of raw ties the method decides."""
+    if "raw" not in cv_credit:
+        return
+    tie = d.score_a == d.score_b
+    n = d.n
+    for name, credit in cv_credit.items():
+        if name == "raw":
+            continue
+        diff = credit - cv_credit["raw"]
+        pred = oof.get(name)
+        out_m[name]["raw_ties_broken_cv"] = None if pred is None else int(np.sum(tie & (pred != 0.5)))
+        out_m[name]["gain_from_ties_cv"] = float(diff[tie].sum() / n)
+        out_m[name]["gain_from_decisive_cv"] = float(diff[~tie].sum() / n)
+
+
+def _lean_pairwise(d: PairData, W, poly: Fitted, signed: bool) -> dict:
+    """Which way the raw judge leans on length, measured against the experts: over pairs of
+    different length, (share where the judge prefers the longer, ties 1/2) minus (share where
+    the experts do); CI over the bootstrap resamples of items. "longer" when the CI lies above
+    0, "shorter" below, else "none". With a signed fit the sign of gamma is given too."""
+    keep = d.len_a != d.len_b
+    a_long = d.len_a > d.len_b
+    judge = np.where(a_long, M.order_credit(d.score_a, d.score_b), M.order_credit(d.score_b, d.score_a))
+    expert = np.where(a_long, d.outcome, 1.0 - d.outcome)
+    diff = (judge - expert) * keep
+    out = {"measure": "judge minus expert length preference (pairs of different length)",
+           "value": float(diff.sum() / keep.sum()) if keep.any() else None, "ci": None,
+           "direction": None, "gamma": poly.fit.gamma if poly.fit is not None else None, "signed": bool(signed)}
+    if out["value"] is None:
+        out["direction"] = "undetermined"
+        return out
+    if W is not None:
+        Wk = W * keep
+        out["ci"] = percentile_ci(weighted_means(diff[None, :].repeat(W.shape[0], 0), Wk))
+    ci = out["ci"]
+    if ci is None:
+        out["direction"] = "undetermined"
+    else:
+        out["direction"] = "longer" if ci[0] > 0 else "shorter" if ci[1] < 0 else "none"
+    return out
+
+
+def _clip_warning(poly: Fitted, d: PairData, scale, warnings: list[str]) -> None:
+    lo, hi = scale
+    if not (np.isfinite(lo) or np.isfinite(hi)) or poly.fit is None:
+        return
+    c = np.concatenate([poly.calibrate(d.score_a, d.len_a, d.density_a), poly.calibrate(d.score_b, d.len_b, d.density_b)])
+    raw = np.concatenate([d.score_a, d.score_b])
+    share = float(np.mean((c <= lo) | (c >= hi)) - np.mean((raw <= lo) | (raw >= hi)))
+    if share >= 0.25:
+        warnings.append(f"polylog: the fitted calibration puts {share:.0%} more scores at the ends of the scale "
+                        f"[{lo:g}, {hi:g}] (the clip is part of the fit: these pairs count as the ties they become)")
+
+
 def evaluate_pairwise(
     data: PairData | None,
     *,
@@ -237,6 +346,11 @@ def evaluate_pairwise(
     verbosity_pairs: VerbosityData | None = None,
     density: bool = False,
     density_w: float = 0.5,
+    signed: bool = False,
+    gamma_max: float | None = None,
+    variants: dict | None = None,
+    unit: str | None = None,
+    nested: bool = True,
 ) -> dict:
     """Fit and compare raw, linear, polylog, lowess and lc_glm on expert-labelled pairs.
 
@@ -248,6 +362,11 @@ def evaluate_pairwise(
         n_bootstrap: bootstrap replicates (0 skips every CI). seed: seeds folds and bootstrap.
         verbosity_pairs: concise/verbose pairs (need not be labelled) for the verbosity win-rate.
         density: apply the density exemption (needs density_a/_b in data and verbosity pairs).
+        signed: allow gamma < 0 in linear and polylog (default False: the seed's gamma >= 0).
+        gamma_max: bound of |gamma| (None: 10 x the scale width).
+        variants: {length unit: PairData} - the same pairs with lengths in other units, for the
+            nested cross-validated choice of method, bounds and unit (:mod:`.select`); ``unit``
+            names the unit of ``data``. nested: run that selection (needs folds >= 2).
     Returns:
         the dict of the module docstring. With fewer than 10 labelled pairs but verbosity pairs
         given, the result of :func:`evaluate_verbosity_only` (``fitted`` False, with the reason).
@@ -269,7 +388,7 @@ def evaluate_pairwise(
     scale = _resolve_scale(scale, scores, warnings)
     l_ref = float(l_ref) if l_ref is not None else default_l_ref(lengths)
     ctx = FitContext(l_ref=l_ref, scale=scale, p_bounds=tuple(p_bounds), density=density,
-                     density_w=density_w)
+                     density_w=density_w, signed=signed, gamma_max=gamma_max)
     _data_warnings(scores, lengths, warnings, n, "pairs")
     ties = float(np.mean(data.score_a == data.score_b))
     if ties > 0.5:
@@ -323,9 +442,15 @@ def evaluate_pairwise(
                     None if cv_counts is None else percentile_ci(cv_counts @ diff / cv_counts.sum(axis=1)))
     elif folds >= 2:
         warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
+    if cv_counts is None and n_bootstrap > 0 and k >= 2:
+        cv_counts = resample_counts(n_items, n_bootstrap, np.random.default_rng(seed + 2))[:, codes]
+    length_rule = _length_rule(data, cv_credit.get("polylog"), cv_counts)
+    comparison = _comparison(out_m, cv_credit, cv_counts, length_rule)
+    _ties_broken(data, out_m, cv_credit, oof if k >= 2 else {})
 
     # bootstrap (resample items; refits start from the full-data optimum; metrics vectorised)
     boot_params: list = []
+    W = None
     if n_bootstrap > 0:
         rng = np.random.default_rng(seed + 1)
         W = resample_counts(n_items, n_bootstrap, rng)[:, codes]  # (B, n) pair multiplicities
@@ -351,11 +476,25 @@ def evaluate_pairwise(
         warnings.append(f"calibrated (polylog) and raw expert agreement differ by "
                         f"{100 * (pa - ra):+.1f} points in-sample: check the cross-validated figure")
 
+    _clip_warning(full["polylog"], data, scale, warnings)
+    selection = None
+    if nested and k >= 2:
+        from judgecal.calibrate.select import nested_selection
+
+        selection = nested_selection(variants or {unit or "length": data}, unit or "length", ctx, kind="pairwise",
+                                     folds=folds, seed=seed, n_bootstrap=n_bootstrap, warnings=warnings)
     poly = full["polylog"]
     result = _common("pairwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
     result.update({
+        "signed": bool(signed),
+        "gamma_max": gamma_max,
         "params": _params(poly, boot_params),
         "methods": out_m,
+        "lean": _lean_pairwise(data, W, full["polylog"], signed),
+        "length_rule": length_rule,
+        "comparison": comparison,
+        "selection": selection,
+        "judge_ties": int(np.sum(data.score_a == data.score_b)),
         "expert_length_preference": M.expert_length_preference(data.outcome, data.len_a, data.len_b),
         "raw_slope": out_m["raw"]["slope"],
         "warnings": warnings,
@@ -385,6 +524,47 @@ def _verbosity_points(poly: Fitted, v: VerbosityData | None):
 
 
 # ----------------------------------------------------------------------------- pointwise
+def _comparison_pointwise(out_m, oof, target, codes, n_items, n_bootstrap, seed) -> dict:
+    """Pointwise counterpart of the pairwise comparison: best method by cross-validated Spearman
+    (ties to the simpler), gap to polylog with a CI from at most 500 item resamples (weighted
+    Spearman of the out-of-fold predictions; no refit)."""
+    out = {"best_method": None, "best_spearman_cv": None, "published": "polylog",
+           "published_spearman_cv": None, "gap": None, "gap_ci": None}
+    figs = {m: out_m[m]["spearman_cv"] for m in SIMPLICITY if m in oof and out_m[m].get("spearman_cv") is not None
+            and np.isfinite(out_m[m]["spearman_cv"])}
+    if not figs:
+        return out
+    best = max(figs, key=lambda m: (round(figs[m], 12), -SIMPLICITY.index(m)))
+    out.update(best_method=best, best_spearman_cv=figs[best])
+    if "polylog" in figs:
+        out["published_spearman_cv"] = figs["polylog"]
+        out["gap"] = figs[best] - figs["polylog"]
+        if n_bootstrap > 0 and best != "polylog":
+            W = resample_counts(n_items, min(n_bootstrap, 500), np.random.default_rng(seed + 2))[:, codes]
+            diffs = [M.weighted_spearman(oof[best], target, w) - M.weighted_spearman(oof["polylog"], target, w) for w in W]
+            out["gap_ci"] = percentile_ci(diffs)
+        elif best == "polylog":
+            out["gap_ci"] = [0.0, 0.0] if n_bootstrap > 0 else None
+    return out
+
+
+def _lean_pointwise(d: PointData, target, W, poly: Fitted, signed: bool) -> dict:
+    """Pointwise lean: slope of the judge's error (S - E') on ln L in score units per nat, CI
+    over the bootstrap resamples of items; "longer" when the CI lies above 0 (the judge scores
+    long answers higher than the experts do), "shorter" below, else "none"."""
+    x = np.log(np.maximum(d.length, LENGTH_FLOOR))
+    err = d.score - target
+    out = {"measure": "slope of (judge - expert) score on ln L, score units per nat",
+           "value": M.score_length_slope(err, d.length), "ci": None, "direction": "undetermined",
+           "gamma": poly.fit.gamma if poly.fit is not None else None, "signed": bool(signed)}
+    if W is not None and np.isfinite(out["value"]):
+        out["ci"] = percentile_ci(weighted_slopes(np.tile(err, (W.shape[0], 1)), x, W))
+    ci = out["ci"]
+    if ci is not None:
+        out["direction"] = "longer" if ci[0] > 0 else "shorter" if ci[1] < 0 else "none"
+    return out
+
+
 def _point_metrics(fitted: Fitted, d: PointData, target):
     s = fitted.calibrate(d.score, d.length, d.density)
     return (M.spearman(s, target), M.kendall_tau(s, target), M.mae(s, target),
@@ -404,6 +584,11 @@ def evaluate_pointwise(
     verbosity_pairs: VerbosityData | None = None,
     density: bool = False,
     density_w: float = 0.5,
+    signed: bool = False,
+    gamma_max: float | None = None,
+    variants: dict | None = None,
+    unit: str | None = None,
+    nested: bool = True,
 ) -> dict:
     """Fit and compare raw, linear, polylog and lowess on pointwise expert scores.
 
@@ -424,7 +609,7 @@ def evaluate_pointwise(
     scale = _resolve_scale(scale, data.score, warnings)
     l_ref = float(l_ref) if l_ref is not None else default_l_ref(data.length)
     ctx = FitContext(l_ref=l_ref, scale=scale, p_bounds=tuple(p_bounds), expert_scale=tuple(expert_scale),
-                     density=density, density_w=density_w)
+                     density=density, density_w=density_w, signed=signed, gamma_max=gamma_max)
     _data_warnings(data.score, data.length, warnings, n, "responses")
     target = map_expert_scale(data.expert, expert_scale, scale)
     codes, n_items = item_codes(data.item_ids)
@@ -449,6 +634,7 @@ def evaluate_pointwise(
                                kendall_cv=M.kendall_tau(pred, target), mae_cv=M.mae(pred, target))
     elif folds >= 2:
         warnings.append(f"cross-validation skipped: only {n_items} distinct item(s)")
+    comparison = _comparison_pointwise(out_m, oof if k >= 2 else {}, target, codes, n_items, n_bootstrap, seed)
 
     boot_params: list = []
     if n_bootstrap > 0:
@@ -486,11 +672,23 @@ def evaluate_pointwise(
             and abs(pa - ra) > AGREEMENT_GAP_WARN:
         warnings.append(f"calibrated (polylog) and raw Spearman differ by {pa - ra:+.3f} in-sample: "
                         f"check the cross-validated figure")
+    selection = None
+    if nested and k >= 2:
+        from judgecal.calibrate.select import nested_selection
+
+        selection = nested_selection(variants or {unit or "length": data}, unit or "length", ctx, kind="pointwise",
+                                     folds=folds, seed=seed, n_bootstrap=n_bootstrap, warnings=warnings)
     poly = full["polylog"]
     result = _common("pointwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
     result.update({
+        "signed": bool(signed),
+        "gamma_max": gamma_max,
         "params": _params(poly, boot_params),
         "methods": out_m,
+        "lean": _lean_pointwise(data, target, W if n_bootstrap > 0 else None, poly, signed),
+        "length_rule": None,
+        "comparison": comparison,
+        "selection": selection,
         "expert_length_preference": None,
         "raw_slope": out_m["raw"]["slope"],
         "warnings": warnings,

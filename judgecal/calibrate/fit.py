@@ -13,17 +13,27 @@ Pairwise model, per pair i (a vs b)::
     P(a beats b) = sigmoid(s * d_i)                   (s = bt_scale, the BT temperature, > 0)
     loss = sum_i w_i [softplus(s d_i) - y_i s d_i] / sum_i w_i,  y_i in {1, 0.5, 0}
 
-(m = 1 unless the density exemption gives per-response multipliers.) The clip of the seed
-formula to the judge's scale is NOT part of the fitted model: it is non-differentiable, so the
-fit uses the unclipped calibrated score; the clip is applied only when scores are reported.
+(m = 1 unless the density exemption gives per-response multipliers.) **The clip is part of the
+fitted model**: with ``clip`` = the judge's (min, max), each calibrated score is
+``c = clip(S - m*gamma*f(L; p), min, max)`` and ``d_i = c_a - c_b``, so what is fitted is exactly
+the function that is reported (a calibration that pushes scores past the scale ends turns
+pairs into ties, and the likelihood pays for it). The clip is piecewise linear: its derivative
+is 1 inside the scale and 0 outside, which is the (sub)gradient used. An unbounded scale
+(-inf, inf) clips nothing.
 
-Pointwise model: ``loss = sum_i w_i (S_i - m_i*gamma*f(L_i; p) - E'_i)^2 / sum_i w_i`` where
+**Signed penalty** (``signed=True``, off by default): gamma may be negative, bounded by
+[-gamma_max, gamma_max]; a negative gamma penalises answers *shorter* than L_ref (a judge that
+already favours short answers). The seed formula's gamma >= 0 is the default.
+
+Pointwise model: ``loss = sum_i w_i (clip(S_i - m_i*gamma*f(L_i; p)) - E'_i)^2 / sum_i w_i`` where
 E' is the expert score mapped linearly onto the judge's scale,
 ``E' = j_min + (E - e_min) * (j_max - j_min) / (e_max - e_min)``.
 
 Both are minimised by ``scipy.optimize.minimize(method="L-BFGS-B")`` with bounds
-(gamma in [0, gamma_max], p in p_bounds, s in [1e-3, 1e3] / scale width), a vectorised objective
-and its analytic gradient, from several starting points; the best optimum is returned.
+(gamma in [0, gamma_max] or [-gamma_max, gamma_max] when signed, p in p_bounds, s in
+[1e-3, 1e3] / scale width), a vectorised objective and its analytic (sub)gradient, from several
+starting points; the best optimum is returned. For an unbounded scale the "width" is the
+spread (max - min) of the observed scores.
 """
 
 from __future__ import annotations
@@ -74,9 +84,27 @@ def _check_p_bounds(p_bounds) -> tuple[float, float]:
 
 def _check_scale(scale) -> tuple[float, float]:
     lo, hi = (float(v) for v in scale)
-    if not lo < hi:
+    if np.isnan(lo) or np.isnan(hi) or not lo < hi:
         raise UsageError(f"scale must be (min, max) with min < max, got {scale!r}")
     return lo, hi
+
+
+def scale_width(scale, *scores) -> float:
+    """Width max - min of the judge's scale; for an unbounded scale (an infinite end) the spread
+    of the observed scores (at least 1 score unit). Sets the bounds of gamma and s."""
+    lo, hi = (float(v) for v in scale)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return hi - lo
+    allv = np.concatenate([np.asarray(v, dtype=float).reshape(-1) for v in scores]) if scores else np.empty(0)
+    spread = float(np.ptp(allv)) if allv.size else 0.0
+    return max(spread, 1.0)
+
+
+def clip_grad_mask(c, clip) -> np.ndarray:
+    """d clip(c)/dc: 1 where lo <= c <= hi (the scale ends count as inside), else 0."""
+    if clip is None:
+        return np.ones_like(c)
+    return ((c >= clip[0]) & (c <= clip[1])).astype(float)
 
 
 def default_l_ref(*lengths) -> float:
@@ -180,23 +208,46 @@ def _multistart_inner(fun, starts, bounds, maxiter):
 
 
 # ----------------------------------------------------------------------------- pairwise
-def bt_objective(theta, ds, feat_a: _Feature, feat_b: _Feature, y, w):
+def bt_objective(theta, ds, feat_a: _Feature, feat_b: _Feature, y, w, *, score_a=None, score_b=None,
+                 clip=None):
     """Mean BT negative log-likelihood (nats/pair) and its gradient in (gamma, p, s).
 
-    Vectorised over pairs; ``w`` are normalised weights (sum 1). Source: module docstring.
+    Vectorised over pairs; ``w`` are normalised weights (sum 1). With ``clip`` = (min, max) the
+    calibrated scores are clipped before the difference (then ``score_a``/``score_b`` are
+    needed; ``ds`` is ignored): the fitted function is the reported one. Source: module doc.
     """
     gamma, p, s = theta
     fa, dfa = feat_a(p)
     fb, dfb = feat_b(p)
-    dF = fa - fb
-    d = ds - gamma * dF
+    if clip is None:
+        dF = fa - fb
+        d = ds - gamma * dF
+        dG = dF
+        dP = dfa - dfb
+    else:
+        ca = np.asarray(score_a) - gamma * fa
+        cb = np.asarray(score_b) - gamma * fb
+        ma, mb = clip_grad_mask(ca, clip), clip_grad_mask(cb, clip)
+        d = np.clip(ca, clip[0], clip[1]) - np.clip(cb, clip[0], clip[1])
+        dG = ma * fa - mb * fb
+        dP = ma * dfa - mb * dfb
     z = s * d
     # stable softplus(z) = max(z, 0) + log1p(exp(-|z|)); sigmoid(z) = (1 + tanh(z/2)) / 2
     # (both much faster than np.logaddexp / a masked division on large arrays)
     loss = float(np.dot(w, np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - y * z))
     gz = w * (0.5 + 0.5 * np.tanh(0.5 * z) - y)
-    grad = np.array([-s * np.dot(gz, dF), -s * gamma * np.dot(gz, dfa - dfb), np.dot(gz, d)])
+    grad = np.array([-s * np.dot(gz, dG), -s * gamma * np.dot(gz, dP), np.dot(gz, d)])
     return loss, grad
+
+
+def bt_loss_at(score_a, score_b, len_a, len_b, outcome, *, gamma, p, l_ref, bt_scale, clip=None,
+               penalty="polylog", weights=None, mult_a=None, mult_b=None) -> float:
+    """The pairwise objective of :func:`fit_pairwise` evaluated at given parameters (nats/pair):
+    lets a caller check that a stored fit's loss is the loss of the reported function."""
+    sa, sb, la, lb, y = _pair_inputs(score_a, score_b, len_a, len_b, outcome)
+    fa, fb = _make_feature(penalty, la, l_ref, mult_a), _make_feature(penalty, lb, l_ref, mult_b)
+    w = _weights(weights, sa.shape[0])
+    return bt_objective((gamma, p, bt_scale), sa - sb, fa, fb, y, w, score_a=sa, score_b=sb, clip=clip)[0]
 
 
 def _pair_inputs(score_a, score_b, len_a, len_b, outcome):
@@ -229,6 +280,8 @@ def fit_pairwise(
     mult_b=None,
     gamma_max: float | None = None,
     penalty: str = "polylog",
+    clip: bool = True,
+    signed: bool = False,
 ) -> FitResult:
     """Fit gamma, p and the BT scale s by maximum likelihood on expert pairwise preferences.
 
@@ -237,8 +290,9 @@ def fit_pairwise(
         len_a, len_b: their lengths, shape (n,), one unit (L = 0 allowed: floored at 1).
         outcome: shape (n,): 1.0 = expert prefers a, 0.0 = b, 0.5 = tie (half a win each way).
         l_ref: reference length; None = median of all lengths of len_a and len_b.
-        scale: the judge's (min, max); sets the bounds of gamma (gamma_max defaults to 10 x the
-            width) and of s ([1e-3, 1e3] / width). The fit itself is unclipped (module doc).
+        scale: the judge's (min, max) (an end may be infinite: unbounded); sets the bounds of
+            gamma (gamma_max defaults to 10 x the width) and of s ([1e-3, 1e3] / width), and
+            with ``clip`` the clip of the calibrated scores inside the objective (module doc).
         p_bounds: (p_min, p_max), default (1.0, 1.5) as in DESIGN.md.
         starts: number of starting points (1-8, from a fixed grid of (gamma, p)) or an explicit
             list of (gamma, p, s) starts (e.g. the full-data optimum for bootstrap refits).
@@ -247,8 +301,12 @@ def fit_pairwise(
         gamma_max: upper bound of gamma (default 10 x the scale width).
         penalty: "polylog" (seed formula) or "linear" (baseline f = (L - L_ref) / L_ref; p is
             then fixed at 1 and reported as 1.0).
+        clip: clip the calibrated scores to ``scale`` inside the objective (default True: the
+            fitted function is the reported one). False fits the unclipped curve (the old fit).
+        signed: allow gamma < 0 (bounds [-gamma_max, gamma_max]); default False (gamma >= 0).
     Returns:
-        :class:`FitResult` with bt_scale = s and loss in nats per pair (weighted mean).
+        :class:`FitResult` with bt_scale = s and loss in nats per pair (weighted mean) of the
+        fitted (clipped) function.
     Raises:
         FitError: fewer than 10 pairs, no decisive (non-tie) preference, or no pair of two
             responses of different length (gamma would be unidentifiable).
@@ -263,7 +321,8 @@ def fit_pairwise(
         raise FitError("no decisive expert preference: every labelled pair is a tie")
     p_lo, p_hi = _check_p_bounds(p_bounds)
     s_lo_scale, s_hi_scale = _check_scale(scale)
-    width = s_hi_scale - s_lo_scale
+    width = scale_width((s_lo_scale, s_hi_scale), sa, sb)
+    cl = (s_lo_scale, s_hi_scale) if clip and (np.isfinite(s_lo_scale) or np.isfinite(s_hi_scale)) else None
     if l_ref is None:
         l_ref = default_l_ref(la, lb)
     l_ref = float(l_ref)
@@ -276,7 +335,8 @@ def fit_pairwise(
     ds = sa - sb
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
-    bounds = [(0.0, g_hi), (p_lo, p_hi), (1e-3 / width, 1e3 / width)]
+    g_lo = -g_hi if signed else 0.0
+    bounds = [(g_lo, g_hi), (p_lo, p_hi), (1e-3 / width, 1e3 / width)]
     if isinstance(starts, (int, np.integer)):
         sd = float(np.std(ds)) or width / 4
         s0 = 1.0 / sd
@@ -284,16 +344,21 @@ def fit_pairwise(
         grid = [(0.05 * width, pm, s0), (0.0, p_lo, s0), (0.15 * width, p_hi, s0),
                 (0.4 * width, pm, 0.5 * s0), (0.02 * width, p_lo, 2 * s0), (0.8 * width, p_hi, s0),
                 (0.1 * width, p_hi, 0.3 * s0), (0.25 * width, p_lo, 3 * s0)]
-        starts = grid[: max(1, min(int(starts), len(grid)))]
-    res = _multistart(lambda t: bt_objective(t, ds, fa, fb, y, w), starts, bounds)
+        k = max(1, min(int(starts), len(grid)))
+        starts = grid[:k]
+        if signed:  # mirror the starts onto gamma < 0
+            starts = [x for g in starts for x in (g, (-g[0], g[1], g[2])) if not (x is not g and g[0] == 0)]
+    res = _multistart(lambda t: bt_objective(t, ds, fa, fb, y, w, score_a=sa, score_b=sb, clip=cl),
+                      starts, bounds)
     gamma, p, s = (float(v) for v in res.x)
     at = {
-        "gamma": _at_bound(gamma, 0.0, g_hi, 1e-6 * width),
+        "gamma": _at_bound(gamma, g_lo, g_hi, 1e-6 * width) if not signed
+        else ("upper" if gamma >= g_hi - 1e-6 * width else "lower" if gamma <= g_lo + 1e-6 * width else None),
         "p": _at_bound(p, p_lo, p_hi, 1e-6) if p_hi > p_lo else None,
         "bt_scale": _at_bound(s, *bounds[2], 1e-6 * bounds[2][0]),
     }
     msg = str(res.message)
-    if at["gamma"] == "lower":
+    if not signed and at["gamma"] == "lower":
         msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
     return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success), at, msg)
 
@@ -306,13 +371,20 @@ def map_expert_scale(expert, expert_scale, judge_scale) -> np.ndarray:
     return j_lo + (np.asarray(expert, dtype=float) - e_lo) * (j_hi - j_lo) / (e_hi - e_lo)
 
 
-def ls_objective(theta, s, feat: _Feature, target, w):
-    """Weighted mean squared error (score units^2) and gradient in (gamma, p)."""
+def ls_objective(theta, s, feat: _Feature, target, w, *, clip=None):
+    """Weighted mean squared error (score units^2) and gradient in (gamma, p); with ``clip`` =
+    (min, max) the calibrated score is clipped first (derivative 0 outside the scale)."""
     gamma, p = theta
     f, df = feat(p)
-    res = s - gamma * f - target
+    c = s - gamma * f
+    if clip is None:
+        res = c - target
+        mask = 1.0
+    else:
+        res = np.clip(c, clip[0], clip[1]) - target
+        mask = clip_grad_mask(c, clip)
     loss = float(np.dot(w, res * res))
-    g = -2.0 * w * res
+    g = -2.0 * w * res * mask
     return loss, np.array([np.dot(g, f), gamma * np.dot(g, df)])
 
 
@@ -330,15 +402,18 @@ def fit_pointwise(
     mult=None,
     gamma_max: float | None = None,
     penalty: str = "polylog",
+    clip: bool = True,
+    signed: bool = False,
 ) -> FitResult:
-    """Fit gamma and p by least squares between the (unclipped) calibrated score and the expert
-    score mapped linearly onto the judge's scale (see :func:`map_expert_scale`).
+    """Fit gamma and p by least squares between the calibrated score (clipped to the judge's
+    scale unless ``clip`` is False) and the expert score mapped linearly onto the judge's scale
+    (see :func:`map_expert_scale`).
 
     Args:
         score: raw judge scores, shape (n,); length: shape (n,); expert_score: shape (n,).
         expert_scale, judge_scale: (min, max) of each scale.
-        l_ref: None = median length. p_bounds, starts, weights, mult, gamma_max, penalty: as
-            in :func:`fit_pairwise` (starts are (gamma, p) pairs here).
+        l_ref: None = median length. p_bounds, starts, weights, mult, gamma_max, penalty, clip,
+            signed: as in :func:`fit_pairwise` (starts are (gamma, p) pairs here).
     Returns:
         :class:`FitResult` with bt_scale None and loss = weighted mean squared error.
     Raises:
@@ -356,7 +431,10 @@ def fit_pointwise(
     s, le, e = arrs
     p_lo, p_hi = _check_p_bounds(p_bounds)
     j_lo, j_hi = _check_scale(judge_scale)
-    width = j_hi - j_lo
+    width = scale_width((j_lo, j_hi), s)
+    cl = (j_lo, j_hi) if clip and (np.isfinite(j_lo) or np.isfinite(j_hi)) else None
+    if not (np.isfinite(j_lo) and np.isfinite(j_hi)):
+        raise UsageError("pointwise fits map the expert scale onto the judge's: the judge's scale must be bounded")
     target = map_expert_scale(e, expert_scale, judge_scale)
     if l_ref is None:
         l_ref = default_l_ref(le)
@@ -369,18 +447,22 @@ def fit_pointwise(
                        "the length penalty cannot be fitted")
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
-    bounds = [(0.0, g_hi), (p_lo, p_hi)]
+    g_lo = -g_hi if signed else 0.0
+    bounds = [(g_lo, g_hi), (p_lo, p_hi)]
     if isinstance(starts, (int, np.integer)):
         pm = 0.5 * (p_lo + p_hi)
         grid = [(0.05 * width, pm), (0.0, p_lo), (0.15 * width, p_hi), (0.4 * width, pm),
                 (0.02 * width, p_lo), (0.8 * width, p_hi)]
         starts = grid[: max(1, min(int(starts), len(grid)))]
-    res = _multistart(lambda t: ls_objective(t, s, feat, target, w), starts, bounds)
+        if signed:
+            starts = starts + [(-g, q) for g, q in starts if g > 0]
+    res = _multistart(lambda t: ls_objective(t, s, feat, target, w, clip=cl), starts, bounds)
     gamma, p = (float(v) for v in res.x)
-    at = {"gamma": _at_bound(gamma, 0.0, g_hi, 1e-6 * width),
+    at = {"gamma": _at_bound(gamma, g_lo, g_hi, 1e-6 * width) if not signed
+          else ("upper" if gamma >= g_hi - 1e-6 * width else "lower" if gamma <= g_lo + 1e-6 * width else None),
           "p": _at_bound(p, p_lo, p_hi, 1e-6) if p_hi > p_lo else None, "bt_scale": None}
     msg = str(res.message)
-    if at["gamma"] == "lower":
+    if not signed and at["gamma"] == "lower":
         msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
     return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success), at, msg)
 

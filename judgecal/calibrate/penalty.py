@@ -4,7 +4,8 @@ Source: DESIGN.md (seed formula of the method judgecal measures)::
 
     S_calib = clip(S_raw - gamma * sign(L - L_ref) * |ln(L / L_ref)|^p, scale_min, scale_max)
 
-with gamma >= 0 (strength), p > 0 (usually in [1.0, 1.5]) and L_ref > 0 the reference length
+with gamma >= 0 (strength; a *signed* calibration, an option of the fit, may have gamma < 0:
+it then penalises answers shorter than L_ref), p > 0 (usually in [1.0, 1.5]) and L_ref > 0 the reference length
 (the median length of the task family unless given). Lengths are in whatever unit the caller
 chose (tokens, words, characters or UTF-8 bytes); L and L_ref must use the same unit.
 
@@ -68,24 +69,28 @@ def polylog_feature(length, l_ref, p) -> np.ndarray:
     return np.sign(r) * np.abs(r) ** np.asarray(p, dtype=float)
 
 
-def polylog_penalty(length, l_ref, gamma, p) -> np.ndarray:
+def polylog_penalty(length, l_ref, gamma, p, *, signed: bool = False) -> np.ndarray:
     """The penalty gamma * sign(L - L_ref) * |ln(L / L_ref)|^p, in score units.
 
     Args:
         length: lengths, shape (n,), same unit as l_ref (floored at 1 unit: see module doc).
         l_ref: reference length > 0.
-        gamma: strength >= 0 (score units per |nat|^p).
+        gamma: strength >= 0 (score units per |nat|^p); any finite value with ``signed``.
         p: exponent > 0.
+        signed: allow gamma < 0 (a signed calibration; see :mod:`judgecal.calibrate.fit`).
     Returns:
         float array, shape (n,): positive for L > L_ref (subtracted from the score), negative
         (a bonus) for L < L_ref, 0 at L = L_ref.
     Raises:
-        UsageError: gamma < 0, p <= 0 or l_ref not positive.
+        UsageError: gamma < 0 (without ``signed``) or not finite, p <= 0 or l_ref not positive.
     Source: DESIGN.md seed formula. Worked example (DESIGN.md): L = 1200, L_ref = 300,
     gamma = 0.5, p = 1.2 gives 0.5 * ln(4)^1.2 = 0.7397.
     """
-    if np.any(np.asarray(gamma, dtype=float) < 0):
-        raise UsageError(f"gamma must be >= 0, got {gamma!r}")
+    g = np.asarray(gamma, dtype=float)
+    if not np.all(np.isfinite(g)):
+        raise UsageError(f"gamma must be finite, got {gamma!r}")
+    if not signed and np.any(g < 0):
+        raise UsageError(f"gamma must be >= 0 (a negative gamma needs a signed calibration), got {gamma!r}")
     if np.any(np.asarray(p, dtype=float) <= 0):
         raise UsageError(f"p must be > 0, got {p!r}")
     return np.asarray(gamma, dtype=float) * polylog_feature(length, l_ref, p)
@@ -150,6 +155,8 @@ def calibrate(
     scale_max,
     density=None,
     density_params: Mapping | None = None,
+    *,
+    signed: bool = False,
 ) -> np.ndarray:
     """Calibrated scores: ``clip(S_raw - m * gamma * sign(L-L_ref) * |ln(L/L_ref)|^p, min, max)``.
 
@@ -157,10 +164,12 @@ def calibrate(
         s_raw: raw judge scores, shape (n,), in the judge's scale units.
         length: lengths, shape (n,) (floored at 1 unit before the log: L = 0 is allowed).
         l_ref, gamma, p: see :func:`polylog_penalty`.
-        scale_min, scale_max: the judge's scale; the result is clipped to it.
+        scale_min, scale_max: the judge's scale; the result is clipped to it (an unbounded
+            scale, -inf / inf, clips nothing).
         density: optional per-response entropy in bits (:func:`token_entropy`), shape (n,);
             None (default) disables the exemption (m = 1).
         density_params: ``{"h_ref", "w"}`` of :func:`density_multiplier`.
+        signed: allow gamma < 0 (see :func:`polylog_penalty`).
     Returns:
         float array, shape (n,), within [scale_min, scale_max].
     Raises:
@@ -170,7 +179,7 @@ def calibrate(
     """
     if not float(scale_min) < float(scale_max):
         raise UsageError(f"scale_min must be < scale_max, got {scale_min!r} >= {scale_max!r}")
-    pen = polylog_penalty(length, l_ref, gamma, p)
+    pen = polylog_penalty(length, l_ref, gamma, p, signed=signed)
     if density is not None:
         pen = pen * density_multiplier(length, l_ref, density, density_params)
     return np.clip(np.asarray(s_raw, dtype=float) - pen, float(scale_min), float(scale_max))

@@ -1,0 +1,181 @@
+"""Choosing the calibration method, its bounds and the length unit by nested cross-validation.
+
+The question a team asks is "which calibration should we publish, and what will it be worth on
+new items?". Picking the best of several candidates by cross-validation and then quoting that
+same cross-validated figure is optimistic (the winner's figure is a maximum of noisy figures).
+Nested cross-validation (Varma & Simon 2006; Cawley & Talbot 2010) keeps the figure honest:
+
+* outer folds: the items are split into K folds (``make_folds(item_ids, K, seed + 3)``);
+* for each outer fold, on the other K-1 folds only, every candidate is scored by an inner
+  K-fold cross-validation (``seed + 4``); the best candidate (highest inner figure; a tie goes
+  to the earlier, simpler candidate) is refitted on those K-1 folds and predicts the held-out
+  outer fold;
+* the **nested figure** pools those outer predictions: pairwise, the expert agreement (ties 1/2);
+  pointwise, Spearman rho. Its 95% CI resamples items over the pooled outer credits (no refit;
+  ``seed + 5``) - the same procedure as ``agreement_cv_ci``.
+
+The **recommended** candidate is the one the same inner procedure picks on all the data; the
+nested figure is what that *procedure* is worth out of sample. ``chosen_in_outer_folds`` shows
+how stable the choice is.
+
+Candidates (in this order; ``unit`` ranges over the length units given, the fit's first):
+``raw``; per unit: ``linear``, ``polylog`` with the seed bounds (gamma in [0, 10 x width], the
+fit's p bounds), ``polylog`` with a tight gamma bound (gamma <= 1 x width), ``polylog`` with
+wide p bounds [0.5, 2.0], ``polylog`` signed (gamma in [-10 w, 10 w]; only when the fit is
+signed), ``lowess`` and (pairs only) ``lc_glm``. Each unit's L_ref is the median labelled length
+in that unit (the fit's own L_ref for its unit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from judgecal.calibrate import metrics as M
+from judgecal.calibrate.baselines import FitContext, LcGlm, Linear, Lowess, PolyLog, Raw
+from judgecal.calibrate.data import PairData
+from judgecal.calibrate.fit import default_l_ref, map_expert_scale, scale_width
+from judgecal.calibrate.resample import item_codes, make_folds, percentile_ci, resample_counts
+from judgecal.errors import FitError
+
+#: Wide p bounds tried as a candidate.
+WIDE_P = (0.5, 2.0)
+
+
+def _lengths(d) -> np.ndarray:
+    return np.concatenate([d.len_a, d.len_b]) if isinstance(d, PairData) else d.length
+
+
+def candidates(variants: dict, unit: str, ctx: FitContext, kind: str) -> list[dict]:
+    """The candidate list: dicts {name, method, unit, ctx, description} (see module doc)."""
+    units = [unit] + [u for u in variants if u != unit]
+    main = variants[unit]
+    scores = np.concatenate([main.score_a, main.score_b]) if isinstance(main, PairData) else main.score
+    width = scale_width(ctx.scale, scores)
+    out = [{"name": "raw", "method": Raw(), "unit": unit, "ctx": ctx, "description": "raw judge score"}]
+    for u in units:
+        c = ctx if u == unit else replace(ctx, l_ref=default_l_ref(_lengths(variants[u])))
+        seed_c = replace(c, signed=False, gamma_max=None)
+        out.append({"name": f"linear[{u}]", "method": Linear(), "unit": u, "ctx": seed_c,
+                    "description": f"linear penalty, gamma in [0, {10 * width:g}], {u}"})
+        out.append({"name": f"polylog[{u}]", "method": PolyLog(), "unit": u, "ctx": seed_c,
+                    "description": f"polylog, gamma in [0, {10 * width:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
+        out.append({"name": f"polylog[{u}, gamma<={width:g}]", "method": PolyLog(), "unit": u,
+                    "ctx": replace(seed_c, gamma_max=width),
+                    "description": f"polylog, gamma in [0, {width:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
+        if tuple(c.p_bounds) != WIDE_P:
+            out.append({"name": f"polylog[{u}, p in {list(WIDE_P)}]", "method": PolyLog(), "unit": u,
+                        "ctx": replace(seed_c, p_bounds=WIDE_P),
+                        "description": f"polylog, gamma in [0, {10 * width:g}], p in [{WIDE_P[0]:g}, {WIDE_P[1]:g}], {u}"})
+        if ctx.signed:
+            out.append({"name": f"polylog[{u}, signed]", "method": PolyLog(), "unit": u,
+                        "ctx": replace(c, signed=True, gamma_max=None),
+                        "description": f"polylog, signed gamma in [-{10 * width:g}, {10 * width:g}], {u}"})
+        out.append({"name": f"lowess[{u}]", "method": Lowess(), "unit": u, "ctx": c,
+                    "description": f"LOWESS residual on ln L, {u}"})
+        if kind == "pairwise":
+            out.append({"name": f"lc_glm[{u}]", "method": LcGlm(), "unit": u, "ctx": c,
+                        "description": f"length-controlled GLM, {u}"})
+    return out
+
+
+def _predict(fitted, test, kind):
+    if kind == "pairwise":
+        return fitted.predict_pair(test.score_a, test.score_b, test.len_a, test.len_b, test.density_a, test.density_b)
+    return fitted.calibrate(test.score, test.length, test.density)
+
+
+def _oof(cand: dict, data, fold: np.ndarray, k: int, kind: str) -> np.ndarray:
+    """Out-of-fold predictions of one candidate (FitError propagates)."""
+    pred = np.empty(data.n)
+    for f in range(k):
+        test = fold == f
+        fitted = cand["method"].fit(data.take(np.flatnonzero(~test)), cand["ctx"])
+        pred[test] = _predict(fitted, data.take(np.flatnonzero(test)), kind)
+    return pred
+
+
+def _figure(pred, data, kind, target) -> float:
+    if kind == "pairwise":
+        return float(M.agreement_credit(pred, 1.0 - pred, data.outcome).mean())
+    v = M.spearman(pred, target)
+    return v if np.isfinite(v) else -np.inf
+
+
+def _inner_choice(cands, variants, idx, folds, seed, kind, target) -> tuple[int, dict]:
+    """Index of the best candidate by inner CV on the rows ``idx``, and every candidate's figure."""
+    first = variants[cands[0]["unit"]].take(idx)
+    fold, k = make_folds(first.item_ids, folds, seed)
+    figs = {}
+    best, best_v = 0, -np.inf
+    for i, c in enumerate(cands):
+        d = variants[c["unit"]].take(idx)
+        try:
+            pred = _oof(c, d, fold, k, kind)
+        except FitError:
+            figs[c["name"]] = None
+            continue
+        v = _figure(pred, d, kind, None if target is None else target[idx])
+        figs[c["name"]] = v
+        if v > best_v + 1e-12:
+            best, best_v = i, v
+    return best, figs
+
+
+def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, folds: int = 5, seed: int = 0,
+                     n_bootstrap: int = 1000, warnings: list | None = None) -> dict | None:
+    """Nested cross-validated choice of method, bounds and length unit (module doc).
+
+    Args:
+        variants: {unit: PairData | PointData}, the same rows with lengths in each unit.
+        unit: the fit's own unit (a key of ``variants``). ctx: the fit's context.
+        kind: "pairwise" or "pointwise". folds: K of both loops. n_bootstrap: CI resamples.
+    Returns:
+        {"recommended": name, "recommended_description", "recommended_cv" (the optimistic
+        inner figure on all the data), "nested": figure, "nested_ci", "metric" ("agreement" |
+        "spearman"), "chosen_in_outer_folds": [names], "candidates": {name: inner CV figure on
+        all the data}, "units": [...], "folds"}; None when there are fewer than 2*folds items.
+    """
+    main = variants[unit]
+    codes, n_items = item_codes(main.item_ids)
+    if n_items < 2 * max(folds, 2):
+        if warnings is not None:
+            warnings.append(f"nested cross-validation skipped: {n_items} items are too few for {folds}x{folds} folds")
+        return None
+    cands = candidates(variants, unit, ctx, kind)
+    target = None
+    if kind == "pointwise":
+        target = map_expert_scale(main.expert, ctx.expert_scale, ctx.scale)
+    outer, k = make_folds(main.item_ids, folds, seed + 3)
+    pred = np.empty(main.n)
+    chosen = []
+    for f in range(k):
+        test = np.flatnonzero(outer == f)
+        train = np.flatnonzero(outer != f)
+        i, _ = _inner_choice(cands, variants, train, folds, seed + 4, kind, target)
+        c = cands[i]
+        chosen.append(c["name"])
+        d = variants[c["unit"]]
+        fitted = c["method"].fit(d.take(train), c["ctx"])
+        pred[test] = _predict(fitted, d.take(test), kind)
+    all_idx = np.arange(main.n)
+    best, figs = _inner_choice(cands, variants, all_idx, folds, seed + 4, kind, target)
+    out = {"metric": "agreement" if kind == "pairwise" else "spearman", "units": sorted(variants, key=lambda u: u != unit),
+           "folds": k, "recommended": cands[best]["name"], "recommended_method": cands[best]["name"].split("[")[0],
+           "recommended_unit": cands[best]["unit"], "recommended_description": cands[best]["description"],
+           "recommended_cv": figs[cands[best]["name"]], "chosen_in_outer_folds": chosen,
+           "candidates": {n: (None if v is None or not np.isfinite(v) else v) for n, v in figs.items()},
+           "nested": None, "nested_ci": None}
+    if kind == "pairwise":
+        credit = M.agreement_credit(pred, 1.0 - pred, main.outcome)
+        out["nested"] = float(credit.mean())
+        if n_bootstrap > 0:
+            W = resample_counts(n_items, n_bootstrap, np.random.default_rng(seed + 5))[:, codes]
+            out["nested_ci"] = percentile_ci(W @ credit / W.sum(axis=1))
+    else:
+        out["nested"] = M.spearman(pred, target)
+        if n_bootstrap > 0:
+            W = resample_counts(n_items, min(n_bootstrap, 500), np.random.default_rng(seed + 5))[:, codes]
+            out["nested_ci"] = percentile_ci([M.weighted_spearman(pred, target, w) for w in W])
+    return out
