@@ -265,13 +265,18 @@ def model_pull(force: bool) -> None:
 @click.option("--serve-device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--retry-failed", is_flag=True, help="Also retry this judge's failed and unparsed ratings.")
 @click.option("--pairwise", is_flag=True, help="Judge expert-labelled and verbosity pairs, in both orders.")
+@click.option("--baseline", default=None, metavar="MODEL",
+              help="Pairwise against a baseline: each selected model's response vs MODEL's response to the same item, both orders (implies --pairwise).")
+@click.option("--max-outage", default=120.0, show_default=True, type=Finite(min=0),
+              help="Seconds the run may wait, in all, for an endpoint that stopped answering before its connection failures fail rows.")
 @click.option("--timeout", default=60.0, show_default=True, type=Finite(min=0, min_open=True), help="Seconds per attempt.")
 @click.option("--max-attempts", default=4, show_default=True, type=click.IntRange(1))
 @click.option("--logprobs", is_flag=True, help="Request top_logprobs and store the expected score (not every server supports it).")
 @FMT_OPT
 @pass_ctx
 def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples, temperature, max_tokens, concurrency,
-         limit, items, judge_name, serve, serve_device, retry_failed, pairwise, timeout, max_attempts, logprobs, fmt) -> None:
+         limit, items, judge_name, serve, serve_device, retry_failed, pairwise, baseline, max_outage, timeout, max_attempts,
+         logprobs, fmt) -> None:
     """Rate responses with a judge through any OpenAI-compatible API (concurrent, resumable, idempotent).
 
     With --serve the judge is a local model served by `transformers serve` for this run
@@ -298,7 +303,8 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
         summary = run_rate(judge=judge, base_url=url, prompt=prompt, task_families=task_families,
                            model_filter=model_filter, samples=samples, temperature=temperature, max_tokens=max_tokens,
                            concurrency=concurrency, limit=limit, items=items, judge_name=judge_name,
-                           retry_failed=retry_failed, pairwise=pairwise, timeout=timeout, max_attempts=max_attempts,
+                           retry_failed=retry_failed, pairwise=pairwise, baseline=baseline, max_outage_s=max_outage,
+                           timeout=timeout, max_attempts=max_attempts,
                            logprobs=logprobs, database_url=ctx.url, progress=True, **identity)
     if fmt == "json":
         emit_json(summary)
@@ -308,11 +314,13 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
                   f"unparsed {r['unparsed']}, failed {r['failed']} in {summary['elapsed_s']} s "
                   f"({summary['ratings_per_s']}/s); totals " + ", ".join(f"{k} {v}" for k, v in t.items()),
                   highlight=False, markup=False)
-    r = summary["this_run"]
-    if r["failed"] and not (r["ok"] or r["unparsed"]):
-        err.print(f"error: every call of this run failed ({r['failed']}); the failed rows keep the reason "
-                  "(`judgecal export ratings`), `--retry-failed` tries them again", highlight=False, markup=False)
-        sys.exit(1)
+    from judgecal.rate import exit_status
+
+    code, message = exit_status(summary)
+    if message:
+        err.print(message, highlight=False, markup=False)
+    if code:
+        sys.exit(code)
 
 
 # ---------------------------------------------------------------- fit

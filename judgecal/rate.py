@@ -1,26 +1,23 @@
-"""``judgecal rate``: collect judge ratings into the database, concurrently and resumably.
+"""``judgecal rate``: collect judge ratings and pairwise verdicts, concurrently and resumably.
 
-How a run works (docs/rating.md has the user's view):
+This module is the runner alone: the judge's identity, the calls (:mod:`judgecal.judge.client`),
+the parsing (:mod:`judgecal.judge.parse`), the progress bar and the signals. Every SQL
+statement of the work queue (work creation, stale-claim release, claims, writes, hand-back)
+lives in :mod:`judgecal.db.queue`, shared by pointwise and pairwise rating. docs/rating.md
+has the user's view.
 
 1. The judge row: model + endpoint (credentials stripped) + prompt SHA-256 + sampling params
    (temperature, max_tokens) -> ``judge_key`` (SHA-256), get-or-create on the unique key.
-2. Work rows: one ``rating`` row per (selected response, judge, sample index), or for
-   ``pairwise`` one ``pairwise_judgment`` row per (pair, judge, sample, position 'ab'/'ba'),
-   created with status 'pending' by INSERT ... ON CONFLICT DO NOTHING: re-running never adds a
-   duplicate, and several processes may create the same work at once.
-3. Stale claims are released: rows left 'running' by a process of this host that is gone
-   (its pid is dead), or claimed longer ago than the lease (default
-   ``max(300, 3 * timeout * max_attempts)`` s, for processes on other hosts).
-   ``retry_failed`` also sets this judge's failed and unparsed rows of the selection back to
-   'pending'.
-4. Workers claim batches: ``UPDATE ... SET status='running', claimed_by=<host:pid:token>
-   WHERE id IN (SELECT id ... WHERE status='pending' ORDER BY id LIMIT n FOR UPDATE SKIP
-   LOCKED) RETURNING ...`` (PostgreSQL; on SQLite the statement is atomic under the database
-   write lock). Every row is rated by exactly one worker.
-5. Calls go through :class:`judgecal.judge.client.JudgeClient` (bounded, retried); outputs are
-   parsed by :mod:`judgecal.judge.parse`; results are written in batches (executemany UPDATE
-   by id, guarded by ``claimed_by``) as they complete. Ctrl-C / SIGTERM write what finished
-   and release the rest; SIGKILL leaves 'running' rows that the next run on this host
+2. Work rows (pending) for the selection: responses (pointwise); expert-labelled and
+   verbosity pairs (``--pairwise``); or each selected model's response against the
+   baseline model's response to the same item (``--pairwise --baseline MODEL``), both
+   orders. Stale claims are released; ``retry_failed`` resets failed/unparsed rows.
+3. Workers claim batches, render the prompt (a render error is that row's failure), call
+   the endpoint (bounded, retried; while the endpoint is down, paused and retried for at
+   most ``max_outage_s`` s: :class:`_Outage`), parse, and write in batches.
+4. Ctrl-C / SIGTERM: what finished is written, every other claimed row goes back to
+   'pending' (never 'failed'), and the summary says ``interrupted``; the CLI then exits with
+   128 + the signal number. SIGKILL leaves 'running' rows that the next run on this host
    reclaims at once. At most the calls in flight are lost, never duplicated.
 
 ``--limit N`` caps the work created (the first N responses / pairs of the selection, by id);
@@ -30,22 +27,16 @@ a run also finishes pending rows that an earlier run of the same judge left in t
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import os
+import math
 import signal
-import socket
 import time
-import uuid
-from dataclasses import dataclass, field
 from typing import Any, Optional
-
-from sqlalchemy import bindparam, func, or_, select, true, update
-from sqlalchemy.engine import Engine
 
 from judgecal.db import models as m
 from judgecal.db import queries
-from judgecal.db.engine import get_engine, mask_url, session_scope
-from judgecal.errors import DatabaseError, InputError, UsageError
+from judgecal.db import queue
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.errors import UsageError
 from judgecal.judge import parse
 from judgecal.judge.client import CallResult, JudgeClient, public_endpoint, resolve_api_key, resolve_base_url, sanitize
 from judgecal.judge.prompts import Prompt, load_prompt
@@ -54,302 +45,94 @@ from judgecal.judge.prompts import Prompt, load_prompt
 # CPU per rating on the client and the database; docs/performance.md)
 WRITE_COALESCE_S = 0.05
 PAIRWISE_MAP = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
+CONNECTION_ERROR = "connection error"  # how JudgeClient's reasons for an unreachable endpoint start
+DEFAULT_MAX_OUTAGE_S = 120.0
 
 
-def worker_id() -> str:
-    """``<host>:<pid>:<random token>``: who claimed a row (the pid lets a later run on the
-    same host see that the claimer is dead)."""
-    return f"{socket.gethostname()[:120]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+class _Outage:
+    """Pause-and-retry while the endpoint is down, for a bounded time.
 
+    A call that ends failed with a connection error (refused, reset, unreachable: after the
+    client's own retries) is not failed at once. :meth:`should_retry` (one caller at a time)
+    first asks whether the endpoint came back after that call began (then the call is simply
+    made again); otherwise it probes the endpoint (:meth:`JudgeClient.unreachable`). If the
+    endpoint answers, the failure was the call's own and the row fails. If it does not, the
+    endpoint is down: every caller waits while the probe is repeated with exponential backoff
+    (``first_wait`` s doubling up to ``max_wait`` s) until the endpoint answers (the calls are
+    made again) or ``max_outage_s`` seconds of waiting in the whole run are spent (then this
+    and every later connection failure fails its row at once, with its reason)."""
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    def __init__(self, max_outage_s: float, first_wait: float = 1.0, max_wait: float = 30.0, probe_timeout: float = 10.0):
+        self.max_outage_s, self.first_wait, self.max_wait = max_outage_s, first_wait, max_wait
+        self.probe_timeout = probe_timeout
+        self.paused_s = 0.0
+        self.pauses = 0
+        self.gave_up = False
+        self.last_reason: Optional[str] = None
+        self.recovered_at = -math.inf
+        self.lock = asyncio.Lock()
 
+    async def should_retry(self, client: JudgeClient, started: float) -> bool:
+        """True when a call begun at ``started`` (``time.monotonic()``) that failed on a
+        connection error should be made again; False when its row fails."""
+        async with self.lock:
+            if self.recovered_at > started:
+                return True
+            if self.gave_up or self.max_outage_s <= 0:
+                return False
+            reason = await client.unreachable(min(self.probe_timeout, client.timeout))
+            if reason is None:
+                return False
+            self.pauses += 1
+            self.last_reason = reason
+            wait = self.first_wait
+            while True:
+                left = self.max_outage_s - self.paused_s
+                if left <= 0:
+                    self.gave_up = True
+                    return False
+                step = min(wait, left)
+                await asyncio.sleep(step)
+                self.paused_s += step
+                wait = min(2 * wait, self.max_wait)
+                reason = await client.unreachable(min(self.probe_timeout, client.timeout))
+                if reason is None:
+                    self.recovered_at = time.monotonic()
+                    return True
+                self.last_reason = reason
 
-def _dead_local_claimers(claimers: list[str]) -> list[str]:
-    host = socket.gethostname()[:120]
-    dead = []
-    for c in claimers:
-        parts = (c or "").rsplit(":", 2)
-        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _pid_alive(int(parts[1])):
-            dead.append(c)
-    return dead
-
-
-@dataclass
-class _Plan:
-    table: Any
-    judge_id: int
-    scope: Any  # extra WHERE restricting the table to the selection (or True)
-    pairwise: bool
-    me: str = field(default_factory=worker_id)
-
-
-def _like(pattern: str) -> str:
-    return pattern.replace("%", r"\%").replace("_", r"\_").replace("*", "%")
-
-
-def _response_filter(session, families: list[str], model_filter: Optional[str], items: Optional[int] = None):
-    """A SELECT of response ids in the selection (families by name, model exact or glob ``*``,
-    only the first ``items`` items by id when given)."""
-    q = select(m.Response.id).join(m.Item, m.Item.id == m.Response.item_id)
-    if families:
-        q = q.where(m.Item.task_family_id.in_(queries.family_ids(session, families)))
-    if items is not None:
-        first = select(m.Item.id).order_by(m.Item.id).limit(items)
-        if families:
-            first = first.where(m.Item.task_family_id.in_(queries.family_ids(session, families)))
-        q = q.where(m.Item.id.in_(first.scalar_subquery()))
-    if model_filter:
-        q = q.where(m.Response.model.like(_like(model_filter), escape="\\") if "*" in model_filter
-                    else m.Response.model == model_filter)
-    return q
-
-
-def _create_pointwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> Any:
-    """Create the work rows; returns the keys (``(response_id,)``) of the responses this run's
-    ``limit`` covers (None without a limit): ``--retry-failed`` resets only those."""
-    q = sel.order_by(m.Response.id)
-    if limit is not None:
-        q = q.limit(limit)
-    ids = list(session.scalars(q))
-    now = m.utcnow()
-    rows = [{"response_id": rid, "judge_id": plan.judge_id, "sample_index": k, "status": "pending", "attempts": 0,
-             "created_at": now} for rid in ids for k in range(samples)]
-    queries.insert_ignore(session, m.Rating, rows)
-    return {(rid,) for rid in ids} if limit is not None else None
-
-
-def _pairs(session, sel, limit: Optional[int]) -> list[tuple[int, int]]:
-    E, V = m.ExpertLabel, m.VerbosityPair
-    labelled = select(E.response_a_id, E.response_b_id).where(
-        E.kind == "pairwise", E.response_a_id.is_not(None), E.response_b_id.is_not(None),
-        or_(E.response_a_id.in_(sel), E.response_b_id.in_(sel))).order_by(E.id)
-    verbose = select(V.concise_response_id, V.verbose_response_id).where(
-        or_(V.concise_response_id.in_(sel), V.verbose_response_id.in_(sel))).order_by(V.id)
-    pairs = dict.fromkeys(tuple(r) for q in (labelled, verbose) for r in session.execute(q))
-    out = list(pairs)
-    return out[:limit] if limit is not None else out
-
-
-def _create_pairwise(session, plan: _Plan, sel, samples: int, limit: Optional[int]) -> Any:
-    """As :func:`_create_pointwise`, for pairs: keys ``(response_a_id, response_b_id)``."""
-    now = m.utcnow()
-    pairs = _pairs(session, sel, limit)
-    rows = [{"response_a_id": a, "response_b_id": b, "judge_id": plan.judge_id, "sample_index": k, "position": pos,
-             "status": "pending", "attempts": 0, "created_at": now}
-            for a, b in pairs for k in range(samples) for pos in ("ab", "ba")]
-    queries.insert_ignore(session, m.PairwiseJudgment, rows)
-    return set(pairs) if limit is not None else None
-
-
-def _release_stale(engine: Engine, plan: _Plan, lease_s: float) -> int:
-    T = plan.table
-    with engine.begin() as conn:
-        claimers = list(conn.scalars(select(T.claimed_by).where(T.judge_id == plan.judge_id, T.status == "running").distinct()))
-        dead = _dead_local_claimers(claimers)
-        cutoff = m.utcnow() - dt.timedelta(seconds=lease_s)
-        cond = T.claimed_at < cutoff
-        if dead:
-            cond = or_(cond, T.claimed_by.in_(dead))
-        res = conn.execute(update(T).where(T.judge_id == plan.judge_id, T.status == "running", cond)
-                           .values(status="pending", claimed_by=None, claimed_at=None))
-        return res.rowcount or 0
-
-
-def _reset_failed(engine: Engine, plan: _Plan, limited: Optional[set] = None) -> int:
-    """Set this judge's failed and unparsed rows of the selection back to 'pending' (with a
-    ``--limit``, only the rows whose keys are in ``limited``); returns how many."""
-    T = plan.table
-    cond = [T.judge_id == plan.judge_id, T.status.in_(("failed", "unparsed")), plan.scope]
-    values = dict(status="pending", claimed_by=None, claimed_at=None, error=None)
-    with engine.begin() as conn:
-        if limited is None:
-            return conn.execute(update(T).where(*cond).values(**values)).rowcount or 0
-        keys = (T.response_a_id, T.response_b_id) if plan.pairwise else (T.response_id,)
-        ids = [row[0] for row in conn.execute(select(T.id, *keys).where(*cond)) if tuple(row[1:]) in limited]
-        for start in range(0, len(ids), 500):
-            conn.execute(update(T).where(T.id.in_(ids[start:start + 500])).values(**values))
-        return len(ids)
-
-
-def _counts(engine: Engine, plan: _Plan) -> dict[str, int]:
-    T = plan.table
-    with engine.connect() as conn:
-        q = select(T.status, func.count()).where(T.judge_id == plan.judge_id, plan.scope).group_by(T.status)
-        return {s: n for s, n in conn.execute(q)}
-
-
-def _claim(engine: Engine, plan: _Plan, n: int) -> list[dict]:
-    """Claim up to n pending rows; returns dicts with the texts needed to render them."""
-    T = plan.table
-    sub = select(T.id).where(T.judge_id == plan.judge_id, T.status == "pending", plan.scope).order_by(T.id).limit(n)
-    if engine.dialect.name == "postgresql":
-        sub = sub.with_for_update(skip_locked=True)
-    now = m.utcnow()
-    with engine.begin() as conn:
-        ids = list(conn.scalars(update(T).where(T.id.in_(sub)).values(status="running", claimed_by=plan.me, claimed_at=now)
-                                .returning(T.id)))
-        if not ids:
-            return []
-        R, I = m.Response, m.Item
-        if plan.pairwise:
-            RB = m.Response.__table__.alias("rb")
-            q = (select(T.id, T.position, I.prompt, I.reference, R.text, RB.c.text)
-                 .join(R, R.id == T.response_a_id).join(I, I.id == R.item_id).join(RB, RB.c.id == T.response_b_id)
-                 .where(T.id.in_(ids)))
-            return [{"id": i, "position": pos, "question": qn, "reference": ref, "a": ta, "b": tb}
-                    for i, pos, qn, ref, ta, tb in conn.execute(q)]
-        q = (select(T.id, I.prompt, I.reference, R.text).join(R, R.id == T.response_id).join(I, I.id == R.item_id)
-             .where(T.id.in_(ids)))
-        return [{"id": i, "question": qn, "reference": ref, "text": tx} for i, qn, ref, tx in conn.execute(q)]
-
-
-def _write_cols(pairwise: bool) -> list[str]:
-    cols = ["status", "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens", "updated_at"]
-    return cols + (["verdict"] if pairwise else ["score", "expected_score"])
-
-
-def _write(engine: Engine, plan: _Plan, results: list[dict]) -> None:
-    if not results:
-        return
-    T = plan.table
-    cols = _write_cols(plan.pairwise)
-    stmt = (update(T).where(T.id == bindparam("b_id"), T.claimed_by == plan.me, T.status == "running")
-            .values({c: bindparam(f"b_{c}") for c in cols}))
-    with engine.begin() as conn:
-        conn.execute(stmt, [{f"b_{k}": v for k, v in r.items()} for r in results])
-
-
-def _release_mine(engine: Engine, plan: _Plan) -> None:
-    T = plan.table
-    with engine.begin() as conn:
-        conn.execute(update(T).where(T.claimed_by == plan.me, T.status == "running")
-                     .values(status="pending", claimed_by=None, claimed_at=None))
-
-
-class _ThreadStore:
-    """Claims and writes for SQLite (and any database but PostgreSQL): the synchronous
-    statements above, each in a worker thread so the event loop keeps serving calls."""
-
-    def __init__(self, engine: Engine, plan: _Plan):
-        self.engine, self.plan = engine, plan
-
-    async def claim(self, n: int) -> list[dict]:
-        return await asyncio.to_thread(_claim, self.engine, self.plan, n)
-
-    async def write(self, results: list[dict]) -> None:
-        await asyncio.to_thread(_write, self.engine, self.plan, results)
-
-    async def aclose(self) -> None:
-        pass
-
-
-class _PgStore:
-    """Claims and writes for PostgreSQL on one ``psycopg.AsyncConnection`` (autocommit) driven
-    by the event loop itself: no worker thread, so no GIL hand-offs between the database
-    driver and the HTTP client (profiled: with threads each claim/write waited for the GIL
-    and the client lost 10-30 % of its throughput on 2 cores; docs/performance.md).
-
-    Same guarantees as :func:`_claim` / :func:`_write`, each in ONE statement (so one round
-    trip and one transaction):
-
-    - claim: ``UPDATE t SET status='running', claimed_by, claimed_at FROM response, item
-      WHERE t.id IN (SELECT id ... status='pending' ORDER BY id LIMIT n FOR UPDATE SKIP
-      LOCKED) AND <join> RETURNING t.id, <texts>``;
-    - write: ``UPDATE t SET <cols> = v.<cols> FROM unnest(<one array per column>) AS v
-      WHERE t.id = v.id AND t.claimed_by = <me> AND t.status = 'running'``: fixed SQL text
-      whatever the batch size, so psycopg prepares it server-side after 5 uses.
-
-    Raises DatabaseError (masked URL) when the connection cannot be opened."""
-
-    def __init__(self, engine: Engine, plan: _Plan, conn: Any):
-        self.engine, self.plan, self.conn = engine, plan, conn
-        T = plan.table.__table__
-        cols = _write_cols(plan.pairwise)
-        types = {c: T.c[c].type.compile(dialect=engine.dialect) for c in ["id", *cols]}
-        arrays = ", ".join(f"%({c})s::{types[c]}[]" for c in ["id", *cols])
-        sets = ", ".join(f"{c} = v.{c}" for c in cols)
-        self._write_sql = (f"UPDATE {T.name} AS t SET {sets} FROM unnest({arrays}) AS v(id, {', '.join(cols)}) "
-                           f"WHERE t.id = v.id AND t.claimed_by = %(me)s AND t.status = 'running'")
-        self._cols = cols
-
-    @classmethod
-    async def open(cls, engine: Engine, plan: _Plan) -> "_PgStore":
-        import psycopg
-
-        cargs, cparams = engine.dialect.create_connect_args(engine.url)
-        cparams.pop("context", None)  # SQLAlchemy's adapters map: plain psycopg types suffice here
-        try:
-            conn = await psycopg.AsyncConnection.connect(*cargs, autocommit=True, **cparams)
-        except psycopg.Error as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise DatabaseError(f"cannot connect to {mask_url(engine.url)}: {first}") from None
-        return cls(engine, plan, conn)
-
-    def _claim_statement(self, n: int):
-        T, plan = self.plan.table, self.plan
-        sub = (select(T.id).where(T.judge_id == plan.judge_id, T.status == "pending", plan.scope).order_by(T.id).limit(n)
-               .with_for_update(skip_locked=True))
-        # aliases, so that the scope's own subqueries on response/item never correlate to these
-        R, I = m.Response.__table__.alias("claim_r"), m.Item.__table__.alias("claim_i")
-        stmt = (update(T).where(T.id.in_(sub)).values(status="running", claimed_by=plan.me, claimed_at=m.utcnow()))
-        if plan.pairwise:
-            RB = m.Response.__table__.alias("claim_rb")
-            return (stmt.where(R.c.id == T.response_a_id, I.c.id == R.c.item_id, RB.c.id == T.response_b_id)
-                    .returning(T.id, T.position, I.c.prompt, I.c.reference, R.c.text, RB.c.text))
-        return (stmt.where(R.c.id == T.response_id, I.c.id == R.c.item_id)
-                .returning(T.id, I.c.prompt, I.c.reference, R.c.text))
-
-    async def claim(self, n: int) -> list[dict]:
-        compiled = self._claim_statement(n).compile(dialect=self.engine.dialect,
-                                                    compile_kwargs={"render_postcompile": True})
-        cur = await self.conn.execute(str(compiled), compiled.params)
-        rows = await cur.fetchall()
-        if self.plan.pairwise:
-            return [{"id": i, "position": pos, "question": qn, "reference": ref, "a": ta, "b": tb}
-                    for i, pos, qn, ref, ta, tb in rows]
-        return [{"id": i, "question": qn, "reference": ref, "text": tx} for i, qn, ref, tx in rows]
-
-    async def write(self, results: list[dict]) -> None:
-        if not results:
-            return
-        params: dict[str, Any] = {c: [r[c] for r in results] for c in ["id", *self._cols]}
-        params["me"] = self.plan.me
-        await self.conn.execute(self._write_sql, params)
-
-    async def aclose(self) -> None:
-        await self.conn.close()
-
-
-async def _open_store(engine: Engine, plan: _Plan):
-    """The claim/write backend for this database (see :class:`_PgStore`, :class:`_ThreadStore`)."""
-    if engine.dialect.name == "postgresql":
-        return await _PgStore.open(engine, plan)
-    return _ThreadStore(engine, plan)
+    def summary(self) -> dict[str, Any]:
+        return {"pauses": self.pauses, "paused_s": round(self.paused_s, 3), "gave_up": self.gave_up,
+                "last_reason": self.last_reason}
 
 
 class _Runner:
-    """The async part: claim -> call -> parse -> batched write (the progress bar reads
-    ``counts`` from :func:`_run_with_progress`)."""
+    """The async part: claim -> render -> call -> parse -> batched write (the progress bar
+    reads ``counts`` from :func:`_run_with_progress`).
 
-    def __init__(self, engine, plan, prompt: Prompt, client_kw: dict, concurrency: int, key: str):
+    Every claimed row ends in exactly one of three ways: a result (ok, unparsed or failed
+    with its reason: a call that failed after its retries, a template that cannot be
+    rendered for this row, an internal error while parsing), written to the database; or,
+    when the run is cancelled (Ctrl-C, SIGTERM) before the row finished, no result: the row
+    is handed back to 'pending' by :func:`judgecal.db.queue.release_mine`. Rows still
+    waiting for a connection slot are cancelled BEFORE the HTTP client is closed, so none of
+    them fails on a closed client."""
+
+    def __init__(self, engine, plan, prompt: Prompt, client_kw: dict, concurrency: int, key: str,
+                 max_outage_s: float = 120.0):
         self.engine, self.plan, self.prompt = engine, plan, prompt
         self.client_kw, self.concurrency, self.key = client_kw, concurrency, key
         self.pending_writes: list[dict] = []
         self.counts = {"ok": 0, "unparsed": 0, "failed": 0}
+        self.failed_by_cause = {"endpoint": 0, "render": 0, "internal": 0}
         self.attempts = 0
         self.claimed: set[int] = set()
         self.have_results = asyncio.Event()
         self.in_flight = 0  # rows claimed and not yet finished (a counter: O(1) per result)
         self.slot_free = asyncio.Event()
         self.store: Any = None
+        self.outage = _Outage(max_outage_s)
+        self.released = 0
 
     def _row_result(self, row: dict, res: CallResult) -> dict:
         out: dict[str, Any] = {
@@ -358,7 +141,7 @@ class _Runner:
             "raw_output": sanitize(res.text, (self.key,)) if res.text is not None else None,
         }
         if self.plan.pairwise:
-            out["verdict"] = None
+            out["verdict"] = out["preference"] = None
         else:
             out["score"] = out["expected_score"] = None
         if res.status != "ok":
@@ -366,8 +149,10 @@ class _Runner:
             return out
         if self.plan.pairwise:
             pv = parse.parse_pairwise_verdict(res.text, [row["a"], row["b"]])
-            out.update(status=pv.status, error=pv.reason,
-                       verdict=PAIRWISE_MAP[row["position"]][pv.verdict] if pv.verdict else None)
+            verdict = PAIRWISE_MAP[row["position"]][pv.verdict] if pv.verdict else None
+            top = parse.pairwise_verdict_top_logprobs(res.logprobs) if (res.logprobs and verdict) else None
+            out.update(status=pv.status, error=pv.reason, verdict=verdict,
+                       preference=parse.pairwise_preference(verdict, row["position"], top))
         else:
             ps = parse.parse_score(res.text, self.prompt.scale_min, self.prompt.scale_max, candidates=row["text"])
             out.update(status=ps.status, error=ps.reason, score=ps.score)
@@ -376,32 +161,59 @@ class _Runner:
                 out["expected_score"] = parse.expected_score(top, (self.prompt.scale_min, self.prompt.scale_max))
         return out
 
+    def _safe_result(self, row: dict, res: CallResult) -> tuple[dict, str]:
+        try:
+            return self._row_result(row, res), "endpoint"
+        except Exception as exc:  # noqa: BLE001 - a parsing bug must not lose the call
+            res = CallResult(status="failed", error=f"internal error while parsing: {type(exc).__name__}: {exc}",
+                             attempts=res.attempts, text=res.text)
+            return self._row_result(row, res), "internal"
+
     def _messages(self, row: dict) -> list[dict[str, str]]:
         if self.plan.pairwise:
             a, b = (row["a"], row["b"]) if row["position"] == "ab" else (row["b"], row["a"])
             return self.prompt.render(question=row["question"], reference=row["reference"], response_a=a, response_b=b)
         return self.prompt.render(question=row["question"], reference=row["reference"], response=row["text"])
 
-    async def _one(self, client: JudgeClient, row: dict) -> None:
+    async def _rate_row(self, client: JudgeClient, row: dict) -> tuple[dict, str]:
         try:
             messages = self._messages(row)
-        except InputError as exc:
-            res = CallResult(status="failed", error=f"cannot render the prompt: {exc}", attempts=0)
-        else:
+        except Exception as exc:  # noqa: BLE001 - InputError or anything a template raises: this row's failure
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            return self._row_result(row, CallResult(status="failed", error=f"cannot render the prompt: {reason}")), "render"
+        attempts = 0
+        while True:
+            started = time.monotonic()
             res = await client.complete(messages)
+            attempts += res.attempts
+            if (res.status == "failed" and (res.error or "").startswith(CONNECTION_ERROR)
+                    and await self.outage.should_retry(client, started)):
+                continue
+            res.attempts = attempts
+            return self._safe_result(row, res)
+
+    def _slot_done(self) -> None:
+        self.in_flight -= 1
+        self.slot_free.set()
+
+    async def _one(self, client: JudgeClient, row: dict) -> None:
         try:
-            out = self._row_result(row, res)
-        except Exception as exc:  # noqa: BLE001 - a parsing bug must not lose the call
-            res = CallResult(status="failed", error=f"internal error while parsing: {type(exc).__name__}: {exc}",
-                             attempts=res.attempts, text=res.text)
-            out = self._row_result(row, res)
-        self.attempts += res.attempts
+            out, cause = await self._rate_row(client, row)
+        except asyncio.CancelledError:
+            # not finished: the row stays claimed and goes back to 'pending' at the end of run()
+            self._slot_done()
+            raise
+        except Exception as exc:  # noqa: BLE001 - never a lost row or a hung run
+            out = self._row_result(row, CallResult(status="failed", error=f"internal error: {type(exc).__name__}: {exc}"))
+            cause = "internal"
+        self.attempts += out["attempts"]
         self.counts[out["status"]] += 1
+        if out["status"] == "failed":
+            self.failed_by_cause[cause] += 1
         self.pending_writes.append(out)
         self.have_results.set()
         self.claimed.discard(row["id"])
-        self.in_flight -= 1
-        self.slot_free.set()
+        self._slot_done()
 
     def _count_text(self) -> str:
         c = self.counts
@@ -442,29 +254,36 @@ class _Runner:
     async def run(self) -> None:
         batch_n = max(2 * self.concurrency, 32)
         done = asyncio.Event()
-        self.store = await _open_store(self.engine, self.plan)
+        self.store = await queue.open_store(self.engine, self.plan)
         writer = asyncio.create_task(self._writer(done))
         tasks: set[asyncio.Task] = set()
         try:
             async with JudgeClient(concurrency=self.concurrency, **self.client_kw) as client:
-                while True:
-                    while self.in_flight >= batch_n:
-                        self.slot_free.clear()
-                        await self.slot_free.wait()
-                    rows = await self.store.claim(batch_n)
-                    if not rows:
-                        break
-                    self.claimed.update(r["id"] for r in rows)
-                    self.in_flight += len(rows)
-                    for row in rows:
-                        task = asyncio.create_task(self._one(client, row))
-                        tasks.add(task)
-                        task.add_done_callback(tasks.discard)
-                if tasks:
-                    await asyncio.gather(*tasks)
+                try:
+                    while True:
+                        while self.in_flight >= batch_n:
+                            self.slot_free.clear()
+                            await self.slot_free.wait()
+                        rows = await self.store.claim(batch_n)
+                        if not rows:
+                            break
+                        self.claimed.update(r["id"] for r in rows)
+                        self.in_flight += len(rows)
+                        for row in rows:
+                            task = asyncio.create_task(self._one(client, row))
+                            tasks.add(task)
+                            task.add_done_callback(tasks.discard)
+                    if tasks:
+                        await asyncio.gather(*tasks)
+                finally:
+                    # cancelled (Ctrl-C, SIGTERM) or failed: stop every row still queued or in
+                    # flight while the client is still open, so none fails on a closed client
+                    pending = list(tasks)
+                    for t in pending:
+                        t.cancel()
+                    if pending:
+                        await asyncio.gather(*pending, return_exceptions=True)
         finally:
-            for t in list(tasks):
-                t.cancel()
             done.set()
             writer_error: Optional[BaseException] = None
             try:
@@ -478,8 +297,8 @@ class _Runner:
             # whatever finished is written (on a fresh connection); the rest of our claims go
             # back to 'pending'
             batch, self.pending_writes = self.pending_writes, []
-            _write(self.engine, self.plan, batch)
-            _release_mine(self.engine, self.plan)
+            queue.write(self.engine, self.plan, batch)
+            self.released = queue.release_mine(self.engine, self.plan)
             if writer_error is not None:
                 raise writer_error
 
@@ -507,12 +326,14 @@ def run_rate(
     identity_model: Optional[str] = None,
     retry_failed: bool = False,
     pairwise: bool = False,
+    baseline: Optional[str] = None,
     timeout: float = 60.0,
     max_attempts: int = 4,
     logprobs: bool = False,
     database_url: Optional[str] = None,
     progress: bool = True,
     lease_s: Optional[float] = None,
+    max_outage_s: float = DEFAULT_MAX_OUTAGE_S,
 ) -> dict[str, Any]:
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
@@ -525,15 +346,31 @@ def run_rate(
     ``prompt``: built-in name or template path (default pointwise_v1, or pairwise_v1 with
     ``pairwise``). ``samples``: sample indexes 0..K-1 per response. ``timeout``: seconds per
     attempt. ``lease_s``: age after which another host's 'running' claim is taken over.
-    Summary keys: judge_id, judge_key, judge, endpoint, prompt, prompt_sha256, mode, this_run
-    (ok/unparsed/failed/attempts), totals (rows of the selection by status), elapsed_s,
-    ratings_per_s, released_stale, reset_failed, worker. Raises UsageError for bad options,
+    ``baseline`` (implies ``pairwise``): compare each selected response (the baseline's own
+    excepted) with the baseline model's response to the same item, in both orders
+    (response_a = the model's, response_b = the baseline's, ``baseline_side`` 'b').
+    ``max_outage_s``: seconds the run may wait, in all, for an endpoint that stopped
+    answering before connection failures fail their rows (0: never wait).
+
+    Summary keys: judge_id, judge_key, judge, judge_name, endpoint, prompt, prompt_sha256,
+    mode, baseline, worker, this_run (ok/unparsed/failed/attempts), failed_by_cause
+    (endpoint: the call failed; render: the template failed on the row; internal), outage
+    (pauses, paused_s, gave_up, last_reason), interrupted (None, 'SIGINT' or 'SIGTERM'),
+    handed_back (rows put back to 'pending' at the end), totals (rows of the selection by
+    status), skipped (pairwise --baseline: no_baseline, items_with_several), elapsed_s,
+    ratings_per_s, released_stale, reset_failed. Raises UsageError for bad options,
     InputError for a bad prompt file, NotFoundError for an unknown task family,
     DatabaseError for an unreachable database. Endpoint failures never raise: they are rows."""
     if samples < 1 or concurrency < 1 or max_attempts < 1 or max_tokens < 1 or timeout <= 0:
         raise UsageError("--samples, --concurrency, --max-attempts, --max-tokens must be >= 1 and --timeout > 0")
     if (limit is not None and limit < 1) or (items is not None and items < 1):
         raise UsageError("--limit and --items must be >= 1")
+    if not max_outage_s >= 0 or math.isinf(max_outage_s):
+        raise UsageError("--max-outage must be a finite number of seconds >= 0")
+    if baseline is not None:
+        if not baseline.strip():
+            raise UsageError("--baseline needs a model name")
+        pairwise = True
     tmpl = load_prompt(prompt or ("pairwise_v1" if pairwise else "pointwise_v1"))
     if (tmpl.mode == "pairwise") != pairwise:
         raise UsageError(f"prompt {tmpl.name!r} is a {tmpl.mode} prompt: "
@@ -543,6 +380,7 @@ def run_rate(
     endpoint = endpoint_id or public_endpoint(url)
     lease = lease_s if lease_s is not None else max(300.0, 3 * timeout * max_attempts)
     engine = get_engine(database_url)
+    skipped: dict[str, int] = {}
     try:
         with session_scope(engine) as session:
             jrow = queries.get_or_create_judge(
@@ -551,38 +389,53 @@ def run_rate(
                 scale_min=tmpl.scale_min if tmpl.scale_min is not None else 0.0,
                 scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
             judge_id, judge_key = jrow.id, jrow.judge_key
-            sel = _response_filter(session, list(task_families or ()), model_filter, items)
-            table = m.PairwiseJudgment if pairwise else m.Rating
-            if task_families or model_filter:
-                scope = (table.response_a_id.in_(sel) if pairwise else table.response_id.in_(sel))
+            sel = queue.response_selection(session, list(task_families or ()), model_filter, items, exclude_model=baseline)
+            plan = queue.plan_for(session, judge_id=judge_id, pairwise=pairwise, selection=sel,
+                                  filtered=bool(task_families or model_filter or items), baseline=baseline)
+            if baseline is not None:
+                found = queue.baseline_pairs(session, sel, baseline, limit)
+                if not found.pairs and not found.no_baseline:
+                    raise UsageError(f"--baseline {baseline!r}: no response of the selection to pair with "
+                                     "(is the model name right? see `judgecal stats`)")
+                skipped = {"no_baseline": found.no_baseline, "items_with_several": found.items_with_several}
+                limited = queue.create_baseline_pairs(session, plan, found, samples, limit)
+            elif pairwise:
+                limited = queue.create_pairwise(session, plan, sel, samples, limit)
             else:
-                scope = true()
-            plan = _Plan(table=table, judge_id=judge_id, scope=scope, pairwise=pairwise)
-            limited = (_create_pairwise if pairwise else _create_pointwise)(session, plan, sel, samples, limit)
-        released = _release_stale(engine, plan, lease)
-        reset = _reset_failed(engine, plan, limited) if retry_failed else 0
-        before = _counts(engine, plan)
+                limited = queue.create_pointwise(session, plan, sel, samples, limit)
+        released = queue.release_stale(engine, plan, lease)
+        reset = queue.reset_failed(engine, plan, limited) if retry_failed else 0
+        before = queue.counts(engine, plan)
         todo = before.get("pending", 0)
         client_kw = dict(model=judge, base_url=url, timeout=timeout, max_attempts=max_attempts,
                          temperature=temperature, max_tokens=max_tokens, logprobs=logprobs)
         start = time.perf_counter()
-        runner = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress)
+        runner, interrupted = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress,
+                                                 max_outage_s)
         elapsed = time.perf_counter() - start
-        totals = _counts(engine, plan)
+        totals = queue.counts(engine, plan)
     finally:
         engine.dispose()
     n_done = sum(runner.counts.values())
     return {
         "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "judge_name": judge_name or judge, "endpoint": endpoint, "prompt": tmpl.name,
-        "prompt_sha256": tmpl.sha256, "mode": tmpl.mode, "worker": plan.me,
+        "prompt_sha256": tmpl.sha256, "mode": tmpl.mode, "baseline": baseline, "worker": plan.me,
         "this_run": dict(runner.counts, attempts=runner.attempts),
+        "failed_by_cause": dict(runner.failed_by_cause),
+        "outage": runner.outage.summary(),
+        "interrupted": interrupted, "handed_back": runner.released,
         "totals": {s: totals.get(s, 0) for s in m.RATING_STATUSES},
+        "skipped": skipped,
         "released_stale": released, "reset_failed": reset,
         "elapsed_s": round(elapsed, 3), "ratings_per_s": round(n_done / elapsed, 2) if elapsed > 0 else None,
     }
 
 
-def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, show) -> _Runner:
+def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, show,
+                       max_outage_s: float = DEFAULT_MAX_OUTAGE_S) -> tuple[_Runner, Optional[str]]:
+    """Run the runner under a progress bar; returns it and the name of the signal that
+    interrupted the run (SIGINT, SIGTERM) or None. Both signals cancel the run: finished
+    results are written and the other claimed rows handed back to 'pending'."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -591,7 +444,8 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                    TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[counts]}"),
                    console=console, disable=not show, transient=False)
-    runner = _Runner(engine, plan, tmpl, client_kw, concurrency, key)
+    runner = _Runner(engine, plan, tmpl, client_kw, concurrency, key, max_outage_s)
+    caught: list[str] = []
     with bar:
         task_id = bar.add_task("rating", total=todo, counts=runner._count_text(), rate="")
         t0 = time.perf_counter()
@@ -599,10 +453,16 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
         async def main() -> None:
             loop = asyncio.get_running_loop()
             current = asyncio.current_task()
-            try:
-                loop.add_signal_handler(signal.SIGTERM, current.cancel)  # type: ignore[union-attr]
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
+
+            def on_signal(sig: signal.Signals) -> None:
+                caught.append(sig.name)
+                current.cancel()  # type: ignore[union-attr]
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, on_signal, sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
 
             def refresh() -> None:
                 n = sum(runner.counts.values())
@@ -627,8 +487,30 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
             asyncio.run(main())
         except asyncio.CancelledError:
             pass
+        except KeyboardInterrupt:  # a Ctrl-C before the handlers were in place
+            caught.append("SIGINT")
     if show:
         c = runner.counts
         console.print(f"rated {sum(c.values())}: ok {c['ok']}, unparsed {c['unparsed']}, failed {c['failed']} "
                       f"({runner.attempts} calls)", highlight=False)
-    return runner
+    return runner, (caught[0] if caught else None)
+
+
+def exit_status(summary: dict[str, Any]) -> tuple[int, Optional[str]]:
+    """The CLI's exit status and stderr line for a :func:`run_rate` summary: 128 + the signal
+    number when a signal interrupted the run (130 Ctrl-C, 143 SIGTERM); 1 when a row of this
+    run failed (the endpoint failed the call, or the template failed on the row); else 0."""
+    sig = summary.get("interrupted")
+    if sig:
+        back = summary.get("handed_back", 0)
+        return 128 + int(getattr(signal, sig)), (f"interrupted by {sig}: finished results were written, {back} claimed "
+                                                  "row(s) went back to 'pending'; run the same command again to go on")
+    r, causes = summary["this_run"], summary.get("failed_by_cause", {})
+    if not r["failed"]:
+        return 0, None
+    parts = [f"{n} {cause}" for cause, n in causes.items() if n]
+    outage = summary.get("outage") or {}
+    extra = (f"; the endpoint stayed unreachable after {outage['paused_s']:g} s of waiting ({outage.get('last_reason')})"
+             if outage.get("gave_up") else "")
+    return 1, (f"error: {r['failed']} row(s) of this run failed ({', '.join(parts)}){extra}; the failed rows keep "
+               "the reason (`judgecal export ratings`), `--retry-failed` tries them again")

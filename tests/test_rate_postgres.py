@@ -171,7 +171,7 @@ def test_pg_store_claims_once_and_writes_only_its_own_claims(pg_url):
 
     from judgecal.db import models as m
     from judgecal.db.engine import get_engine
-    from judgecal.rate import _PgStore, _Plan
+    from judgecal.db.queue import PgStore as _PgStore, Plan as _Plan
 
     with StubServer() as s:
         out = _rate_in_process(pg_url, s, judge="stub-pg-store", limit=4)

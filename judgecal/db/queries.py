@@ -122,6 +122,27 @@ def _pg_copy_insert(conn, table, rows: Sequence[dict]) -> int:
     return max(added, 0)
 
 
+def model_filter_clause(column, pattern: str, dialect: str):
+    """A WHERE clause matching ``column`` against a ``--model-filter`` value, with one meaning
+    on every dialect: ``*`` matches any run of characters (also none); every other character,
+    ``_``, ``%``, ``?``, ``[`` and ``\\`` included, stands for itself; the match is
+    case-sensitive. Without ``*`` it is an exact comparison. ``dialect``: the database's
+    dialect name (``session.get_bind().dialect.name``).
+
+    SQLite: ``GLOB`` (case-sensitive, unlike SQLite's ``LIKE``) with ``?`` and ``[`` written as
+    the one-character classes ``[?]`` and ``[[]``. Other dialects: ``LIKE ... ESCAPE '\\'``
+    with ``%``, ``_`` and ``\\`` escaped."""
+    from sqlalchemy import func, literal
+
+    if "*" not in pattern:
+        return column == pattern
+    if dialect == "sqlite":
+        glob = "".join({"?": "[?]", "[": "[[]"}.get(ch, ch) for ch in pattern)
+        return func.glob(literal(glob), column) == 1
+    like = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%")
+    return column.like(like, escape="\\")
+
+
 def family_id(session: Session, name: str, *, create: bool = False, l_ref: float | None = None) -> int:
     """The id of the task family ``name``; created when ``create`` (else NotFoundError)."""
     found = session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == name))

@@ -251,6 +251,32 @@ class JudgeClient:
         latency = time.perf_counter() - start
         return _read_completion(resp, latency, self.logprobs)
 
+    async def unreachable(self, timeout: float = 10.0) -> Optional[str]:
+        """Probe the endpoint with ``GET <base_url>/models``: None when it answers HTTP at all
+        (any status, any body: the server is up), else the sanitised reason it could not be
+        reached (refused or dropped connection, no answer within ``timeout`` seconds). Used
+        to tell an endpoint that is down from a call that failed on its own. Never raises
+        but for cancellation."""
+        call = self._client.get("/models", cast_to=object)
+        try:
+            if _timeout is not None:
+                async with _timeout(timeout):
+                    await call
+            else:
+                await asyncio.wait_for(call, timeout)
+        except asyncio.CancelledError:
+            raise
+        except openai.APIStatusError:
+            return None
+        except (asyncio.TimeoutError, openai.APITimeoutError) as exc:
+            refused = _connection_failure(exc)
+            return self._clean(refused)[:300] if refused else f"no answer within {timeout:g} s"
+        except openai.APIConnectionError as exc:
+            return self._clean(str(_connection_failure(exc) or exc))[:300]
+        except Exception:  # noqa: BLE001 - it answered something: it is up
+            return None
+        return None
+
     async def complete(self, messages: list[dict[str, str]]) -> CallResult:
         """One logical call with retries; never raises for endpoint problems (returns a
         failed CallResult with a sanitised reason). Cancellation propagates."""

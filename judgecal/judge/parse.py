@@ -249,3 +249,55 @@ def verdict_top_logprobs(content: Sequence[Any] | None) -> Optional[list]:
     if hit is None:
         return None
     return list(hit["top_logprobs"] if isinstance(hit, dict) else hit.top_logprobs or [])
+
+
+PREFERENCE_OF_VERDICT = {"a": 1.0, "b": 0.0, "tie": 0.5}
+
+
+def pairwise_verdict_top_logprobs(content: Sequence[Any] | None) -> Optional[list]:
+    """The ``top_logprobs`` of the token that opens the LAST ``[[A]]``/``[[B]]``/``[[C]]``
+    verdict: the first token starting with A, B or C (any case) after text ending in ``[[``.
+    ``content`` as in :func:`verdict_top_logprobs`; None when there is no such token."""
+    if not content:
+        return None
+    text = ""
+    hit = None
+    for e in content:
+        token = e["token"] if isinstance(e, dict) else e.token
+        if normalize(text).rstrip().endswith("[[") and normalize(token).strip()[:1].upper() in ("A", "B", "C"):
+            hit = e
+        text += token
+    if hit is None:
+        return None
+    return list(hit["top_logprobs"] if isinstance(hit, dict) else hit.top_logprobs or [])
+
+
+def soft_first_preference(top_logprobs: Sequence[Any]) -> Optional[float]:
+    """Probability that the response shown FIRST is preferred, from the alternatives of the
+    verdict letter: ``(p_A + p_C / 2) / (p_A + p_B + p_C)`` with ``p = exp(logprob)`` summed
+    over the tokens that read as each letter (case and surrounding space ignored; other
+    tokens dropped and the rest renormalised, as :func:`expected_score` does). A tie counts
+    half, as AlpacaEval counts ties. None when no alternative is A, B or C."""
+    mass = {"A": 0.0, "B": 0.0, "C": 0.0}
+    for e in top_logprobs or []:
+        token, lp = _entry(e)
+        letter = normalize(token).strip().upper()
+        if letter in mass and math.isfinite(lp):
+            mass[letter] += math.exp(lp)
+    total = sum(mass.values())
+    return (mass["A"] + 0.5 * mass["C"]) / total if total > 0 else None
+
+
+def pairwise_preference(verdict: Optional[str], position: str, top_logprobs: Optional[Sequence[Any]] = None) -> Optional[float]:
+    """The stored soft verdict: probability in [0, 1] that response_a is preferred.
+
+    ``verdict``: canonical 'a' | 'b' | 'tie' (None: unparsed -> None). Without logprobs (or
+    none usable) it is 1, 0 or 0.5. With the verdict letter's ``top_logprobs``, it is
+    :func:`soft_first_preference` when response_a was shown first (``position`` 'ab') and
+    one minus it when response_b was ('ba')."""
+    if verdict is None:
+        return None
+    first = soft_first_preference(top_logprobs) if top_logprobs else None
+    if first is None:
+        return PREFERENCE_OF_VERDICT[verdict]
+    return first if position == "ab" else 1.0 - first

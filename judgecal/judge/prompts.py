@@ -15,6 +15,24 @@ body with one ``{% block <role> %}`` per chat message. Front matter fields:
 The prompt's identity is the SHA-256 of the exact bytes of the file (front matter included):
 a template once used is never edited; a change is a new file. Rendering uses
 ``jinja2.StrictUndefined``, so a variable the template needs but the caller lacks is an error.
+
+Templates come from many people into one shared database, so they are untrusted code:
+
+- they are compiled and rendered in Jinja2's own sandbox
+  (``jinja2.sandbox.ImmutableSandboxedEnvironment``: no access to ``_``-prefixed attributes,
+  function internals or mutation of the values passed in) with NO globals (no ``range``,
+  ``cycler``, ``namespace``, ``lipsum``...), so nothing reaches the process, its
+  environment variables or the API key;
+- at load time the template is checked and refused with one line naming the file when it
+  uses a variable other than the documented ones (:data:`VARIABLES`, plus names it sets
+  itself), touches an attribute or key starting with ``_``, or includes/imports/extends a
+  file that is not a constant name of a file in the template's own folder (Jinja2's
+  ``FileSystemLoader`` rules: no absolute paths, no ``..``; a symlink leading out of the
+  folder is refused too). Included files are checked by the same rules and their bytes are
+  part of the prompt's SHA-256;
+- a template that still fails while rendering (an error in an expression, a sandbox
+  refusal, an oversized repetition) raises :class:`~judgecal.errors.InputError`: in
+  ``judgecal rate`` that row fails with the reason, and the run goes on.
 """
 
 from __future__ import annotations
@@ -25,6 +43,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 import jinja2
+import jinja2.meta
+import jinja2.nodes
+import jinja2.sandbox
 import yaml
 
 from judgecal import config
@@ -32,7 +53,37 @@ from judgecal.errors import InputError
 
 VERDICTS = {"pointwise": "[[rating]]", "pairwise": "[[A]]/[[B]]/[[C]]"}
 ROLES = ("system", "user", "assistant")
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+VARIABLES = ("question", "response", "reference", "response_a", "response_b")
+MAX_REPEAT_CHARS = 1_000_000  # `text * n` may build at most this many characters
+
+
+class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Jinja2's immutable sandbox, without globals, with ``*`` and ``**`` bounded (a template
+    cannot exhaust memory with ``question * 10**9``)."""
+
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "**" and isinstance(right, (int, float)) and abs(right) > 100:
+            raise jinja2.sandbox.SecurityError("the power operator is limited to exponents up to 100")
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT_CHARS:
+                    raise jinja2.sandbox.SecurityError(f"a repetition may build at most {MAX_REPEAT_CHARS} items")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENVS: dict[str, jinja2.Environment] = {}
+
+
+def _env(folder: str) -> jinja2.Environment:
+    """The sandboxed environment of templates in ``folder`` (includes resolve there only)."""
+    if folder not in _ENVS:
+        env = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False,
+                       loader=jinja2.FileSystemLoader(folder, followlinks=False))
+        env.globals.clear()
+        _ENVS[folder] = env
+    return _ENVS[folder]
 
 
 @dataclass(frozen=True)
@@ -55,8 +106,13 @@ class Prompt:
 
         Variables: ``question``, ``response``, ``reference``, ``response_a``, ``response_b``
         (pass what the template uses; None values count as missing). Raises InputError naming
-        the file when the template needs a variable that was not given."""
+        the file when the template needs a variable that was not given, for an unknown
+        variable name, and for any error the template raises while rendering."""
         given = {k: v for k, v in variables.items() if v is not None}
+        unknown = sorted(set(given) - set(VARIABLES))
+        if unknown:
+            raise InputError(f"unknown template variable(s) {', '.join(unknown)} (documented: {', '.join(VARIABLES)})",
+                             source=self.path)
         template = _compiled(self.text, self.path)
         ctx = template.new_context(given)
         messages = []
@@ -66,6 +122,13 @@ class Prompt:
                 content = "".join(template.blocks[block](ctx))
             except jinja2.UndefinedError as exc:
                 raise InputError(f"prompt needs a value that was not given ({exc.message})", source=self.path) from None
+            except jinja2.sandbox.SecurityError as exc:
+                raise InputError(f"the template did something the sandbox forbids: {_one_line(exc)}", source=self.path) from None
+            except RecursionError:
+                raise InputError("the template recurses too deeply while rendering", source=self.path) from None
+            except Exception as exc:  # noqa: BLE001 - any error in a user's template is that render's failure
+                raise InputError(f"cannot render block {block!r}: {type(exc).__name__}: {_one_line(exc)}",
+                                 source=self.path) from None
             messages.append({"role": role, "content": content.strip()})
         return messages
 
@@ -79,15 +142,100 @@ def _role_block(spec: str) -> tuple[str, str]:
 _CACHE: dict[tuple[str, str], jinja2.Template] = {}
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return (text[:300] + "...") if len(text) > 300 else text or type(exc).__name__
+
+
+def _folder(path: str) -> str:
+    return str(Path(path).resolve().parent)
+
+
 def _compiled(text: str, path: str) -> jinja2.Template:
     key = (path, text)
     if key not in _CACHE:
         _, body = _split(text, path)
+        env = _env(_folder(path))
+        offset = _front_lines(text)
         try:
-            _CACHE[key] = _ENV.from_string(body)
+            ast = env.parse(body)
         except jinja2.TemplateSyntaxError as exc:
-            raise InputError(f"Jinja2 syntax error: {exc.message}", source=path, line=(exc.lineno or 0) + _front_lines(text)) from None
+            raise InputError(f"Jinja2 syntax error: {exc.message}", source=path, line=(exc.lineno or 0) + offset) from None
+        _check(ast, path, offset, env, set())
+        try:
+            _CACHE[key] = env.from_string(body)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(f"Jinja2 error: {exc.message}", source=path, line=(exc.lineno or 0) + offset) from None
     return _CACHE[key]
+
+
+def _check(ast: jinja2.nodes.Template, path: str, offset: int, env: jinja2.Environment, seen: set[str]) -> list[str]:
+    """Refuse (InputError naming the file and line) what a prompt template may not do (module
+    doc); returns the included files' paths (checked recursively, each once)."""
+    def refuse(node: jinja2.nodes.Node, reason: str) -> InputError:
+        line = getattr(node, "lineno", None)
+        return InputError(f"template refused: {reason}", source=path, line=(line + offset) if line else None)
+
+    try:
+        extra = sorted(jinja2.meta.find_undeclared_variables(ast) - set(VARIABLES))
+    except jinja2.TemplateSyntaxError as exc:  # an unknown filter or test
+        raise InputError(f"Jinja2 error: {exc.message}", source=path, line=(exc.lineno + offset) if exc.lineno else None) from None
+    if extra:
+        names = [n for n in ast.find_all(jinja2.nodes.Name) if n.name in extra]
+        raise refuse(names[0] if names else ast, f"uses {', '.join(repr(e) for e in extra)}; a prompt may use only "
+                     f"{', '.join(VARIABLES)} and names it sets itself")
+    for node in ast.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem, jinja2.nodes.Filter)):
+        if isinstance(node, jinja2.nodes.Getattr):
+            name = node.attr
+        elif isinstance(node, jinja2.nodes.Getitem):
+            name = node.arg.value if isinstance(node.arg, jinja2.nodes.Const) else None
+        else:
+            if node.name not in env.filters:
+                raise refuse(node, f"unknown filter {node.name!r}")
+            if node.name != "attr":
+                continue
+            arg = node.args[0] if node.args else None
+            if not isinstance(arg, jinja2.nodes.Const):
+                raise refuse(node, "the 'attr' filter needs a constant attribute name")
+            name = arg.value
+        if isinstance(name, str) and name.startswith("_"):
+            raise refuse(node, f"access to {name!r} (names starting with '_' are internals)")
+    included: list[str] = []
+    for node in ast.find_all((jinja2.nodes.Include, jinja2.nodes.Import, jinja2.nodes.FromImport, jinja2.nodes.Extends)):
+        kind = type(node).__name__.lower()
+        target = node.template
+        if not isinstance(target, jinja2.nodes.Const) or not isinstance(target.value, str):
+            raise refuse(node, f"{kind} of a computed name (only a constant file name in the prompt's folder)")
+        try:
+            source, filename, _ = env.loader.get_source(env, target.value)  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound:
+            raise refuse(node, f"{kind} of {target.value!r}: no such file in the prompt's folder "
+                         f"{env.loader.searchpath[0]} (no absolute paths, no '..')") from None  # type: ignore[union-attr]
+        real, folder = Path(filename).resolve(), Path(env.loader.searchpath[0]).resolve()  # type: ignore[union-attr]
+        if folder not in real.parents:
+            raise refuse(node, f"{kind} of {target.value!r} leads outside the prompt's folder ({real})")
+        if str(real) in seen:
+            continue
+        seen.add(str(real))
+        included.append(str(real))
+        try:
+            sub = env.parse(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise InputError(f"Jinja2 syntax error: {exc.message}", source=str(real), line=exc.lineno) from None
+        included += _check(sub, str(real), 0, env, seen)
+    return included
+
+
+def _identity(data: bytes, text: str, path: str) -> str:
+    """SHA-256 of the file's bytes; a template that includes other files also hashes, in
+    order, each included file's name and bytes (so editing an included file is a new prompt)."""
+    _, body = _split(text, path)
+    env = _env(_folder(path))
+    included = _check(env.parse(body), path, _front_lines(text), env, set())
+    h = hashlib.sha256(data)
+    for inc in included:
+        h.update(b"\0" + Path(inc).name.encode("utf-8") + b"\0" + Path(inc).read_bytes())
+    return h.hexdigest()
 
 
 def _front_lines(text: str) -> int:
@@ -122,7 +270,8 @@ def resolve(name_or_path: str | Path) -> Path:
 
 def load_prompt(name_or_path: str | Path) -> Prompt:
     """Load and validate a template (see the module doc). Raises InputError naming the file
-    and the field for bad front matter, a missing block or a Jinja2 syntax error."""
+    and the field for bad front matter, a missing block, a Jinja2 syntax error, or anything
+    the sandbox rules refuse (one line naming the file and, where known, the line)."""
     path = resolve(name_or_path)
     src = str(path)
     data = path.read_bytes()
@@ -170,5 +319,5 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
             raise InputError(f"front matter field 'roles' names {spec!r} but the body has no {{% block {block} %}}", source=src)
     return Prompt(
         name=name, mode=mode, roles=tuple(roles), verdict=verdict, scale_min=scale_min, scale_max=scale_max,
-        text=text, sha256=hashlib.sha256(data).hexdigest(), path=src, meta=meta,
+        text=text, sha256=_identity(data, text, src), path=src, meta=meta,
     )
