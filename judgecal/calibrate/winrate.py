@@ -1,0 +1,143 @@
+"""Win rates against a baseline from pairwise verdicts, and the judge's position consistency.
+
+Pure numpy/scipy, no I/O. A verdict's soft preference ``pref`` is the probability in [0, 1]
+that the model's answer is preferred to the baseline's (AlpacaEval's ``preference`` p in
+[1, 2] is ``pref = p - 1``; a discrete verdict gives 1, 0, or 0.5 for a tie).
+
+Sources:
+- win rate: AlpacaEval 2.0, ``src/alpaca_eval/metrics/winrate.py`` (tatsu-lab/alpaca_eval):
+  ``win_rate = 100 * mean(preference - 1)`` over the verdicts that have a preference, ties
+  counted as half a win; ``discrete_win_rate`` rounds each verdict first (> 0.5 a win, 0.5 a
+  half).
+- position consistency: Zheng et al. (2023), "Judging LLM-as-a-judge with MT-Bench and
+  Chatbot Arena", sec. 3.3 (the same pair judged in both orders; a consistent judge gives the
+  same canonical verdict).
+- rank correlations: scipy.stats.spearmanr / kendalltau (tau-b), percentile bootstrap over
+  models (Efron & Tibshirani 1993).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import kendalltau, spearmanr
+
+from judgecal.calibrate.ranking import mean_ci
+
+
+def win_rate(pref) -> float:
+    """AlpacaEval's win rate in percent: 100 * mean(pref) over the finite entries of ``pref``.
+
+    Args: pref: shape (n,), soft preferences in [0, 1] (NaN = no verdict, left out).
+    Returns: percent in [0, 100]; NaN when no entry is finite.
+    Source: alpaca_eval ``metrics/winrate.py`` (``preference - 1``, ties as half)."""
+    p = np.asarray(pref, dtype=float)
+    p = p[np.isfinite(p)]
+    return float(100.0 * p.mean()) if p.size else float("nan")
+
+
+def discrete_win_rate(pref) -> float:
+    """Percent of verdicts won when each is rounded first: > 0.5 a win, == 0.5 half, < 0.5 a loss.
+
+    Shape (n,) -> percent (NaN when empty). Source: alpaca_eval ``discrete_win_rate``."""
+    p = np.asarray(pref, dtype=float)
+    p = p[np.isfinite(p)]
+    if not p.size:
+        return float("nan")
+    return float(100.0 * np.mean(np.where(p > 0.5, 1.0, np.where(p < 0.5, 0.0, 0.5))))
+
+
+def bootstrap_over_items(values, n_bootstrap: int = 1000, seed: int = 0) -> tuple[float, list[float] | None]:
+    """Mean (in percent) of per-instruction values in [0, 1] and its 95% percentile bootstrap CI
+    over instructions (resampling instructions with replacement).
+
+    Shape (n,) -> (percent, [low, high] or None). NaN entries are left out first."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    mean, ci = mean_ci(v, n_bootstrap, seed)
+    return 100.0 * mean, None if ci is None else [100.0 * ci[0], 100.0 * ci[1]]
+
+
+def position_consistency(pref_ab, pref_ba, n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """How a judge's verdict depends on the order it was shown, from pairs judged in both orders.
+
+    Args:
+        pref_ab: shape (n,), P(a preferred) when a was shown first (canonical, i.e. already
+            mapped back to a/b).
+        pref_ba: shape (n,), P(a preferred) for the same pairs shown with b first.
+    Returns: {"n_pairs", "consistent": share whose rounded canonical verdicts agree (ties
+        agree only with ties), "flip_rate": 1 - consistent, "first_position_preference": share
+        of the 2n verdicts that prefer whatever was shown first (ties count half; 0.5 = no
+        position bias), each with a 95% bootstrap CI over pairs ("..._ci")}. Values are
+        shares in [0, 1]; None when n = 0.
+    Source: Zheng et al. (2023), MT-Bench paper, sec. 3.3 (position bias, consistency)."""
+    ab = np.asarray(pref_ab, dtype=float)
+    ba = np.asarray(pref_ba, dtype=float)
+    keep = np.isfinite(ab) & np.isfinite(ba)
+    ab, ba = ab[keep], ba[keep]
+    n = int(ab.size)
+    if n == 0:
+        return {"n_pairs": 0, "consistent": None, "consistent_ci": None, "flip_rate": None, "flip_rate_ci": None,
+                "first_position_preference": None, "first_position_preference_ci": None}
+    sign_ab, sign_ba = np.sign(ab - 0.5), np.sign(ba - 0.5)
+    same = (sign_ab == sign_ba).astype(float)
+    # first shown: a in 'ab' (P(first) = ab), b in 'ba' (P(first) = 1 - ba)
+    first = (ab + (1.0 - ba)) / 2.0
+    cons, cons_ci = mean_ci(same, n_bootstrap, seed)
+    fp, fp_ci = mean_ci(first, n_bootstrap, seed + 1)
+    return {
+        "n_pairs": n,
+        "consistent": cons,
+        "consistent_ci": cons_ci,
+        "flip_rate": 1.0 - cons,
+        "flip_rate_ci": None if cons_ci is None else [1.0 - cons_ci[1], 1.0 - cons_ci[0]],
+        "first_position_preference": fp,
+        "first_position_preference_ci": fp_ci,
+    }
+
+
+def length_preference(pref, len_a, len_b) -> dict:
+    """The judge's length preference on pairs: share of decided verdicts (pref != 0.5, lengths
+    different) that prefer the longer answer, and the mean preference for the longer one.
+
+    Args: pref shape (n,) P(a preferred); len_a, len_b shape (n,) lengths (any one unit).
+    Returns: {"n": decided pairs of unequal length, "longer_preferred": share in [0, 1] or None}.
+    0.5 = no length preference."""
+    p = np.asarray(pref, dtype=float)
+    la, lb = np.asarray(len_a, dtype=float), np.asarray(len_b, dtype=float)
+    keep = np.isfinite(p) & (la != lb) & (p != 0.5)
+    if not keep.any():
+        return {"n": 0, "longer_preferred": None}
+    p, la, lb = p[keep], la[keep], lb[keep]
+    longer = np.where(la > lb, p, 1.0 - p)
+    return {"n": int(keep.sum()), "longer_preferred": float(np.mean(longer > 0.5))}
+
+
+def rank_correlation(ours, theirs, n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Spearman rho and Kendall tau-b between two score vectors over the same models, with 95%
+    percentile bootstrap CIs over models.
+
+    Args: ours, theirs: shape (k,) scores of the same k models (NaN pairs left out).
+    Returns: {"n_models", "spearman", "spearman_ci", "kendall", "kendall_ci"} (None when k < 3).
+    Source: scipy.stats.spearmanr, scipy.stats.kendalltau (tau-b)."""
+    a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    k = int(a.size)
+    out = {"n_models": k, "spearman": None, "spearman_ci": None, "kendall": None, "kendall_ci": None}
+    if k < 3:
+        return out
+    out["spearman"] = float(spearmanr(a, b).statistic)
+    out["kendall"] = float(kendalltau(a, b).statistic)
+    if n_bootstrap > 0:
+        rng = np.random.default_rng(seed)
+        rho, tau = [], []
+        for _ in range(n_bootstrap):
+            idx = rng.integers(0, k, k)
+            if np.unique(a[idx]).size < 2 or np.unique(b[idx]).size < 2:
+                continue
+            rho.append(spearmanr(a[idx], b[idx]).statistic)
+            tau.append(kendalltau(a[idx], b[idx]).statistic)
+        if rho:
+            out["spearman_ci"] = [float(np.nanquantile(rho, 0.025)), float(np.nanquantile(rho, 0.975))]
+            out["kendall_ci"] = [float(np.nanquantile(tau, 0.025)), float(np.nanquantile(tau, 0.975))]
+    return out

@@ -1,0 +1,154 @@
+"""Read pairwise judge verdicts (``pairwise_judgment``) for win rates, position consistency and
+stats: plain Python rows, no maths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, aliased
+
+from judgecal.db import models as m
+from judgecal.db.fitdata import LENGTH_COLUMNS
+
+LENGTH_UNITS = ("chars", "words", "bytes", "tokens")
+
+
+@dataclass
+class BaselineVerdicts:
+    """Verdicts of one judge on one family where one side is the baseline model's answer.
+
+    ``rows``: one dict per (model, item): model, item_id, pref (mean P(model preferred) over the
+    verdicts' samples and orders, None when none is usable), n_verdicts, len_model,
+    len_baseline (in ``unit``; None when unknown), text_sha256 of the model's answer, positions
+    (set of 'ab'/'ba'/'na'). ``left_out``: {reason: count} of verdict rows not used."""
+
+    rows: list[dict] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)
+    missing_lengths: list[int] = field(default_factory=list)
+
+
+def judges_with_verdicts(s: Session) -> list[m.Judge]:
+    """Judges that have at least one pairwise verdict, by id."""
+    ids = select(m.PairwiseJudgment.judge_id).distinct()
+    return list(s.scalars(select(m.Judge).where(m.Judge.id.in_(ids)).order_by(m.Judge.id)))
+
+
+def _lengths(s: Session, ids: list[int], unit: str, tokenizer: str | None) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for start in range(0, len(ids), 5000):
+        part = ids[start:start + 5000]
+        if unit == "tokens":
+            q = select(m.TokenLength.response_id, m.TokenLength.n_tokens).where(
+                m.TokenLength.tokenizer == tokenizer, m.TokenLength.response_id.in_(part))
+        else:
+            q = select(m.Response.id, LENGTH_COLUMNS[unit]).where(m.Response.id.in_(part))
+        out.update({r: float(n) for r, n in s.execute(q)})
+    return out
+
+
+def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, unit: str = "chars",
+                      tokenizer: str | None = None) -> BaselineVerdicts:
+    """Every verdict of ``judge_id`` in the family that compares some model's answer with the
+    ``baseline`` model's answer to the same item, oriented as P(model preferred), averaged per
+    (model, item). Verdicts between two non-baseline models, of the baseline against itself,
+    and unparsed/failed/pending ones are counted in ``left_out`` with their reason."""
+    RA, RB = aliased(m.Response), aliased(m.Response)
+    PJ = m.PairwiseJudgment
+    q = (
+        select(PJ.status, PJ.preference, PJ.position, RA.id, RA.model, RA.text_sha256, RB.id, RB.model, RB.text_sha256, RA.item_id)
+        .join(RA, RA.id == PJ.response_a_id)
+        .join(RB, RB.id == PJ.response_b_id)
+        .join(m.Item, m.Item.id == RA.item_id)
+        .where(PJ.judge_id == judge_id, m.Item.task_family_id == family_id)
+    )
+    out = BaselineVerdicts()
+    acc: dict[tuple[str, int], dict] = {}
+
+    def leave(reason: str) -> None:
+        out.left_out[reason] = out.left_out.get(reason, 0) + 1
+
+    for status, pref, pos, ida, ma, sha_a, idb, mb, sha_b, item in s.execute(q):
+        if ma == baseline and mb == baseline:
+            leave("the baseline against itself")
+            continue
+        if baseline not in (ma, mb):
+            leave("neither answer is the baseline's")
+            continue
+        if status != "ok" or pref is None:
+            leave(f"verdict {status}" if status != "ok" else "verdict without a preference")
+            continue
+        if ma == baseline:
+            model, mid, sha, bid, p = mb, idb, sha_b, ida, 1.0 - pref
+        else:
+            model, mid, sha, bid, p = ma, ida, sha_a, idb, pref
+        cur = acc.setdefault((model, item), {"model": model, "item_id": item, "sum": 0.0, "n_verdicts": 0,
+                                             "resp": mid, "base": bid, "text_sha256": sha, "positions": set()})
+        cur["sum"] += p
+        cur["n_verdicts"] += 1
+        cur["positions"].add(pos)
+    ids = sorted({r["resp"] for r in acc.values()} | {r["base"] for r in acc.values()})
+    lens = _lengths(s, ids, unit, tokenizer)
+    out.missing_lengths = [i for i in ids if i not in lens]
+    for r in acc.values():
+        out.rows.append({"model": r["model"], "item_id": r["item_id"], "pref": r["sum"] / r["n_verdicts"],
+                         "n_verdicts": r["n_verdicts"], "len_model": lens.get(r["resp"]), "len_baseline": lens.get(r["base"]),
+                         "text_sha256": r["text_sha256"], "positions": sorted(r["positions"]),
+                         "response_id": r["resp"], "baseline_response_id": r["base"]})
+    out.rows.sort(key=lambda r: (r["model"], r["item_id"]))
+    return out
+
+
+def both_order_pairs(s: Session, family_ids: list[int], judge_id: int) -> list[dict]:
+    """Pairs judged by ``judge_id`` in both orders ('ab' and 'ba', same sample index), with the
+    canonical preference P(a preferred) of each order and the lengths (characters) of a and b."""
+    PJ = m.PairwiseJudgment
+    RA, RB = aliased(m.Response), aliased(m.Response)
+    q = (
+        select(PJ.response_a_id, PJ.response_b_id, PJ.sample_index, PJ.position, PJ.preference, RA.n_chars, RB.n_chars)
+        .join(RA, RA.id == PJ.response_a_id)
+        .join(RB, RB.id == PJ.response_b_id)
+        .join(m.Item, m.Item.id == RA.item_id)
+        .where(PJ.judge_id == judge_id, PJ.status == "ok", PJ.preference.is_not(None), PJ.position.in_(("ab", "ba")),
+               m.Item.task_family_id.in_(family_ids))
+    )
+    by_key: dict[tuple, dict] = {}
+    for a, b, k, pos, pref, la, lb in s.execute(q):
+        d = by_key.setdefault((a, b, k), {"len_a": la, "len_b": lb})
+        d[pos] = pref
+    return [d for d in by_key.values() if "ab" in d and "ba" in d]
+
+
+def verdict_counts(s: Session) -> dict[int, dict[str, dict[str, int]]]:
+    """{family id: {judge name: {status: n}}} of pairwise verdicts."""
+    RA = aliased(m.Response)
+    PJ = m.PairwiseJudgment
+    out: dict[int, dict[str, dict[str, int]]] = {}
+    q = (
+        select(m.Item.task_family_id, m.Judge.name, PJ.status, func.count())
+        .select_from(PJ)
+        .join(RA, RA.id == PJ.response_a_id)
+        .join(m.Item, m.Item.id == RA.item_id)
+        .join(m.Judge, m.Judge.id == PJ.judge_id)
+        .group_by(m.Item.task_family_id, m.Judge.name, PJ.status)
+    )
+    for fid, judge, status, n in s.execute(q):
+        out.setdefault(fid, {}).setdefault(judge, {})[status] = n
+    return out
+
+
+def model_outputs(s: Session, family_id: int, models: list[str], unit: str = "chars",
+                  tokenizer: str | None = None) -> dict[str, dict[int, float]]:
+    """{model: {item_id: length in unit}} of the given models' answers in the family (the
+    first answer by id when a model has several for one item)."""
+    q = (
+        select(m.Response.model, m.Response.item_id, m.Response.id)
+        .join(m.Item, m.Item.id == m.Response.item_id)
+        .where(m.Item.task_family_id == family_id, m.Response.model.in_(models))
+        .order_by(m.Response.id)
+    )
+    ids: dict[str, dict[int, int]] = {}
+    for model, item, rid in s.execute(q):
+        ids.setdefault(model, {}).setdefault(item, rid)
+    lens = _lengths(s, [r for d in ids.values() for r in d.values()], unit, tokenizer)
+    return {model: {item: lens[r] for item, r in d.items() if r in lens} for model, d in ids.items()}
