@@ -6,7 +6,10 @@ Checks, per (task family, judge) with a calibration (the newest, unless ``calibr
 - cross-validated agreement gain (calibrated - raw) >= ``min_agreement_gain`` (a calibration
   fitted without cross-validation fails this check: the gate never passes an unseen figure);
 - share of unparsed + failed ratings of the judge in the family <= ``max_unparsed``;
-- the fit converged and, with ``fail_at_bound``, no parameter sits at a bound.
+- the fit converged and, with ``fail_at_bound``, no parameter sits at a bound;
+- with ``max_baseline_gap``: no baseline beats the published calibration (polylog) out of sample
+  by more than that much cross-validated agreement (``comparison.gap`` of the fit: best method's
+  CV agreement minus polylog's; a fit without that figure fails: refit).
 Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from judgecal.fitting import load_calibrations
 
 def run_check(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None, *,
               max_verbosity_winrate: float = 0.55, min_agreement_gain: float = 0.0, max_unparsed: float = 0.05,
-              fail_at_bound: bool = False) -> dict:
+              fail_at_bound: bool = False, max_baseline_gap: float | None = None) -> dict:
     """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
     Raises NotFoundError when no calibration matches (nothing to gate on)."""
@@ -55,6 +58,18 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
                 f"{where}: unparsed/failed ratings {share:.1%} {'<=' if share <= max_unparsed else '>'} {max_unparsed:.1%}")
         add(fam, jud, "converged", r["converged"], True, r["converged"],
             f"{where}: the fit {'converged' if r['converged'] else 'did not converge'}")
+        if max_baseline_gap is not None:
+            cmp_ = r.get("comparison") or {}
+            gap, best = cmp_.get("gap"), cmp_.get("best_method")
+            if gap is None:
+                add(fam, jud, "baseline_gap", None, max_baseline_gap, False,
+                    f"{where}: no out-of-sample comparison with the baselines (fitted before judgecal recorded it, "
+                    f"or without cross-validation): refit with --folds 2 or more")
+            else:
+                ok = gap <= max_baseline_gap
+                add(fam, jud, "baseline_gap", gap, max_baseline_gap, ok,
+                    f"{where}: best method out of sample is {best}; it beats the published calibration by "
+                    f"{gap:+.3f} cross-validated agreement {'<=' if ok else '>'} {max_baseline_gap}")
         if fail_at_bound:
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")

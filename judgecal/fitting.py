@@ -58,42 +58,85 @@ def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | N
     return pair, point, verb, info
 
 
-def evaluate_family(
-    family: str, judge: str, *, objective: str | None = None, length_unit: str = "tokens", tokenizer: str = "smollm2",
-    l_ref: float | None = None, p_bounds=(1.0, 1.5), folds: int = 5, n_bootstrap: int = 1000, seed: int = 0,
-    density: bool = False, verbosity_family: str | None = None, url: str | None = None,
-) -> tuple[dict, dict]:
-    """Evaluate every method on one family and judge. Returns (evaluation, context) where
-    context names the family/judge ids and settings. Raises FitError, NotFoundError, UsageError."""
-    if length_unit not in LENGTH_UNITS:
-        raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
-    if objective not in (None, "pairwise", "pointwise"):
-        raise UsageError("--objective must be pairwise or pointwise")
-    engine = get_engine(url)
-    tok = tokenizer if length_unit == "tokens" else None
+def _load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url):
+    """(rows, pair, point, verbosity, info) of one family in one length unit; token lengths
+    missing under ``tokenizer`` are computed and stored first (never silently left out)."""
+    load = dict(length_unit=length_unit, tokenizer=tokenizer, with_text=density, verbosity_family_id=verbosity_family_id)
     with session_scope(engine) as s:
-        fam_id = q.family_id(s, family)
-        fam = s.get(m.TaskFamily, fam_id)
-        jrow = q.judge_by_name(s, judge)
-        vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
-        load = dict(length_unit=length_unit, tokenizer=tok, with_text=density, verbosity_family_id=vfam_id)
-        rows = load_family(s, fam_id, jrow.id, **load)
-        fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
-        ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
-               "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
+        rows = load_family(s, fam_id, judge_id, **load)
     if rows.missing_lengths and length_unit == "tokens":
         from judgecal.tokens import fill_lengths
 
         fill_lengths(tokenizer, url, response_ids=rows.missing_lengths)
         with session_scope(engine) as s:
-            rows = load_family(s, fam_id, ctx["judge_id"], **load)
-    engine.dispose()
-    if not rows.score:
-        raise FitError(f"judge {judge!r} has no ok rating in task family {family!r} (see `judgecal stats`)")
+            rows = load_family(s, fam_id, judge_id, **load)
+    if rows.missing_lengths:
+        raise FitError(f"{len(rows.missing_lengths)} rated responses have no length in {length_unit}"
+                       f"{' (' + tokenizer + ')' if tokenizer else ''}: run `judgecal lengths`")
     pair, point, verb, info = family_inputs(rows, density)
+    return rows, pair, point, verb, info
+
+
+def default_select_units(length_unit: str) -> list[str]:
+    """Length units tried by the nested selection: the fit's own, plus words (chars when the fit
+    is in words)."""
+    return [length_unit, "chars" if length_unit == "words" else "words"]
+
+
+def evaluate_family(
+    family: str, judge: str, *, objective: str | None = None, length_unit: str = "tokens", tokenizer: str = "smollm2",
+    l_ref: float | None = None, p_bounds=(1.0, 1.5), folds: int = 5, n_bootstrap: int = 1000, seed: int = 0,
+    density: bool = False, verbosity_family: str | None = None, url: str | None = None, signed: bool = False,
+    gamma_max: float | None = None, nested: bool = True, select_units: list[str] | None = None,
+) -> tuple[dict, dict]:
+    """Evaluate every method on one family and judge. Returns (evaluation, context) where
+    context names the family/judge ids and settings. ``signed``: gamma may be negative;
+    ``gamma_max``: bound of |gamma|; ``nested``: the nested cross-validated choice of method,
+    bounds and length unit among ``select_units`` (default :func:`default_select_units`).
+    Token lengths are computed where missing. Raises FitError, NotFoundError, UsageError."""
+    if length_unit not in LENGTH_UNITS:
+        raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
+    if objective not in (None, "pairwise", "pointwise"):
+        raise UsageError("--objective must be pairwise or pointwise")
+    units = list(dict.fromkeys(select_units or default_select_units(length_unit)))
+    if length_unit not in units:
+        units.insert(0, length_unit)
+    bad = [u for u in units if u not in LENGTH_UNITS]
+    if bad:
+        raise UsageError(f"--select-units: unknown length unit {bad[0]!r} (one of {', '.join(LENGTH_UNITS)})")
+    engine = get_engine(url)
+    from judgecal.tokens import canonical_name
+
+    tok = canonical_name(tokenizer) if "tokens" in units else None
+    with session_scope(engine) as s:
+        fam_id = q.family_id(s, family)
+        fam = s.get(m.TaskFamily, fam_id)
+        jrow = q.judge_by_name(s, judge)
+        vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
+        fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
+        ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
+               "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
+    rows, pair, point, verb, info = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
+                                                 tokenizer=tok if length_unit == "tokens" else None, density=density,
+                                                 verbosity_family_id=vfam_id, url=url)
+    if not rows.score:
+        engine.dispose()
+        raise FitError(f"judge {judge!r} has no ok rating in task family {family!r} (see `judgecal stats`)")
     objective = objective or ("pairwise" if rows.pairs else "pointwise" if rows.points else "pairwise")
+    variants = None
+    if nested and folds >= 2 and ((objective == "pairwise" and pair is not None) or (objective == "pointwise" and point is not None)):
+        variants = {length_unit: pair if objective == "pairwise" else point}
+        for u in units:
+            if u == length_unit:
+                continue
+            _, p2, pt2, _, _ = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=u,
+                                            tokenizer=tok if u == "tokens" else None, density=density,
+                                            verbosity_family_id=None, url=url)
+            variants[u] = p2 if objective == "pairwise" else pt2
+    engine.dispose()
     common = dict(scale=ctx["scale"], l_ref=fixed_l_ref, p_bounds=tuple(p_bounds), folds=folds,
-                  n_bootstrap=n_bootstrap, seed=seed, verbosity_pairs=verb, density=density)
+                  n_bootstrap=n_bootstrap, seed=seed, verbosity_pairs=verb, density=density, signed=signed,
+                  gamma_max=gamma_max, variants=variants, unit=length_unit, nested=nested)
     if objective == "pairwise":
         evaluation = evaluate_pairwise(pair, **common)
     else:
@@ -104,8 +147,9 @@ def evaluate_family(
         else:
             evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
-    ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok, p_bounds=tuple(p_bounds), folds=folds,
-               n_bootstrap=n_bootstrap, seed=seed, density=density)
+    ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok if length_unit == "tokens" else None,
+               p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
+               signed=signed, gamma_max=gamma_max)
     return evaluation, ctx
 
 
@@ -121,7 +165,7 @@ def run_fit(family: str, judge: str, *, url: str | None = None, **settings) -> d
         if raw.get("verbosity_win_rate") is not None:
             extra = f" (raw verbosity win-rate {raw['verbosity_win_rate']:.3f} on {evaluation.get('n_verbosity')} pairs; `judgecal report` shows it)"
         raise FitError(f"{family} / {judge}: {evaluation.get('no_fit_reason')}{extra}")
-    params = evaluation["params"]
+    params = dict(evaluation["params"], signed=bool(ctx["signed"]), gamma_max=ctx["gamma_max"])
     stored = {k: v for k, v in evaluation.items() if k != "points"}
     points = _subsample_points(evaluation.get("points") or {}, seed=ctx["seed"])
     engine = get_engine(url)
@@ -159,24 +203,115 @@ def _subsample_points(points: dict, seed: int) -> dict:
     return out
 
 
+METHOD_FIGURES = ("agreement", "agreement_ci", "agreement_cv", "agreement_cv_ci", "agreement_cv_gain",
+                  "agreement_cv_gain_ci", "gain_from_ties_cv", "gain_from_decisive_cv", "raw_ties_broken_cv",
+                  "minus_length_rule_cv", "spearman", "spearman_cv", "spearman_ci", "kendall", "kendall_cv",
+                  "mae", "mae_cv", "verbosity_win_rate", "verbosity_win_rate_ci", "length_preference", "slope")
+
+
 def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
-    """A stored calibration as a flat dict (what `fit --list` and `export calibrations` show)."""
-    methods = (row.metrics or {}).get("methods", {})
+    """A stored calibration as a flat dict (what `fit --list`, `fit --format json` and `export
+    calibrations` show): the polylog parameters and headline figures, plus ``methods`` (every
+    method's in-sample and cross-validated figures), ``comparison`` (best method out of sample,
+    gap to the published calibration with its CI), ``length_rule``, ``lean`` and ``selection``
+    (the nested cross-validated recommendation); None where the fit predates them."""
+    metrics = row.metrics or {}
+    methods = metrics.get("methods", {})
     raw, cal = methods.get("raw", {}), methods.get("polylog", {})
+    params = row.params or {}
     return {
         "id": row.id, "task_family": family, "judge": judge, "created_at": row.created_at.isoformat(),
         "objective": row.objective, "length_unit": row.length_unit, "tokenizer": row.tokenizer,
         "l_ref": row.l_ref, "gamma": row.gamma, "p": row.p, "p_bounds": [row.p_min, row.p_max],
-        "gamma_ci": (row.params or {}).get("gamma_ci"), "p_ci": (row.params or {}).get("p_ci"),
+        "signed": bool(params.get("signed", False)), "gamma_max": params.get("gamma_max"),
+        "scale": [_finite_or_none(row.scale_min), _finite_or_none(row.scale_max)],
+        "gamma_ci": params.get("gamma_ci"), "p_ci": params.get("p_ci"),
         "n": row.n, "converged": row.converged, "loss": row.loss, "folds": row.folds, "n_bootstrap": row.n_bootstrap,
         "seed": row.seed, "density_exemption": row.density_exemption,
-        "at_bound": {k: v for k, v in ((row.params or {}).get("at_bound") or {}).items() if v},
+        "at_bound": {k: v for k, v in (params.get("at_bound") or {}).items() if v},
         "agreement_raw": raw.get("agreement", raw.get("spearman")), "agreement_calibrated": cal.get("agreement", cal.get("spearman")),
         "agreement_cv_raw": raw.get("agreement_cv", raw.get("spearman_cv")),
         "agreement_cv_calibrated": cal.get("agreement_cv", cal.get("spearman_cv")),
         "verbosity_win_rate_raw": raw.get("verbosity_win_rate"), "verbosity_win_rate_calibrated": cal.get("verbosity_win_rate"),
-        "warnings": (row.metrics or {}).get("warnings", []), "judgecal_version": row.judgecal_version,
+        "methods": {name: {k: fig.get(k) for k in METHOD_FIGURES if k in fig} for name, fig in methods.items()},
+        "comparison": metrics.get("comparison"), "length_rule": metrics.get("length_rule"),
+        "lean": metrics.get("lean"), "selection": metrics.get("selection"),
+        "warnings": metrics.get("warnings", []), "judgecal_version": row.judgecal_version,
     }
+
+
+def _finite_or_none(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def stored_params(row: m.Calibration) -> dict:
+    """The polylog parameters of a stored calibration, as :func:`judgecal.calibrate.transfer.stored_polylog`
+    and :func:`apply_calibration` read them."""
+    params = row.params or {}
+    out = {"gamma": row.gamma, "p": row.p, "l_ref": row.l_ref, "signed": bool(params.get("signed", row.gamma < 0))}
+    for k in ("gamma_ci", "p_ci", "at_bound"):
+        if k in params:
+            out[k] = params[k]
+    if isinstance(params.get("density"), dict):
+        out["density"] = params["density"]
+    return out
+
+
+def apply_calibration(row: m.Calibration, scores, lengths, density=None) -> np.ndarray:
+    """Calibrated scores of a stored calibration (the fitted function: clipped to the stored
+    scale, signed when the fit was). Lengths must be in the row's unit/tokenizer; ``density``
+    (entropies in bits) is required when the row uses the density exemption."""
+    from judgecal.calibrate.transfer import stored_polylog
+
+    if row.density_exemption and density is None:
+        raise UsageError(f"calibration {row.id} uses the density exemption: it needs the response texts")
+    f = stored_polylog(stored_params(row), (row.scale_min, row.scale_max))
+    return f.calibrate(np.asarray(scores, dtype=float), np.asarray(lengths, dtype=float), density)
+
+
+def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, target_family: str, *,
+                        n_bootstrap: int = 1000, seed: int = 0, url: str | None = None) -> dict:
+    """Apply stored calibration ``row`` (fitted on ``source_family``) to ``target_family``'s
+    expert labels: :func:`judgecal.calibrate.transfer.evaluate_transfer` with the baselines
+    refitted on the source. Lengths in the calibration's unit are computed where missing.
+
+    Raises UsageError when the calibration cannot be applied (pointwise target labels, no
+    labelled pair of the target rated by the judge, the density exemption without texts)."""
+    from judgecal.calibrate.baselines import FitContext
+    from judgecal.calibrate.evaluate import _clean
+    from judgecal.calibrate.transfer import evaluate_transfer
+
+    if row.density_exemption:
+        raise UsageError(f"calibration {row.id} uses the density exemption: transfer evaluation does not support it")
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        tgt_id = q.family_id(s, target_family)
+        src_id = row.task_family_id
+    unit, tok = row.length_unit, row.tokenizer
+    _, tpair, tpoint, _, tinfo = _load_inputs(engine, tgt_id, row.judge_id, length_unit=unit, tokenizer=tok,
+                                              density=False, verbosity_family_id=None, url=url)
+    _, spair, _, _, _ = _load_inputs(engine, src_id, row.judge_id, length_unit=unit, tokenizer=tok,
+                                     density=False, verbosity_family_id=None, url=url)
+    engine.dispose()
+    if tpair is None:
+        what = "only pointwise expert labels" if tpoint is not None else "no expert-labelled pair"
+        raise UsageError(f"calibration {row.id} cannot be evaluated on {target_family!r}: the family has {what} "
+                         f"rated by judge {judge!r} (transfer evaluation needs pairwise expert labels)")
+    params = row.params or {}
+    sctx = None
+    if spair is not None and spair.n >= 10:
+        sctx = FitContext(l_ref=row.l_ref, scale=(row.scale_min, row.scale_max), p_bounds=(row.p_min, row.p_max),
+                          signed=bool(params.get("signed", False)), gamma_max=params.get("gamma_max"))
+    ev = evaluate_transfer(tpair, stored_params(row), scale=(row.scale_min, row.scale_max),
+                           source=spair if sctx else None, source_ctx=sctx, n_bootstrap=n_bootstrap, seed=seed)
+    ev["source_family"] = source_family
+    ev["target_family"] = target_family
+    ev["calibration_id"] = row.id
+    ev["data"] = tinfo
+    if spair is None or spair.n < 10:
+        ev["warnings"].append(f"the source family {source_family!r} has fewer than 10 labelled pairs rated by "
+                              f"{judge!r}: the baselines could not be refitted there")
+    return _clean(ev)
 
 
 def _fit_query(family: str | None, judge: str | None, s):
@@ -202,20 +337,27 @@ def list_fits(family: str | None = None, judge: str | None = None, url: str | No
     return out
 
 
-def load_calibrations(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None) -> list[tuple]:
+def load_calibrations(families=None, judge: str | None = None, calibration="latest", url: str | None = None) -> list[tuple]:
     """(Calibration row, family name, judge name) to report: the newest per (family, judge),
-    or the single row ``calibration`` (an id)."""
+    or the rows named by ``calibration`` (an id, or a list of ids; ``"latest"`` = the newest).
+    With ids, ``families`` and ``judge`` do not filter: the caller decides what to do with a
+    calibration of another family (see :func:`judgecal.reporting.collect_entries`)."""
+    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or ["latest"])
     engine = get_engine(url)
     with session_scope(engine) as s:
-        if calibration != "latest":
-            if not str(calibration).isdigit():
-                raise UsageError(f"--calibration must be an id or 'latest', got {calibration!r}")
-            found = s.execute(_fit_query(None, None, s).where(m.Calibration.id == int(calibration))).all()
-            if not found:
-                from judgecal.errors import NotFoundError
+        if ids != ["latest"]:
+            out = []
+            for cid in ids:
+                if str(cid) == "latest" or not str(cid).isdigit():
+                    raise UsageError(f"--calibration must be ids or 'latest' alone, got {cid!r}")
+                found = s.execute(_fit_query(None, None, s).where(m.Calibration.id == int(cid))).all()
+                if not found:
+                    from judgecal.errors import NotFoundError
 
-                raise NotFoundError(f"no calibration with id {calibration} (see `judgecal fit --list`)")
-            return [tuple(found[0])]
+                    raise NotFoundError(f"no calibration with id {cid} (see `judgecal fit --list`)")
+                out.append(tuple(found[0]))
+            engine.dispose()
+            return out
         newest: dict[tuple[int, int], tuple] = {}
         for fam in families or [None]:
             for row, fname, jname in s.execute(_fit_query(fam, judge, s)):

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import FitError, NotFoundError
+from judgecal.errors import FitError, NotFoundError, UsageError
 from judgecal.fitting import evaluate_family, load_calibrations
 from judgecal.report.build import build_report
 
@@ -46,31 +46,62 @@ def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], 
     return out
 
 
-def collect_entries(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
+def collect_entries(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                     n_bootstrap: int = 1000, seed: int = 0) -> list[dict]:
-    """Report entries: the chosen calibrations, then verbosity-only entries for families that
-    have concise/verbose pairs rated by a judge without a calibration (words as length unit)."""
-    chosen = load_calibrations(families, judge, calibration, url)
-    entries = [_entry(row, fam, jname) for row, fam, jname in chosen]
-    if calibration == "latest":
+    """Report entries.
+
+    ``calibration`` "latest" (or an empty list): the newest calibration per (family, judge),
+    then verbosity-only entries for families that have concise/verbose pairs rated by a judge
+    without a calibration (words as length unit).
+
+    One or more calibration ids: per id, its own entry when ``families`` is empty or names the
+    calibration's own family, and a **transfer** entry (the calibration applied to that family's
+    expert labels, :func:`judgecal.fitting.transfer_evaluation`) for every other family named in
+    ``families``. A calibration is never silently reported for a family it was not asked for,
+    and a requested family it cannot be applied to is an error, not an omission."""
+    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
+    if not ids or ids == ["latest"]:
+        chosen = load_calibrations(families, judge, "latest", url)
+        entries = [_entry(row, fam, jname) for row, fam, jname in chosen]
         have = {(e["task_family"], e["judge"]) for e in entries}
         for fam, jid in _unfitted_families(families, judge, have, url):
             try:
-                evaluation, ctx = evaluate_family(fam, jid, length_unit="words", n_bootstrap=n_bootstrap, seed=seed, url=url)
+                evaluation, ctx = evaluate_family(fam, jid, length_unit="words", n_bootstrap=n_bootstrap, seed=seed,
+                                                  url=url, nested=False)
             except FitError:
                 continue
             entries.append({"task_family": fam, "judge": ctx["judge"], "calibration_id": None, "created_at": None,
                             "length_unit": "words", "tokenizer": None, "evaluation": evaluation})
+    else:
+        from judgecal.fitting import transfer_evaluation
+
+        entries = []
+        for row, fam, jname in load_calibrations(None, None, ids, url):
+            if judge and jname != judge and str(row.judge_id) != str(judge):
+                raise UsageError(f"calibration {row.id} is of judge {jname!r}, not {judge!r}")
+            targets = list(families or [])
+            if not targets or fam in targets:
+                entries.append(_entry(row, fam, jname))
+            for target in targets:
+                if target == fam:
+                    continue
+                ev = transfer_evaluation(row, fam, jname, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
+                entries.append({"task_family": target, "judge": jname, "calibration_id": row.id,
+                                "created_at": row.created_at.isoformat(), "length_unit": row.length_unit,
+                                "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev})
     if not entries:
         raise NotFoundError("nothing to report: no calibration and no rated concise/verbose pairs (run `judgecal fit`)")
     return entries
 
 
-def make_report(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
-                out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True) -> tuple[dict, list[dict], dict]:
+def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
+                out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True,
+                n_bootstrap: int = 1000, seed: int = 0) -> tuple[dict, list[dict], dict]:
     """Build the report; write ``report.{json,md,html}`` for the requested ``formats`` into
-    ``out_dir`` (created). Returns (report, entries, {format: path})."""
-    entries = collect_entries(families, judge, calibration, url)
+    ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
+    ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
+    verbosity-only entries). Returns (report, entries, {format: path})."""
+    entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
     report = build_report(entries)
     written = {}
     if out_dir is not None:

@@ -3,7 +3,14 @@
 Tokenizer names: ``smollm2`` (the tokenizer of the pulled SmolLM2 folder; the default),
 ``hf:<folder>`` (any transformers tokenizer folder, loaded offline), and the tokenizer-free
 units ``words`` (whitespace words), ``chars`` (Unicode code points), ``bytes`` (UTF-8 bytes).
-Counts exclude special tokens (no BOS/EOS), so they measure the response text only."""
+Counts exclude special tokens (no BOS/EOS), so they measure the response text only.
+
+**One identity per tokenizer** (:func:`canonical_name`): lengths are stored under the
+tokenizer's identity, not under the name the user typed. ``smollm2`` is the identity of the
+pulled SmolLM2 folder's tokenizer; ``hf:<folder>`` whose tokenizer files are byte-identical to
+it (the same folder, a copy, a symlink) is stored as ``smollm2`` too; any other folder is
+``hf:<absolute resolved folder>`` - so ``hf:./x``, ``hf:x/`` and ``hf:/abs/x`` are one identity,
+and no tokenizer is counted twice under two names."""
 
 from __future__ import annotations
 
@@ -20,6 +27,44 @@ from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import ModelError, UsageError
 
 FREE_UNITS = {"words": "n_words", "chars": "n_chars", "bytes": "n_bytes"}
+#: Files whose bytes define a transformers tokenizer (those present are hashed).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model",
+                   "special_tokens_map.json", "added_tokens.json", "vocab.txt")
+
+
+def _fingerprint(folder: Path) -> str | None:
+    """SHA-256 over the tokenizer files present in ``folder`` (None when there is none)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    found = False
+    for name in TOKENIZER_FILES:
+        f = folder / name
+        if f.is_file():
+            found = True
+            h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest() if found else None
+
+
+def canonical_name(name: str) -> str:
+    """The one identity under which lengths of tokenizer ``name`` are stored (module doc).
+
+    ``words``/``chars``/``bytes`` and ``smollm2`` are returned unchanged; ``hf:<folder>`` becomes
+    ``smollm2`` when its tokenizer files equal the pulled SmolLM2 folder's, else
+    ``hf:<absolute resolved folder>``. Raises UsageError for an unknown name (as :func:`counter`)."""
+    if name in FREE_UNITS or name == "smollm2":
+        return name
+    if not name.startswith("hf:"):
+        raise UsageError(f"unknown tokenizer {name!r}: use smollm2, hf:<folder>, words, chars or bytes")
+    folder = Path(name[3:]).expanduser().resolve()
+    smol = config.default_model_dir()
+    try:
+        if smol.exists() and (smol.resolve() == folder or
+                              (_fingerprint(folder) is not None and _fingerprint(folder) == _fingerprint(smol))):
+            return "smollm2"
+    except OSError:
+        pass
+    return f"hf:{folder}"
 
 
 def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
@@ -55,7 +100,9 @@ def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
 
 def fill_lengths(tokenizer: str = "smollm2", url: str | None = None, *, response_ids: Sequence[int] | None = None) -> dict:
     """Compute and store token lengths for every response (or those in ``response_ids``) that
-    has none under ``tokenizer``. Returns {"tokenizer", "added", "total"}."""
+    has none under the tokenizer's identity (:func:`canonical_name`). Returns {"tokenizer" (the
+    identity), "added", "total"}."""
+    tokenizer = canonical_name(tokenizer)
     count = counter(tokenizer)
     engine = get_engine(url)
     added = 0

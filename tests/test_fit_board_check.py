@@ -110,7 +110,8 @@ def test_leaderboard_calibration_from_another_family(sqlite_url, data_dir, run_c
             "--bootstrap", "0", "--format", "json")
     plain = _json(run_cli(*args))
     moved = _json(run_cli(*args, "--calibration-from", "llmbar/Adversarial_Neighbor"))
-    assert plain["calibrations"] == {} and moved["calibrations"] == {"llmbar/Natural": fit["id"]}
+    assert plain["calibrations"] == {} and moved["calibrations"] == {}  # the donor's fit is not Natural's own
+    assert moved["calibrations_from"] == {"llmbar/Natural": {"id": fit["id"], "fitted_on": "llmbar/Adversarial_Neighbor"}}
     for p_row, m_row in zip(sorted(plain["rows"], key=lambda r: r["model"]), sorted(moved["rows"], key=lambda r: r["model"])):
         assert p_row["mean_calibrated"] == pytest.approx(p_row["mean_raw"])  # nothing to apply
         assert m_row["mean_calibrated"] != pytest.approx(m_row["mean_raw"])  # the donor's penalty applied

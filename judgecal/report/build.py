@@ -12,8 +12,13 @@ judge)::
 ``points``: the plots read those from the entries), adds report-level warnings that the
 evaluation does not already give, and a plain-language *verdict* per entry: does the fitted
 calibration (``polylog``, the seed formula of DESIGN.md) agree better with the experts than the
-raw judge **out of sample** (K-fold cross-validation grouped by item)?  Definitions of every
-figure: docs/calibration.md; how to read them: docs/report.md.
+raw judge **out of sample** (K-fold cross-validation grouped by item)? - and, per entry,
+*notes* a team can act on (:func:`entry_notes`): which way the judge leans on length, which
+method wins out of sample and the gap from the published calibration to it, the length-only
+rule's agreement, how much of the gain comes from judge ties broken, and the method recommended
+by nested cross-validation with its nested figure. A *transfer* entry (kind ``"transfer"``)
+shows a calibration fitted on one family applied to another family's labels.  Definitions of
+every figure: docs/calibration.md; how to read them: docs/report.md.
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ POINTWISE_KEYS = ("spearman", "spearman_ci", "spearman_cv", "kendall", "kendall_
                   "mae_ci", "mae_cv", "verbosity_win_rate", "verbosity_win_rate_ci", "slope",
                   "slope_ci", "verbosity_slope")
 VERBOSITY_KEYS = ("verbosity_win_rate", "verbosity_win_rate_ci", "verbosity_slope")
+PAIRWISE_KEYS = PAIRWISE_KEYS + ("gain_from_ties_cv", "gain_from_decisive_cv", "raw_ties_broken_cv",
+                                 "minus_length_rule_cv")
+TRANSFER_KEYS = ("agreement", "agreement_ci", "gain", "gain_ci", "gain_from_ties", "raw_ties_broken",
+                 "length_preference", "fitted_on")
+KINDS = ("pairwise", "pointwise", "verbosity_only", "transfer")
 PARAM_KEYS = ("gamma", "gamma_ci", "p", "p_ci", "bt_scale", "bt_scale_ci", "l_ref", "loss",
               "converged", "at_bound", "message", "n_bootstrap_ok", "density")
 
@@ -101,9 +111,9 @@ def _check_entry(i: int, entry) -> None:
         if key not in entry:
             raise InputError(f"report entry {i}: missing field {key!r}")
     ev = entry["evaluation"]
-    if not isinstance(ev, Mapping) or ev.get("kind") not in ("pairwise", "pointwise", "verbosity_only"):
+    if not isinstance(ev, Mapping) or ev.get("kind") not in KINDS:
         raise InputError(f"report entry {i}: field 'evaluation' is not an evaluation dict "
-                         f"(kind must be pairwise, pointwise or verbosity_only)")
+                         f"(kind must be pairwise, pointwise, verbosity_only or transfer)")
     unit = entry.get("length_unit")
     if unit is not None and unit not in LENGTH_UNITS:
         raise InputError(f"report entry {i}: field 'length_unit' must be one of "
@@ -112,14 +122,14 @@ def _check_entry(i: int, entry) -> None:
 
 def _methods(ev: Mapping) -> dict:
     kind = ev["kind"]
-    keys = {"pairwise": PAIRWISE_KEYS, "pointwise": POINTWISE_KEYS}.get(kind, VERBOSITY_KEYS)
+    keys = {"pairwise": PAIRWISE_KEYS, "pointwise": POINTWISE_KEYS, "transfer": TRANSFER_KEYS}.get(kind, VERBOSITY_KEYS)
     src = ev.get("methods") or {}
     names = [m for m in METHOD_ORDER if m in src] + sorted(m for m in src if m not in METHOD_ORDER)
     out = {}
     for name in names:
         m = src[name] or {}
         row = {"label": METHOD_LABELS.get(name, name)}
-        row.update({k: _value(k, m.get(k)) for k in keys})
+        row.update({k: (m.get(k) if k == "fitted_on" else _value(k, m.get(k))) for k in keys})
         row["n_bootstrap"] = m.get("n_bootstrap")
         row["params"] = m.get("params") or {}
         out[name] = row
@@ -176,6 +186,8 @@ def verdict(ev: Mapping) -> dict:
     if not ev.get("fitted"):
         reason = ev.get("no_fit_reason") or "no calibration was fitted"
         return {**base, "code": "not fitted", "text": f"No calibration: {reason}."}
+    if ev["kind"] == "transfer":
+        return _transfer_verdict(ev, base)
     pointwise = ev["kind"] == "pointwise"
     metric = "spearman_cv" if pointwise else "agreement_cv"
     methods = ev.get("methods") or {}
@@ -215,6 +227,119 @@ def verdict(ev: Mapping) -> dict:
     return {**base, "code": code, "text": text}
 
 
+def _transfer_verdict(ev: Mapping, base: dict) -> dict:
+    """Verdict of a transfer entry: the paired CI of (calibrated - raw) agreement on the target's
+    labels (the calibration is not refitted there, so the figure is out of sample as it stands)."""
+    methods = ev.get("methods") or {}
+    raw, cal = methods.get("raw") or {}, methods.get("polylog") or {}
+    r, c = _num(raw.get("agreement")), _num(cal.get("agreement"))
+    src, tgt = ev.get("source_family") or "the source family", ev.get("target_family") or "this family"
+    base.update(metric="agreement", raw=r, calibrated=c, difference=None if r is None or c is None else c - r,
+                rule="paired bootstrap CI of the difference on the target's items")
+    ci = _ci(cal.get("gain_ci"))
+    base["difference_ci"] = ci
+    if r is None or c is None:
+        return {**base, "code": "undetermined", "text": "Undetermined: no agreement figure on the target."}
+    d = c - r
+    if ci is None:
+        code, ci_txt = "undetermined", "no confidence interval to test it against"
+    else:
+        code = "helps" if ci[0] > 0 else "hurts" if ci[1] < 0 else "no measurable effect"
+        ci_txt = f"95% CI of the difference {_fmt_range(ci, False)}"
+    head = {"helps": "The calibration transfers and helps", "hurts": "The calibration transfers and hurts",
+            "no measurable effect": "No measurable effect after transfer",
+            "undetermined": "Undetermined after transfer"}[code]
+    text = (f"{head}: fitted on {src}, applied to {tgt}'s expert labels, agreement {r:.3f} raw vs {c:.3f} "
+            f"calibrated ({_fmt_diff(d, False)}; {ci_txt}).")
+    return {**base, "code": code, "text": text}
+
+
+def _pts(x: float | None, signed: bool = True) -> str:
+    return DASH if x is None else (f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}")
+
+
+def entry_notes(entry: Mapping) -> list[str]:
+    """Plain sentences a team can act on (shown under the verdict in every format): which way
+    the judge leans on length, the method that wins out of sample and the gap from the
+    published calibration to it (95% CI), the length-only rule's agreement, how much of the
+    calibration's gain comes from judge ties broken, and the method recommended by nested
+    cross-validation with its nested figure. Empty for verbosity-only entries."""
+    notes: list[str] = []
+    kind = entry["kind"]
+    lean = entry.get("lean") or {}
+    if lean.get("value") is not None:
+        v, ci = lean["value"], _ci(lean.get("ci"))
+        ci_txt = "" if ci is None else f" [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        what = {"longer": "leans towards LONGER answers", "shorter": "leans towards SHORTER answers",
+                "none": "shows no measurable lean on length", "undetermined": "has an undetermined lean on length"}
+        measure = ("judge minus expert length preference" if kind == "pairwise"
+                   else "slope of (judge - expert) score on ln L")
+        sign_note = ""
+        if lean.get("direction") == "shorter" and not lean.get("signed"):
+            sign_note = " A gamma >= 0 penalty cannot correct this: refit with --signed."
+        notes.append(f"Lean: the judge {what.get(lean.get('direction'), 'has an undetermined lean')} "
+                     f"({measure} {v:+.3f}{ci_txt}).{sign_note}")
+    cmp_ = entry.get("comparison") or {}
+    if kind == "pairwise" and cmp_.get("best_method"):
+        best, gap, gci = cmp_["best_method"], _num(cmp_.get("gap")), _ci(cmp_.get("gap_ci"))
+        label = METHOD_LABELS.get(best, best)
+        if best == "polylog":
+            notes.append(f"Best out of sample: the published calibration itself (CV agreement {cmp_['best_agreement_cv']:.3f}).")
+        else:
+            gtxt = "" if gap is None else f"; gap to the published calibration {_pts(gap)} points" + (
+                "" if gci is None else f" [{_pts(gci[0])}, {_pts(gci[1])}]")
+            notes.append(f"Best out of sample: {label} (CV agreement {cmp_['best_agreement_cv']:.3f}{gtxt}).")
+    elif kind == "pointwise" and cmp_.get("best_method"):
+        best, gap, gci = cmp_["best_method"], _num(cmp_.get("gap")), _ci(cmp_.get("gap_ci"))
+        gtxt = "" if gap is None else f"; gap to the published calibration {gap:+.3f}" + (
+            "" if gci is None else f" [{gci[0]:+.3f}, {gci[1]:+.3f}]")
+        notes.append(f"Best out of sample: {METHOD_LABELS.get(best, best)} (CV Spearman {cmp_['best_spearman_cv']:+.3f}{gtxt}).")
+    elif kind == "transfer" and cmp_.get("best_method"):
+        best, gap, gci = cmp_["best_method"], _num(cmp_.get("gap")), _ci(cmp_.get("gap_ci"))
+        gtxt = "" if gap is None or best == "polylog" else f"; gap to the transferred calibration {_pts(gap)} points" + (
+            "" if gci is None else f" [{_pts(gci[0])}, {_pts(gci[1])}]")
+        notes.append(f"Best on the target: {METHOD_LABELS.get(best, best)} (agreement {cmp_['best_agreement']:.3f}{gtxt}).")
+    rule = entry.get("length_rule") or {}
+    if rule.get("agreement") is not None:
+        rci = _ci(rule.get("agreement_ci"))
+        d, dci = _num(rule.get("polylog_minus_rule")), _ci(rule.get("polylog_minus_rule_ci"))
+        txt = f"Length-only rule (prefer the shorter answer, no judge): agreement {rule['agreement']:.3f}"
+        txt += "" if rci is None else f" [{rci[0]:.3f}, {rci[1]:.3f}]"
+        if d is not None:
+            txt += f"; calibration minus rule {_pts(d)} points" + ("" if dci is None else f" [{_pts(dci[0])}, {_pts(dci[1])}]")
+        notes.append(txt + ".")
+    cal = (entry.get("methods") or {}).get("polylog") or {}
+    key_t, key_g = ("gain_from_ties_cv", "agreement_cv_gain") if kind == "pairwise" else ("gain_from_ties", "gain")
+    gt, g = _num(cal.get(key_t)), _num(cal.get(key_g))
+    if kind in ("pairwise", "transfer") and gt is not None and g is not None:
+        broken = cal.get("raw_ties_broken_cv" if kind == "pairwise" else "raw_ties_broken")
+        ties = entry.get("judge_ties")
+        notes.append(f"Judge ties: of the calibration's gain of {_pts(g)} points over raw, {_pts(gt)} points come "
+                     f"from pairs the raw judge tied ({broken if broken is not None else '-'} of "
+                     f"{ties if ties is not None else '-'} raw ties decided), {_pts(g - gt)} from pairs it had decided.")
+    sel = entry.get("selection") or {}
+    if sel.get("recommended"):
+        nci = _ci(sel.get("nested_ci"))
+        metric = "agreement" if sel.get("metric") == "agreement" else "Spearman"
+        nested = _num(sel.get("nested"))
+        ntxt = DASH if nested is None else f"{nested:.3f}" + ("" if nci is None else f" [{nci[0]:.3f}, {nci[1]:.3f}]")
+        chosen = sel.get("chosen_in_outer_folds") or []
+        stab = f"; chosen in {sum(c == sel['recommended'] for c in chosen)} of {len(chosen)} outer folds" if chosen else ""
+        notes.append(f"Recommended (nested CV over methods, bounds and length units {', '.join(sel.get('units') or [])}): "
+                     f"{sel['recommended']} ({sel.get('recommended_description')}); nested-CV {metric} {ntxt}{stab}.")
+    return notes
+
+
+def recommendation(entry: Mapping) -> dict | None:
+    """{method, name, unit, description, nested, nested_ci, metric} of the nested selection, or None."""
+    sel = entry.get("selection") or {}
+    if not sel.get("recommended"):
+        return None
+    return {"name": sel["recommended"], "method": sel.get("recommended_method"), "unit": sel.get("recommended_unit"),
+            "description": sel.get("recommended_description"), "metric": sel.get("metric"),
+            "nested": _num(sel.get("nested")), "nested_ci": _ci(sel.get("nested_ci"))}
+
+
 # ----------------------------------------------------------------------------- warnings
 def _has(warnings: list[str], *needles: str) -> bool:
     return any(all(n in w for n in needles) for w in warnings)
@@ -225,7 +350,7 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
     extra: list[str] = []
     methods = ev.get("methods") or {}
     raw, cal = methods.get("raw") or {}, methods.get("polylog") or {}
-    if ev.get("fitted"):
+    if ev.get("fitted") and ev["kind"] != "transfer":
         pointwise = ev["kind"] == "pointwise"
         metric = "spearman" if pointwise else "agreement"
         gap = SPEARMAN_GAP_WARN if pointwise else AGREEMENT_GAP_WARN
@@ -259,6 +384,8 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
                          f"judge output is near constant, so every figure rests on the few others")
     cal_scores = _finite(lab.get("score_calibrated"))
     scale = ev.get("scale")
+    if scale and len(scale) == 2 and (scale[0] is None or scale[1] is None):
+        scale = None  # an unbounded scale: nothing lies outside it, nothing is clipped
     if scores.size and scale and len(scale) == 2:
         outside = int(np.count_nonzero((scores < float(scale[0])) | (scores > float(scale[1]))))
         if outside:
@@ -269,7 +396,7 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
         raw_ends = np.count_nonzero((scores <= lo) | (scores >= hi)) / scores.size
         cal_ends = np.count_nonzero((cal_scores <= lo) | (cal_scores >= hi)) / cal_scores.size
         share = cal_ends - raw_ends
-        if share >= CLIPPED_SHARE_WARN:
+        if share >= CLIPPED_SHARE_WARN and not _has(warnings, "at the ends of the scale"):
             extra.append(f"the calibration clips {share:.0%} more scores to the ends of the "
                          f"scale [{lo:g}, {hi:g}]: the penalty is strong for this scale")
     return extra
@@ -285,9 +412,10 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
     if reason and reason not in warnings:
         warnings.insert(0, str(reason))
     warnings += _report_warnings(ev, warnings)
-    return {
+    out = {
         "task_family": str(entry["task_family"]),
         "judge": str(entry["judge"]),
+        "source_family": entry.get("source_family") or ev.get("source_family"),
         "calibration_id": entry.get("calibration_id"),
         "created_at": None if entry.get("created_at") is None else str(entry["created_at"]),
         "length_unit": entry.get("length_unit"),
@@ -309,9 +437,18 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "expert_length_preference": _num(ev.get("expert_length_preference")),
         "raw_slope": _num(ev.get("raw_slope")),
         "methods": _methods(ev),
+        "signed": bool(ev.get("signed", False)),
+        "lean": ev.get("lean"),
+        "length_rule": ev.get("length_rule"),
+        "comparison": ev.get("comparison"),
+        "selection": ev.get("selection"),
+        "judge_ties": ev.get("judge_ties"),
         "verdict": verdict(ev),
         "warnings": warnings,
     }
+    out["recommendation"] = recommendation(out)
+    out["notes"] = entry_notes(out)
+    return out
 
 
 def build_report(entries: Sequence[Mapping]) -> dict:
@@ -392,7 +529,9 @@ def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
     """(column headers, rows of display strings) of one report entry's methods table.
 
     Pairwise columns: method, agreement, agreement (CV), verbosity win-rate, length pref., slope
-    (plus a last "experts" row holding the experts' length preference). Pointwise: method,
+    (plus an "experts" row holding the experts' length preference and a row for the judge-free
+    rule "prefer the shorter answer"). Transfer: method, agreement on target, gain vs raw,
+    gain from raw ties, length pref., fitted on. Pointwise: method,
     Spearman, Spearman (CV), Kendall, Kendall (CV), MAE, MAE (CV), verbosity win-rate, slope.
     Verbosity only: method, verbosity win-rate, slope (verbosity pairs). CIs in brackets.
     """
@@ -409,6 +548,21 @@ def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
                          fmt_signed(m["slope"], m["slope_ci"])])
         rows.append(["experts (gold labels)", DASH, DASH, DASH,
                      fmt_value(entry["expert_length_preference"]), DASH])
+        rule = entry.get("length_rule") or {}
+        if rule.get("agreement") is not None:
+            rows.append(["prefer the shorter answer (no judge)", fmt_value(rule["agreement"], rule.get("agreement_ci")),
+                         fmt_value(rule["agreement"], rule.get("agreement_ci")), DASH, "0.000", DASH])
+    elif kind == "transfer":
+        cols = ["method", "agreement on target", "gain vs raw", "gain from raw ties", "length pref.", "fitted on"]
+        for m in methods.values():
+            rows.append([m["label"], fmt_value(m["agreement"], m["agreement_ci"]),
+                         fmt_signed(m["gain"], m["gain_ci"]), fmt_signed(m["gain_from_ties"]),
+                         fmt_value(m["length_preference"]), str(m.get("fitted_on") or DASH)])
+        rows.append(["experts (gold labels)", DASH, DASH, DASH, fmt_value(entry["expert_length_preference"]), DASH])
+        rule = entry.get("length_rule") or {}
+        if rule.get("agreement") is not None:
+            rows.append(["prefer the shorter answer (no judge)", fmt_value(rule["agreement"], rule.get("agreement_ci")),
+                         DASH, DASH, "0.000", DASH])
     elif kind == "pointwise":
         cols = ["method", "Spearman", "Spearman (CV)", "Kendall", "Kendall (CV)", "MAE", "MAE (CV)",
                 "verbosity win-rate", "slope"]
@@ -428,8 +582,12 @@ def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
 
 
 def entry_title(entry: Mapping) -> str:
-    """``task family · judge`` (user text: renderers escape it)."""
-    return f"{entry['task_family']} · {entry['judge']}"
+    """``task family · judge`` (transfer: ``... · calibration from SOURCE``; user text:
+    renderers escape it)."""
+    title = f"{entry['task_family']} · {entry['judge']}"
+    if entry.get("kind") == "transfer":
+        title += f" · calibration from {entry.get('source_family')}"
+    return title
 
 
 def entry_facts(entry: Mapping) -> list[str]:
@@ -438,6 +596,9 @@ def entry_facts(entry: Mapping) -> list[str]:
     if entry.get("tokenizer") and unit == "tokens":
         unit = f"tokens ({entry['tokenizer']})"
     facts = []
+    if entry["kind"] == "transfer":
+        facts.append(f"calibration fitted on {entry.get('source_family')}, applied to this family's "
+                     f"{entry['n']} expert-labelled pairs ({entry['n_items']} items); nothing refitted here")
     if entry["kind"] == "pairwise":
         facts.append(f"n = {entry['n']} expert-labelled pairs ({entry['n_items']} items)")
     elif entry["kind"] == "pointwise":
@@ -450,8 +611,13 @@ def entry_facts(entry: Mapping) -> list[str]:
     if p:
         facts.append(f"gamma = {fmt_value(p.get('gamma'), p.get('gamma_ci'))}")
         facts.append(f"p = {fmt_value(p.get('p'), p.get('p_ci'))}")
-    if entry.get("scale"):
-        facts.append(f"scale [{entry['scale'][0]:g}, {entry['scale'][1]:g}]")
+    if entry.get("signed"):
+        facts.append("signed penalty (gamma may be negative)")
+    sc = entry.get("scale")
+    if sc and (sc[0] is None or sc[1] is None):
+        facts.append("unbounded scale (no clip)")
+    elif sc:
+        facts.append(f"scale [{sc[0]:g}, {sc[1]:g}]")
     if entry.get("folds"):
         facts.append(f"{entry['folds']}-fold CV by item")
     if entry.get("n_bootstrap") is not None:
@@ -470,7 +636,7 @@ def entry_facts(entry: Mapping) -> list[str]:
 TEXT_COLUMNS = frozenset({"method", "task family", "judge", "kind", "verdict"})
 SUMMARY_COLUMNS = ["task family", "judge", "kind", "n", "L_ref", "gamma", "p",
                    "raw (CV)", "calibrated (CV)", "verbosity win-rate raw → calibrated",
-                   "verdict", "warnings"]
+                   "best (CV)", "recommended (nested CV)", "verdict", "warnings"]
 
 
 def summary_rows(report: Mapping) -> list[list[str]]:
@@ -483,13 +649,24 @@ def summary_rows(report: Mapping) -> list[list[str]]:
         if e["kind"] == "pointwise":
             r_cv = "rho " + fmt_signed(raw.get("spearman_cv")) if raw.get("spearman_cv") is not None else DASH
             c_cv = "rho " + fmt_signed(cal.get("spearman_cv")) if cal.get("spearman_cv") is not None else DASH
+        elif e["kind"] == "transfer":
+            r_cv, c_cv = fmt_value(raw.get("agreement")), fmt_value(cal.get("agreement"))
         else:
             r_cv, c_cv = fmt_value(raw.get("agreement_cv")), fmt_value(cal.get("agreement_cv"))
         vr, vc = raw.get("verbosity_win_rate"), cal.get("verbosity_win_rate")
         vwr = DASH if vr is None else fmt_value(vr) + (f" → {fmt_value(vc)}" if vc is not None else "")
         p = e.get("params") or {}
-        rows.append([e["task_family"], e["judge"], e["kind"].replace("_", " "),
+        cmp_ = e.get("comparison") or {}
+        best = cmp_.get("best_method")
+        bfig = cmp_.get("best_agreement_cv", cmp_.get("best_agreement", cmp_.get("best_spearman_cv")))
+        best_txt = DASH if not best else f"{best} {fmt_value(bfig)}"
+        rec = e.get("recommendation") or {}
+        rec_txt = DASH if not rec else f"{rec['name']} {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
+        kind = e["kind"].replace("_", " ")
+        if e["kind"] == "transfer":
+            kind = f"transfer from {e.get('source_family')}"
+        rows.append([e["task_family"], e["judge"], kind,
                      DASH if not e.get("n") else str(e["n"]), fmt_length(e.get("l_ref")),
-                     fmt_num(p.get("gamma")), fmt_num(p.get("p")), r_cv, c_cv, vwr,
+                     fmt_num(p.get("gamma")), fmt_num(p.get("p")), r_cv, c_cv, vwr, best_txt, rec_txt,
                      e["verdict"]["code"], str(len(e["warnings"]))])
     return rows

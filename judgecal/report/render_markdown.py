@@ -72,6 +72,10 @@ def render_markdown(report: Mapping) -> str:
         cols, rows = method_table(e)
         out += [md_table(cols, rows), ""]
         out += [f"**Verdict ({md_escape(e['verdict']['code'])}):** {md_escape(e['verdict']['text'])}", ""]
+        if e.get("notes"):
+            out += ["What to act on:", ""]
+            out += [f"- {md_escape(n)}" for n in e["notes"]]
+            out.append("")
         if e["warnings"]:
             out += ["Warnings:", ""]
             out += [f"- {md_escape(w)}" for w in e["warnings"]]

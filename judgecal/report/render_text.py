@@ -43,6 +43,8 @@ def entry_renderable(entry: Mapping) -> Group:
     table = _table(entry_title(entry), cols, rows, caption=" · ".join(entry_facts(entry)))
     v = entry["verdict"]
     parts: list = [table, Text.assemble(("verdict: ", "bold"), (v["text"], VERDICT_STYLE.get(v["code"], "")))]
+    for note in entry.get("notes") or []:
+        parts.append(Text.assemble(("note: ", "bold cyan"), note))
     for w in entry["warnings"]:
         parts.append(Text.assemble(("warning: ", "yellow"), w))
     parts.append(Text(""))
