@@ -341,11 +341,18 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
 @click.option("--density", is_flag=True, help="Information-density exemption: long answers with high unique-token entropy are penalised less.")
 @click.option("--verbosity-family", metavar="NAME", default=None,
               help="Measure the verbosity win-rate on the concise/verbose pairs of this family (default: the fitted family).")
+@click.option("--signed", is_flag=True,
+              help="Signed penalty: gamma may be negative (corrects a judge that favours SHORT answers). Default: gamma >= 0.")
+@click.option("--gamma-max", type=Finite(min=0, min_open=True), default=None,
+              help="Bound of |gamma| in score units (default: 10 x the scale width).")
+@click.option("--no-nested", is_flag=True, help="Skip the nested cross-validated choice of method, bounds and length unit.")
+@click.option("--select-units", default=None, metavar="UNIT[,UNIT]",
+              help="Length units the nested selection tries (default: --length-unit plus words, or chars when it is words).")
 @click.option("--list", "list_", is_flag=True, help="List the stored calibrations instead of fitting.")
 @FMT_OPT
 @pass_ctx
 def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bounds, folds, n_bootstrap, seed, density,
-        verbosity_family, list_, fmt) -> None:
+        verbosity_family, signed, gamma_max, no_nested, select_units, list_, fmt) -> None:
     """Fit the length penalty S_calib = S_raw - gamma*sign(L-L_ref)*|ln(L/L_ref)|^p against expert labels.
 
     Every fit is stored as a new versioned row; raw, linear, LOWESS and length-controlled GLM
@@ -365,9 +372,11 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         raise click.BadParameter("1 fold is no cross-validation: use 0 (none) or 2 or more", param_hint="--folds")
     if l_ref is not None and not (l_ref > 0 and l_ref != float("inf")):
         raise click.BadParameter(f"must be a positive finite length, got {l_ref}", param_hint="--l-ref")
+    units = [u.strip() for u in select_units.split(",") if u.strip()] if select_units else None
     row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit, tokenizer=tokenizer,
                           l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap, seed=seed,
-                          density=density, verbosity_family=verbosity_family)
+                          density=density, verbosity_family=verbosity_family, signed=signed, gamma_max=gamma_max,
+                          nested=not no_nested, select_units=units)
     if fmt == "json":
         emit_json(row)
         return
@@ -380,21 +389,31 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
 @cli.command()
 @click.option("--task-family", "families", multiple=True, metavar="NAME", help="Task family (repeatable; default: all).")
 @click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: every judge with a calibration).")
-@click.option("--calibration", default="latest", show_default=True, metavar="ID|latest",
-              help="Report the newest calibration per family and judge, or one id.")
+@click.option("--calibration", "calibrations", multiple=True, metavar="ID|latest",
+              help="Calibration id(s) to report (repeatable; default: the newest per family and judge). With "
+                   "--task-family OTHER, calibration ID is applied to OTHER's expert labels (a transfer evaluation).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table", show_default=True)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Write report.html, report.json and report.md into this folder (html needs it).")
 @click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
+              help="Resamples for figures computed at report time (transfer and verbosity-only entries).")
+@click.option("--seed", type=int, default=0, show_default=True)
 @pass_ctx
-def report(ctx: Ctx, families, judge, calibration, fmt, out_dir, no_plots) -> None:
+def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed) -> None:
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
     from judgecal import reporting
 
     if fmt == "html" and out_dir is None:
         raise click.UsageError("--format html needs --out DIR")
+    cal = list(calibrations) or ["latest"]
+    if len(cal) > 1 and "latest" in cal:
+        raise click.BadParameter("'latest' cannot be combined with ids", param_hint="--calibration")
+    if cal != ["latest"] and not all(c.isdigit() for c in cal):
+        raise click.BadParameter(f"expected calibration ids or 'latest', got {', '.join(cal)}", param_hint="--calibration")
     formats = ("json", "markdown", "html") if out_dir is not None else ()
-    rep, entries, written = reporting.make_report(list(families), judge, calibration, ctx.url, out_dir, formats, plots=not no_plots)
+    rep, entries, written = reporting.make_report(list(families), judge, cal, ctx.url, out_dir, formats, plots=not no_plots,
+                                                  n_bootstrap=n_bootstrap, seed=seed)
     if fmt == "table":
         from judgecal.report.render_text import render_table
 
@@ -466,13 +485,15 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
 @click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
 @FMT_OPT
 @pass_ctx
-def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound, fmt) -> None:
+def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound,
+          max_baseline_gap, fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error."""
     from judgecal.check import run_check
     from judgecal.report.board import check_table
 
     result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
-                       min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound)
+                       min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound,
+                       max_baseline_gap=max_baseline_gap)
     if fmt == "json":
         emit_json(result)
     else:
@@ -522,6 +543,9 @@ def _batch_size(value: str) -> int | str:
 @pass_ctx
 def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url, fmt) -> None:
     """Score a multiple-choice task by log-likelihood and store the run."""
+@click.option("--max-baseline-gap", type=Finite(min=0), default=None,
+              help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
+                   "this cross-validated agreement (a share, e.g. 0.02).")
     from judgecal import mc as mc_mod
 
     run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,

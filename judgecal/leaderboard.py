@@ -13,14 +13,14 @@ from collections import defaultdict
 import numpy as np
 
 from judgecal.calibrate.metrics import verbosity_win_rate
-from judgecal.calibrate.penalty import calibrate, token_entropy
+from judgecal.calibrate.penalty import token_entropy
 from judgecal.calibrate.ranking import mean_ci, ranks
 from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import NotFoundError, UsageError
-from judgecal.fitting import load_calibrations
+from judgecal.fitting import apply_calibration, load_calibrations
 
 DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
 
@@ -42,7 +42,9 @@ def _pick_judge(s, judge: str | None) -> m.Judge:
 def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
                       min_ratings: int = 30, max_unparsed: float = 0.05, n_bootstrap: int = 1000, seed: int = 0,
                       mc_reference: int | None = None, calibration_from: str | None = None) -> dict:
-    """The leaderboard as {"judge", "families", "calibrations": {family: id}, "rows": [...]}.
+    """The leaderboard as {"judge", "families", "calibrations": {family: id of its own fit},
+    "calibrations_from": {family: {"id", "fitted_on": donor family}} (``calibration_from``),
+    "rows": [...]}. Token lengths missing under a calibration's tokenizer are computed first.
 
     Each row: model, n_rated, n_unparsed, n_failed, unparsed_share, mean_raw, mean_raw_ci,
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
@@ -57,6 +59,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         rows = boarddata.rated_responses(s, fam_ids, jrow.id)
         cals = {}
         transferred: set[int] = set()
+        donor_name = None
         if rows:
             chosen = load_calibrations([fam_names[f] for f in fam_ids], jrow.name, calibration, url)
             cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
@@ -68,6 +71,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                     if fid not in cals:
                         cals[fid] = donor[0][0]
                         transferred.add(fid)
+                donor_name = donor[0][1]
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
@@ -78,6 +82,11 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             unit_of_family[fid] = unit
             ids = [r["response_id"] for r in frows]
             lens = boarddata.lengths(s, ids, unit, tok)
+            if cal is not None and unit == "tokens" and len(lens) < len(set(ids)):  # fill, never skip silently
+                from judgecal.tokens import fill_lengths
+
+                fill_lengths(tok, url, response_ids=[i for i in ids if i not in lens])
+                lens = boarddata.lengths(s, ids, unit, tok)
             length_of.update(lens)
             if cal is None or not frows:
                 continue
@@ -86,9 +95,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             if cal.density_exemption:
                 txt = boarddata.texts(s, [r["response_id"] for r in have])
                 dens = [token_entropy(txt[r["response_id"]]) for r in have]
-            dparams = (cal.params or {}).get("density")
-            out = calibrate([r["score"] for r in have], [lens[r["response_id"]] for r in have], cal.l_ref, cal.gamma, cal.p,
-                            cal.scale_min, cal.scale_max, density=dens, density_params=dparams if isinstance(dparams, dict) else None)
+            out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens)
             calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
         vpairs = boarddata.verbosity_pairs(s, fam_ids)
         mc = boarddata.mc_runs_by_model(s)
@@ -96,7 +103,8 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         if mc_reference and ref_run is None:
             raise NotFoundError(f"no multiple-choice run with id {mc_reference} (see `judgecal mc list`)")
         ref_metrics = ref_run.metrics if ref_run else None
-        cal_ids = {fam_names[f]: c.id for f, c in cals.items()}
+        cal_ids = {fam_names[f]: c.id for f, c in cals.items() if f not in transferred}
+        cal_from = {fam_names[f]: {"id": c.id, "fitted_on": donor_name} for f, c in cals.items() if f in transferred}
         at_bound = {fam_names[f]: [k for k, v in ((c.params or {}).get("at_bound") or {}).items() if v] for f, c in cals.items()}
     engine.dispose()
 
@@ -147,6 +155,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         r["flags"] = _flags(r, min_ratings, max_unparsed, at_bound)
     table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["model"]))
     return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+            "calibrations_from": cal_from,
             "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table}
 
 

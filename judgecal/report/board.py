@@ -31,7 +31,8 @@ def _cell(key: str, value) -> str:
 
 
 def _title(board: dict) -> str:
-    cals = ", ".join(f"{k}: #{v}" for k, v in board["calibrations"].items()) or "none"
+    cals = ", ".join([f"{k}: #{v}" for k, v in board["calibrations"].items()]
+                     + [f"{k}: #{v['id']} fitted on {v['fitted_on']}" for k, v in (board.get("calibrations_from") or {}).items()]) or "none"
     return f"leaderboard: judge {board['judge']} (calibrations {cals})"
 
 
