@@ -443,11 +443,64 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
               help="Flag acc and acc_norm moving in opposite directions against this multiple-choice run.")
 @click.option("--calibration-from", default=None, metavar="FAMILY",
               help="Apply this family's newest calibration to families without their own.")
+@click.option("--baseline", default=None, metavar="MODEL",
+              help="Win-rate mode: win rates against this model from pairwise verdicts (raw, LC, calibrated).")
+@click.option("--length-unit", type=click.Choice(["chars", "words", "bytes", "tokens"]), default="chars", show_default=True,
+              help="Win-rate mode: length unit of the calibrated column's penalty (LC always uses characters).")
+@click.option("--tokenizer", default=None, metavar="NAME", help="Win-rate mode: tokenizer for --length-unit tokens.")
+@click.option("--short-floor", type=Finite(0, 1, min_open=True), default=0.25, show_default=True,
+              help="Win-rate mode: length ratio below which a shorter answer earns no further credit (gaming guard).")
+@click.option("--p-bounds", nargs=2, type=Finite(min=0, min_open=True), default=(1.0, 1.5), show_default=True,
+              metavar="P_MIN P_MAX", help="Win-rate mode: bounds of the penalty exponent p.")
+@click.option("--signed", is_flag=True, help="Win-rate mode: allow gamma < 0 (a judge that prefers shorter answers).")
+@click.option("--lc-weights", type=click.Path(path_type=Path), default=None, metavar="CSV",
+              help="Win-rate mode: AlpacaEval's GLM weights CSV, for the gamed-baseline regulariser when their verdicts are absent.")
+@click.option("--compare-to", type=click.Path(path_type=Path), default=None, metavar="CSV",
+              help="Win-rate mode: external ranking (model, score columns): Spearman/Kendall of each column with it.")
+@click.option("--compare-column", default=None, metavar="NAME", help="Score column of --compare-to (default: 'score').")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
 @pass_ctx
-def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed, mc_reference,
-                calibration_from, fmt) -> None:
-    """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags."""
+@click.pass_context
+def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed,
+                mc_reference, calibration_from, baseline, length_unit, tokenizer, short_floor, p_bounds, signed, lc_weights,
+                compare_to, compare_column, fmt) -> None:
+    """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags.
+
+    With --baseline MODEL: win rates against MODEL from pairwise verdicts: raw (AlpacaEval's
+    definition), length-controlled (AlpacaEval 2.0's GLM) and calibrated (the seed's penalty
+    fitted on the judge's verdicts), with bootstrap CIs, ranks and verbosity spreads."""
+    from click.core import ParameterSource
+
+    given = {n for n in cctx.params if cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
+    score_only = {"calibration", "min_ratings", "max_unparsed", "mc_reference", "calibration_from"}
+    winrate_only = {"length_unit", "tokenizer", "short_floor", "p_bounds", "signed", "lc_weights", "compare_to", "compare_column"}
+    if baseline is not None:
+        bad = sorted(given & score_only)
+        if bad:
+            raise click.UsageError(f"--{bad[0].replace('_', '-')} applies to the score leaderboard, not to --baseline (win-rate mode)")
+        from judgecal.report import winboard
+        from judgecal.winrates import build_winrate_board
+
+        board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit, tokenizer=tokenizer,
+                                    n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor, p_bounds=tuple(p_bounds),
+                                    signed=signed, lc_weights=lc_weights, compare_to=compare_to, compare_column=compare_column)
+        if fmt == "json":
+            emit_json(board)
+        elif fmt == "markdown":
+            click.echo(winboard.winboard_markdown(board))
+        elif fmt == "csv":
+            _emit_csv(board["rows"])
+            for line in winboard.footer_lines(board):
+                warn(line)
+        else:
+            for t in winboard.winboard_tables(board):
+                out.print(t)
+            for line in winboard.footer_lines(board):
+                click.echo(line)
+        return
+    bad = sorted(given & winrate_only)
+    if bad:
+        raise click.UsageError(f"--{bad[0].replace('_', '-')} needs --baseline MODEL (win-rate mode)")
     from judgecal.leaderboard import build_leaderboard
     from judgecal.report import board as render
 
@@ -459,17 +512,22 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
     elif fmt == "markdown":
         click.echo(render.leaderboard_markdown(board))
     elif fmt == "csv":
-        import csv
-        import io
-
-        rows, buf = board["rows"], io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["model"])
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
-        click.echo(buf.getvalue(), nl=False)
+        _emit_csv(board["rows"])
     else:
         out.print(render.leaderboard_table(board))
+
+
+def _emit_csv(rows: list[dict]) -> None:
+    """Rows as CSV on stdout (lists and dicts as JSON text)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["model"])
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
+    click.echo(buf.getvalue(), nl=False)
 
 
 @cli.command()
@@ -483,6 +541,9 @@ def leaderboard(ctx: Ctx, families, judge, calibration, min_ratings, max_unparse
 @click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True,
               help="Fail when the unparsed + failed share of ratings is above this.")
 @click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
+@click.option("--max-baseline-gap", type=Finite(min=0), default=None,
+              help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
+                   "this cross-validated agreement (a share, e.g. 0.02).")
 @FMT_OPT
 @pass_ctx
 def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound,
@@ -543,9 +604,6 @@ def _batch_size(value: str) -> int | str:
 @pass_ctx
 def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url, fmt) -> None:
     """Score a multiple-choice task by log-likelihood and store the run."""
-@click.option("--max-baseline-gap", type=Finite(min=0), default=None,
-              help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
-                   "this cross-validated agreement (a share, e.g. 0.02).")
     from judgecal import mc as mc_mod
 
     run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,

@@ -91,8 +91,9 @@ def instruction_difficulty(item, model, pref, tanh_len, n_items: int, n_models: 
     return d
 
 
-def _fit_l1(X, y, s, C: float | None) -> np.ndarray:
-    """min ||w||_1 + C * sum s_i * logloss(y_i, X_i w) (C None: no penalty), w via w = u - v."""
+def _fit_l1(X, y, s, C: float | None, w0=None) -> np.ndarray:
+    """min ||w||_1 + C * sum s_i * logloss(y_i, X_i w) (C None: no penalty), w via w = u - v;
+    ``w0`` warm-starts the solver (the C path)."""
     k = X.shape[1]
 
     def f(uv):
@@ -105,7 +106,8 @@ def _fit_l1(X, y, s, C: float | None) -> np.ndarray:
             return loss, np.concatenate([g, -g])
         return C * loss + uv.sum(), np.concatenate([C * g + 1, -C * g + 1])
 
-    res = minimize(f, np.zeros(2 * k), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * k))
+    x0 = np.zeros(2 * k) if w0 is None else np.concatenate([np.maximum(w0, 0), np.maximum(-w0, 0)])
+    res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * k))
     return res.x[:k] - res.x[k:]
 
 
@@ -162,14 +164,13 @@ def fit_lc(pref, tanh_len, difficulty, gamed: list[tuple[np.ndarray, np.ndarray,
     best_C = None
     if cv and ok.sum() >= folds * 2:
         fold = grp % folds
-        scores = []
-        for C in C_GRID:
-            loss = 0.0
-            for k in range(folds):
-                tr, te = fold != k, fold == k
-                w = _fit_l1(X[tr], y[tr], s[tr], C)
-                loss += _logloss(X[te], y[te], s[te], w)
-            scores.append(loss)
+        scores = np.zeros(len(C_GRID))
+        for k in range(folds):
+            tr, te = fold != k, fold == k
+            w = None
+            for j, C in enumerate(C_GRID):  # the regularisation path, warm-started
+                w = _fit_l1(X[tr], y[tr], s[tr], C, w)
+                scores[j] += _logloss(X[te], y[te], s[te], w)
         best_C = float(C_GRID[int(np.argmin(scores))])
     w = _fit_l1(X, y, s, best_C)
     p_lc = expit(w[1] * d + w[2])

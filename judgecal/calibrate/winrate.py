@@ -130,14 +130,34 @@ def rank_correlation(ours, theirs, n_bootstrap: int = 1000, seed: int = 0) -> di
     out["kendall"] = float(kendalltau(a, b).statistic)
     if n_bootstrap > 0:
         rng = np.random.default_rng(seed)
-        rho, tau = [], []
-        for _ in range(n_bootstrap):
-            idx = rng.integers(0, k, k)
-            if np.unique(a[idx]).size < 2 or np.unique(b[idx]).size < 2:
-                continue
-            rho.append(spearmanr(a[idx], b[idx]).statistic)
-            tau.append(kendalltau(a[idx], b[idx]).statistic)
-        if rho:
-            out["spearman_ci"] = [float(np.nanquantile(rho, 0.025)), float(np.nanquantile(rho, 0.975))]
-            out["kendall_ci"] = [float(np.nanquantile(tau, 0.025)), float(np.nanquantile(tau, 0.975))]
+        idx = rng.integers(0, k, (n_bootstrap, k))
+        rho, tau = _spearman_rows(a[idx], b[idx]), _kendall_rows(a[idx], b[idx])
+        keep = np.isfinite(rho) & np.isfinite(tau)
+        if keep.any():
+            out["spearman_ci"] = [float(np.quantile(rho[keep], 0.025)), float(np.quantile(rho[keep], 0.975))]
+            out["kendall_ci"] = [float(np.quantile(tau[keep], 0.025)), float(np.quantile(tau[keep], 0.975))]
     return out
+
+
+def _spearman_rows(A, B) -> np.ndarray:
+    """Spearman rho per row of (r, k) matrices (average ranks for ties; NaN for a constant row)."""
+    from scipy.stats import rankdata
+
+    ra, rb = rankdata(A, axis=1), rankdata(B, axis=1)
+    ra -= ra.mean(axis=1, keepdims=True)
+    rb -= rb.mean(axis=1, keepdims=True)
+    den = np.sqrt((ra ** 2).sum(1) * (rb ** 2).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (ra * rb).sum(1) / np.where(den > 0, den, 1), np.nan)
+
+
+def _kendall_rows(A, B) -> np.ndarray:
+    """Kendall tau-b per row of (r, k) matrices (NaN for a constant row), as scipy's kendalltau."""
+    sa = np.sign(A[:, :, None] - A[:, None, :])
+    sb = np.sign(B[:, :, None] - B[:, None, :])
+    iu = np.triu_indices(A.shape[1], 1)
+    sa, sb = sa[:, iu[0], iu[1]], sb[:, iu[0], iu[1]]
+    num = (sa * sb).sum(1)
+    den = np.sqrt((sa != 0).sum(1) * (sb != 0).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)

@@ -1,0 +1,99 @@
+"""Renderers of the win-rate leaderboard (``judgecal leaderboard --baseline``): rich table,
+Markdown (names HTML-escaped, pipes escaped), CSV rows. Pure formatting."""
+
+from __future__ import annotations
+
+import html
+
+from rich.table import Table
+
+from judgecal.report.tables import simple_table
+
+COLUMNS = [
+    ("model", "model"), ("n", "n_items"), ("win rate", "win_rate"), ("CI", "win_rate_ci"),
+    ("LC win rate", "lc_win_rate"), ("LC CI", "lc_win_rate_ci"),
+    ("calibrated", "calibrated_win_rate"), ("cal. CI", "calibrated_win_rate_ci"),
+    ("rank raw", "rank_raw"), ("rank LC", "rank_lc"), ("rank cal.", "rank_calibrated"),
+    ("change cal.", "rank_change_calibrated"), ("avg chars", "avg_length"), ("flags", "flags"),
+]
+SPREAD_COLUMNS = [
+    ("family", "family"), ("longer", "longer"), ("shorter", "shorter"), ("items", "n_common_items"),
+    ("spread raw", "spread_raw"), ("spread LC", "spread_lc"), ("spread cal.", "spread_calibrated"),
+    ("verbosity WR raw", "implied_verbosity_win_rate_raw"), ("verbosity WR LC", "implied_verbosity_win_rate_lc"),
+    ("verbosity WR cal.", "implied_verbosity_win_rate_calibrated"),
+]
+
+
+def _cell(key: str, value) -> str:
+    if value is None:
+        return "-"
+    if key.endswith("_ci"):
+        return f"[{value[0]:.1f}, {value[1]:.1f}]"
+    if key.startswith("rank_change"):
+        return f"{value:+d}" if value else "0"
+    if key == "flags":
+        return "; ".join(value) or "-"
+    if isinstance(value, float):
+        return f"{value:.0f}" if key == "avg_length" else f"{value:.2f}"
+    return str(value)
+
+
+def title(board: dict) -> str:
+    """One line naming family, judge, baseline, unit and the fitted penalty."""
+    c = board["calibration"]
+    return (f"win rates vs {board['baseline']}: {board['task_family']}, judge {board['judge']}; calibrated: "
+            f"gamma {c['gamma']:.3f}, p {c['p']:.2f}, length in {board['length_unit']}, L_ref = baseline's answer, "
+            f"short-side floor {c['short_floor']:g}")
+
+
+def _footer(board: dict) -> list[str]:
+    lines = [f"note: {n}" for n in board["notes"]]
+    for reason, n in sorted(board["left_out"].items()):
+        lines.append(f"left out: {n} verdicts: {reason}")
+    cmp_ = board.get("comparison")
+    if cmp_:
+        for col in ("raw", "lc", "calibrated"):
+            c = cmp_[col]
+            if c["spearman"] is None:
+                lines.append(f"vs {cmp_['file']}: {col}: fewer than 3 matched models")
+                continue
+            ci = lambda v: f" [{v[0]:.3f}, {v[1]:.3f}]" if v else ""  # noqa: E731
+            lines.append(f"vs {cmp_['file']} ({c['n_models']} models): {col}: Spearman {c['spearman']:.3f}{ci(c['spearman_ci'])}, "
+                         f"Kendall {c['kendall']:.3f}{ci(c['kendall_ci'])}")
+        if cmp_["unmatched_here"]:
+            lines.append(f"not in {cmp_['file']}: {', '.join(cmp_['unmatched_here'])}")
+        if cmp_["unmatched_there"]:
+            lines.append(f"in {cmp_['file']} but not here: {len(cmp_['unmatched_there'])} models")
+    return lines
+
+
+def winboard_tables(board: dict) -> list[Table]:
+    """The board (and the verbosity spreads, when any) as rich Tables."""
+    out = [simple_table(title(board), [c for c, _ in COLUMNS], [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in board["rows"]])]
+    if board["verbosity_spreads"]:
+        out.append(simple_table("verbosity families: longer minus shorter variant (points); implied verbosity win-rate (%)",
+                                [c for c, _ in SPREAD_COLUMNS],
+                                [[_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS] for s in board["verbosity_spreads"]]))
+    return out
+
+
+def footer_lines(board: dict) -> list[str]:
+    """Notes, left-out counts and the external-ranking comparison, one line each."""
+    return _footer(board)
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(html.escape(c, quote=True).replace("|", "\\|") for c in cells) + " |"
+
+
+def winboard_markdown(board: dict) -> str:
+    """The board as Markdown: names HTML-escaped (the page may be rendered), pipes escaped."""
+    lines = [f"### {html.escape(title(board))}", "", _md_row([c for c, _ in COLUMNS]), "|" + "---|" * len(COLUMNS)]
+    lines += [_md_row([_cell(k, r.get(k)) for _, k in COLUMNS]) for r in board["rows"]]
+    if board["verbosity_spreads"]:
+        lines += ["", "#### verbosity families", "", _md_row([c for c, _ in SPREAD_COLUMNS]), "|" + "---|" * len(SPREAD_COLUMNS)]
+        lines += [_md_row([_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS]) for s in board["verbosity_spreads"]]
+    foot = _footer(board)
+    if foot:
+        lines += [""] + [f"- {html.escape(x)}" for x in foot]
+    return "\n".join(lines) + "\n"
