@@ -89,8 +89,6 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
                 entries.append({"task_family": target, "judge": jname, "calibration_id": row.id,
                                 "created_at": row.created_at.isoformat(), "length_unit": row.length_unit,
                                 "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev})
-    if not entries:
-        raise NotFoundError("nothing to report: no calibration and no rated concise/verbose pairs (run `judgecal fit`)")
     return entries
 
 
@@ -103,6 +101,12 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     verbosity-only entries). Returns (report, entries, {format: path})."""
     entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
     report = build_report(entries)
+    from judgecal.pairwise_report import collect_pairwise
+
+    report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed)
+    if not entries and not report["pairwise_judges"]:
+        raise NotFoundError("nothing to report: no calibration, no rated concise/verbose pairs and no pairwise verdicts "
+                            "(run `judgecal fit`, or import / rate pairwise verdicts)")
     written = {}
     if out_dir is not None:
         out_dir = Path(out_dir)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from judgecal.db import models as m
+from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 
 
 def collect_stats(url: str | None = None) -> list[dict]:
     """One dict per task family: items, responses, expert labels (pairwise/pointwise),
-    verbosity pairs, and ratings as {judge name: {status: n}}."""
+    verbosity pairs, ratings and pairwise verdicts as {judge name: {status: n}}."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
@@ -43,6 +44,7 @@ def collect_stats(url: str | None = None) -> list[dict]:
             .group_by(m.Item.task_family_id, m.Judge.name, m.Rating.status)
         ):
             ratings.setdefault(fid, {}).setdefault(judge, {})[status] = n
+        verdicts = vq.verdict_counts(s)
         for fid, name in fams:
             out.append(
                 {
@@ -52,6 +54,7 @@ def collect_stats(url: str | None = None) -> list[dict]:
                     "expert_labels": labels.get(fid, {}),
                     "verbosity_pairs": pairs.get(fid, 0),
                     "ratings": ratings.get(fid, {}),
+                    "pairwise_verdicts": verdicts.get(fid, {}),
                 }
             )
     engine.dispose()

@@ -152,3 +152,17 @@ def model_outputs(s: Session, family_id: int, models: list[str], unit: str = "ch
         ids.setdefault(model, {}).setdefault(item, rid)
     lens = _lengths(s, [r for d in ids.values() for r in d.values()], unit, tokenizer)
     return {model: {item: lens[r] for item, r in d.items() if r in lens} for model, d in ids.items()}
+
+
+def verdict_lengths(s: Session, family_id: int, judge_id: int) -> list[tuple[float, int, int]]:
+    """(P(a preferred), chars of a, chars of b) of every ok verdict of the judge in the family."""
+    PJ = m.PairwiseJudgment
+    RA, RB = aliased(m.Response), aliased(m.Response)
+    q = (
+        select(PJ.preference, RA.n_chars, RB.n_chars)
+        .join(RA, RA.id == PJ.response_a_id)
+        .join(RB, RB.id == PJ.response_b_id)
+        .join(m.Item, m.Item.id == RA.item_id)
+        .where(PJ.judge_id == judge_id, PJ.status == "ok", PJ.preference.is_not(None), m.Item.task_family_id == family_id)
+    )
+    return [tuple(r) for r in s.execute(q)]

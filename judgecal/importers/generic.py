@@ -15,6 +15,13 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
   (default ``user``).
 - ``pairs``: verbosity pairs: ``prompt``, ``concise_model``, ``concise``, ``verbose_model``,
   ``verbose``; optional ``task_family``.
+- ``verdicts``: pairwise judge verdicts: ``prompt``, ``model_a``, ``response_a``, ``model_b``,
+  ``response_b``, ``judge``, and ``preference`` (soft: the probability in [0, 1] that
+  response_a is preferred) and/or ``verdict`` (a|b|tie; tie = 0.5); optional ``position``
+  (ab|ba|na, default na = order shown not recorded), ``baseline`` (a|b: which side is the
+  baseline model's answer), ``sample_index``, ``status`` (ok|unparsed|failed; a verdict
+  without preference or verdict is stored ``unparsed``), ``raw_output``, ``error``,
+  ``judge_model``, ``judge_endpoint``, ``judge_prompt``, ``judge_prompt_sha256``.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from pathlib import Path
 from judgecal.errors import InputError, UsageError
 from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_csv, read_jsonl
 
-KINDS = ("responses", "ratings", "labels", "pairs")
+KINDS = ("responses", "ratings", "labels", "pairs", "verdicts")
 _ITEM = {"task_family", "prompt", "item_id", "reference"}
 FIELDS = {
     "responses": _ITEM | {"model", "response"},
@@ -34,7 +41,12 @@ FIELDS = {
     "labels": _ITEM | {"model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
                        "response_b", "preference", "annotator", "source"},
     "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose"},
+    "verdicts": _ITEM | {"model_a", "response_a", "model_b", "response_b", "judge", "preference", "verdict", "position",
+                         "baseline", "sample_index", "status", "raw_output", "error", "judge_model", "judge_endpoint",
+                         "judge_prompt", "judge_prompt_sha256"},
 }
+POSITION = {"ab": "ab", "ba": "ba", "na": "na"}
+SIDE = {"a": "a", "b": "b"}
 PREFERENCE = {"a": "a", "b": "b", "tie": "tie"}
 STATUS = {"ok": "ok", "unparsed": "unparsed", "failed": "failed"}
 
@@ -60,7 +72,8 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         ext, ref = f.text("item_id", required=False), f.text("reference", required=False)
         if ext is not None or ref is not None:
             batch.add_item(fam, prompt, external_id=ext, reference=ref)
-        {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair}[kind](batch, f, fam, prompt)
+        {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind](
+            batch, f, fam, prompt)
         n += 1
     if n == 0:
         raise InputError("no records", source=str(path))
@@ -155,3 +168,39 @@ def _pair(batch, f, fam, prompt):
     if c == v:
         raise f.fail("the concise and verbose responses are the same response")
     batch.verbosity_pairs.append((c, v))
+
+
+def _verdict(batch, f, fam, prompt):
+    a = _ref(batch, f, fam, prompt, "model_a", "response_a")
+    b = _ref(batch, f, fam, prompt, "model_b", "response_b")
+    if a == b:
+        raise f.fail("response_a and response_b are the same response")
+    name = f.text("judge", allow_empty=False)
+    judge = JudgeSpec(name=name, model=f.text("judge_model", required=False) or name,
+                      endpoint=f.text("judge_endpoint", required=False) or "import",
+                      prompt_name=f.text("judge_prompt", required=False) or "import",
+                      prompt_sha256=f.text("judge_prompt_sha256", required=False), scale_min=0.0, scale_max=1.0,
+                      mode="pairwise")
+    pref = f.number("preference", required=False)
+    verdict = f.choice("verdict", PREFERENCE, required=False)
+    if pref is not None and not 0.0 <= pref <= 1.0:
+        raise f.fail(f"field 'preference' must be a probability in [0, 1] (P(response_a preferred)), got {pref:g}")
+    if pref is not None and verdict is not None:
+        implied = "a" if pref > 0.5 else "b" if pref < 0.5 else "tie"
+        if implied != verdict:
+            raise f.fail(f"verdict {verdict!r} contradicts preference {pref:g} (which means {implied!r})")
+    if pref is None and verdict is not None:
+        pref = {"a": 1.0, "b": 0.0, "tie": 0.5}[verdict]
+    if verdict is None and pref is not None:
+        verdict = "a" if pref > 0.5 else "b" if pref < 0.5 else "tie"
+    status = f.choice("status", STATUS, required=False) or ("ok" if pref is not None else "unparsed")
+    if status == "ok" and pref is None:
+        raise f.fail("status 'ok' needs a 'preference' or a 'verdict'")
+    if status != "ok" and pref is not None:
+        raise f.fail(f"status {status!r} must not carry a preference or verdict")
+    batch.verdicts.append({
+        "judge": judge, "a": a, "b": b, "position": f.choice("position", POSITION, required=False) or "na",
+        "sample_index": f.integer("sample_index", required=False) or 0, "status": status, "verdict": verdict,
+        "preference": pref, "baseline_side": f.choice("baseline", SIDE, required=False), "source": str(f.source),
+        "raw_output": f.text("raw_output", required=False), "error": f.text("error", required=False),
+    })

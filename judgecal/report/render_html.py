@@ -46,6 +46,9 @@ def _row_classes(entry: Mapping, rows: list[list[str]]) -> list[str]:
     return out
 
 
+from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows  # noqa: E402
+
+
 def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, plots: bool = True,
                 max_points: int = MAX_POINTS, seed: int = 0) -> str:
     """The report as one self-contained HTML page (str, UTF-8 when written).
@@ -92,4 +95,6 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
         summary_rows=summary_rows(report),
         text_columns=TEXT_COLUMNS,
         version=__version__,
+        pairwise_columns=PW_COLUMNS,
+        pairwise_rows=pw_rows(report.get("pairwise_judges") or []),
     )

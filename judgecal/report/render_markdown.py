@@ -56,8 +56,14 @@ def render_markdown(report: Mapping) -> str:
     """
     out = ["# judgecal report", ""]
     entries = report["entries"]
+    pairwise = report.get("pairwise_judges") or []
+    if pairwise:
+        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
+
+        out += ["## Pairwise judges: position consistency and length preference", "",
+                md_table(PW_COLUMNS, pw_rows(pairwise)), ""]
     if not entries:
-        return "# judgecal report\n\nNo calibration to report.\n"
+        return "\n".join(out + ["No calibration to report."]) + "\n"
     out += ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "
             "slope is score units per nat of length; [a, b] is a 95% bootstrap interval; "
             "(CV) = out of sample, K-fold cross-validation by item. See docs/report.md.", ""]

@@ -64,8 +64,14 @@ def render_table(report: Mapping) -> Group:
     """
     parts: list = []
     entries = report["entries"]
+    pairwise = report.get("pairwise_judges") or []
+    if pairwise:
+        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
+
+        parts.append(_table("pairwise judges: position consistency and length preference", PW_COLUMNS, pw_rows(pairwise)))
+        parts.append(Text(""))
     if not entries:
-        return Group(Text("no calibration to report"))
+        return Group(*(parts + [Text("no calibration to report")]))
     if len(entries) > 1:
         parts.append(_table("judgecal report: summary", SUMMARY_COLUMNS, summary_rows(report)))
         parts.append(Text(""))

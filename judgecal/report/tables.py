@@ -30,14 +30,16 @@ def stats_table(stats: list[dict]) -> Table:
     rows = []
     for fam in stats:
         labels = ", ".join(f"{k} {v}" for k, v in sorted(fam["expert_labels"].items())) or "0"
-        judges = fam["ratings"] or {"-": {}}
-        for i, (judge, counts) in enumerate(sorted(judges.items())):
-            status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+        verdicts = fam.get("pairwise_verdicts") or {}
+        judges = sorted(set(fam["ratings"]) | set(verdicts)) or ["-"]
+        for i, judge in enumerate(judges):
+            status = ", ".join(f"{k} {v}" for k, v in sorted(fam["ratings"].get(judge, {}).items())) or "-"
+            pv = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.get(judge, {}).items())) or "-"
             head = [fam["task_family"], fam["items"], fam["responses"], labels, fam["verbosity_pairs"]] if i == 0 else [""] * 5
-            rows.append(head + [judge, status])
+            rows.append(head + [judge, status, pv])
     return simple_table(
         "judgecal stats",
-        ["task family", "items", "responses", "expert labels", "verbosity pairs", "judge", "ratings"],
+        ["task family", "items", "responses", "expert labels", "verbosity pairs", "judge", "ratings", "pairwise verdicts"],
         rows,
     )
 
