@@ -139,9 +139,10 @@ FMT_OPT = click.option("--format", "fmt", type=FORMAT_TABLE_JSON, default="table
 @FMT_OPT
 @pass_ctx
 def import_llmbar(ctx: Ctx, folder: Path, family: str | None, fmt: str) -> None:
-    """An LLMBar folder: dataset.json (pairs + expert labels) and ratings_<JUDGE>.json (judge scores).
+    """LLMBar: a set folder (dataset.json + ratings_<JUDGE>.json or evaluators/<JUDGE>/Rating*/result.json),
+    or the LLMBar repository's Dataset/LLMBar folder or root (every set, Adversarial GPTOut and Manual included).
 
-    Default task family: llmbar/<folder name>."""
+    Default task family: llmbar/<set> (llmbar/Adversarial_<set>)."""
     from judgecal import importing
 
     _print_import(importing.import_llmbar(folder, family, ctx.url), fmt)
@@ -157,6 +158,34 @@ def import_pandalm(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
     from judgecal import importing
 
     _print_import(importing.import_pandalm(file, family, ctx.url), fmt)
+
+
+@import_.command("autoj")
+@click.argument("file", type=click.Path(path_type=Path))
+@FAMILY_OPT
+@FMT_OPT
+@pass_ctx
+def import_autoj(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
+    """Auto-J's pairwise test file (prompt, response 1, response 2, label 0/1/2=tie, scenario).
+
+    Default task family: autoj/<scenario>."""
+    from judgecal import importing
+
+    _print_import(importing.import_autoj(file, family, ctx.url), fmt)
+
+
+@import_.command("judgebench")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@FAMILY_OPT
+@FMT_OPT
+@pass_ctx
+def import_judgebench(ctx: Ctx, files: tuple[Path, ...], family: str | None, fmt: str) -> None:
+    """JudgeBench data files and reward-model output files (scores on an unbounded scale).
+
+    Default task family: judgebench."""
+    from judgecal import importing
+
+    _print_import(importing.import_judgebench(list(files), family, ctx.url), fmt)
 
 
 @import_.command("alpaca-eval")

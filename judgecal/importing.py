@@ -32,9 +32,24 @@ def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
-    """Import an LLMBar folder (dataset.json + ratings_*.json). Family default: ``llmbar/<folder>``."""
-    folder = Path(folder)
-    return import_batch(llmbar.parse(folder, family or f"llmbar/{folder.resolve().name}"), url)
+    """Import LLMBar: a set folder (dataset.json + ratings_*.json, or the repository's
+    evaluators/<judge>/Rating*/result.json), the repository's Dataset/LLMBar folder or its root
+    (every set). Family default: ``llmbar/<set>`` (``llmbar/Adversarial_<set>``)."""
+    return import_batch(llmbar.parse_any(Path(folder), family), url)
+
+
+def import_autoj(path: Path, family: str | None = None, url: str | None = None) -> dict:
+    """Import Auto-J's pairwise test file. Family default: ``autoj/<scenario>`` per record."""
+    from judgecal.importers import autoj
+
+    return import_batch(autoj.parse(Path(path), family), url)
+
+
+def import_judgebench(paths: list[Path], family: str | None = None, url: str | None = None) -> dict:
+    """Import JudgeBench data and reward-model output files. Family default: ``judgebench``."""
+    from judgecal.importers import judgebench
+
+    return import_batch(judgebench.parse([Path(p) for p in paths], family), url)
 
 
 def import_pandalm(path: Path, family: str | None = None, url: str | None = None) -> dict:
