@@ -394,9 +394,9 @@ def run_rate(
                                   filtered=bool(task_families or model_filter or items), baseline=baseline)
             if baseline is not None:
                 found = queue.baseline_pairs(session, sel, baseline, limit)
-                if not found.pairs and not found.no_baseline:
-                    raise UsageError(f"--baseline {baseline!r}: no response of the selection to pair with "
-                                     "(is the model name right? see `judgecal stats`)")
+                if not found.baseline_items:
+                    raise UsageError(f"--baseline {baseline!r}: no response by this model in the database "
+                                     "(the name must match exactly; see `judgecal stats`)")
                 skipped = {"no_baseline": found.no_baseline, "items_with_several": found.items_with_several}
                 limited = queue.create_baseline_pairs(session, plan, found, samples, limit)
             elif pairwise:

@@ -15,7 +15,8 @@ body that is not JSON), ``empty`` (200 with ``choices: []``), ``close`` (drops t
 
 Answers: ``answer`` (default ``"The response is adequate.\\nRating: [[7]]"``); a marker
 ``{answer:TEXT}`` in the request overrides it. With ``logprobs: true`` the answer comes with
-per-token logprobs: the digit after ``[[`` gets ``top_logprobs`` from ``verdict_top``.
+per-token logprobs: the digit (or the pairwise letter A/B/C) after ``[[`` gets ``top_logprobs``
+from ``verdict_top``.
 
 Use in-process (``with StubServer(latency=0.05) as s: s.base_url``) or as a process:
 ``python tests/stub_openai.py --port 0 --latency 0.05`` prints ``PORT <n>`` then serves.
@@ -150,7 +151,7 @@ class StubServer:
         for tok in _TOKEN_RE.findall(text):
             top: list[dict[str, Any]] = []
             lp = -0.05
-            if prev.strip() == "[[" and tok.isdigit():
+            if prev.strip() == "[[" and (tok.isdigit() or tok in ("A", "B", "C")):
                 top = [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in self.verdict_top.items()]
                 lp = self.verdict_top.get(tok, -5.0)
             content.append({"token": tok, "logprob": lp, "bytes": list(tok.encode()), "top_logprobs": top})

@@ -172,12 +172,13 @@ class BaselinePairs:
     """What :func:`baseline_pairs` found: ``pairs`` (model response id, baseline response
     id), ``no_baseline`` (selected responses whose item has no response by the baseline, left
     out), ``items_with_several`` (items where the baseline has several responses: the first
-    by id is used)."""
+    by id is used), ``baseline_items`` (items the baseline answered, in the whole database)."""
 
     baseline: str
     pairs: list[tuple[int, int]]
     no_baseline: int
     items_with_several: int
+    baseline_items: int  # items the baseline answered
 
 
 def baseline_pairs(session, sel, baseline: str, limit: Optional[int]) -> BaselinePairs:
@@ -199,7 +200,7 @@ def baseline_pairs(session, sel, baseline: str, limit: Optional[int]) -> Baselin
             missing += 1
     if limit is not None:
         pairs = pairs[:limit]
-    return BaselinePairs(baseline, pairs, missing, len(several))
+    return BaselinePairs(baseline, pairs, missing, len(several), len(base))
 
 
 def create_baseline_pairs(session, plan: Plan, found: BaselinePairs, samples: int, limit: Optional[int]) -> Optional[set]:
