@@ -1,0 +1,160 @@
+"""Win rates on the real AlpacaEval annotations (../shared/data/alpaca_eval): parity with
+AlpacaEval's published leaderboard, the gaming guard, verbosity spreads, the CLI on SQLite and
+PostgreSQL, the importer's quirks."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judgecal import importing
+from judgecal.db import engine as eng
+from judgecal.db import migrate
+from judgecal.winrates import build_winrate_board
+
+BASELINE = "gpt4_1106_preview"
+
+
+def _published(data_dir: Path) -> dict[str, dict]:
+    with open(data_dir / "alpaca_eval" / "leaderboard.csv", newline="") as fh:
+        return {r[""]: r for r in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def alpaca_db(tmp_path_factory, data_dir):
+    url = f"sqlite:///{tmp_path_factory.mktemp('ae') / 'ae.db'}"
+    e = eng.create(url)
+    migrate.upgrade(e, "head")
+    e.dispose()
+    ae = data_dir / "alpaca_eval"
+    res = importing.import_alpaca_eval([ae / "results"], [(ae / "gpt4_1106_preview_concise.json",
+                                                           ae / "gpt4_1106_preview_verbose.json")], None, url)
+    return url, res
+
+
+@pytest.fixture(scope="module")
+def board(alpaca_db, data_dir):
+    url, _ = alpaca_db
+    return build_winrate_board(BASELINE, url=url, n_bootstrap=200,
+                               lc_weights=data_dir / "alpaca_eval" / "length_controlled_v1_weights.csv")
+
+
+def test_import_counts_quirks(alpaca_db):
+    _, res = alpaca_db
+    # 25 models against the baseline; alpaca-7b_concise 804, alpaca-7b_verbose 802, phi-2 803 rows
+    assert res["added"]["pairwise_judgment"] == 25 * 805 - 1 - 3 - 2
+    assert res["skipped"]["the baseline compared with itself (win rate 50% by construction)"]["count"] == 805
+    assert any("'example'" in w and "NullModel" in w for w in res["warnings"])
+
+
+def test_raw_win_rate_equals_alpaca_eval(board, data_dir):
+    pub = _published(data_dir)
+    shared = [r for r in board["rows"] if r["model"] in pub]
+    assert len(shared) >= 24
+    for r in shared:
+        assert r["win_rate"] == pytest.approx(float(pub[r["model"]]["win_rate"]), abs=0.05), r["model"]
+    rows = {r["model"]: r for r in board["rows"]}
+    assert rows["phi-2"]["n_missing"] == 2 and rows["phi-2"]["n_items"] == 803
+
+
+def test_length_controlled_win_rate_within_targets(board, data_dir):
+    pub = _published(data_dir)
+    errs = {r["model"]: abs(r["lc_win_rate"] - float(pub[r["model"]]["length_controlled_winrate"]))
+            for r in board["rows"] if r["model"] in pub and r["model"] != BASELINE}
+    assert np.median(list(errs.values())) <= 1.0, errs
+    assert max(errs.values()) <= 3.0, errs
+    assert board["lc"]["gamed_source"] == "published weights"
+
+
+def test_gaming_guard(board, data_dir):
+    pub = _published(data_dir)
+    rows = {r["model"]: r for r in board["rows"]}
+    gamed, null = rows["gpt4_gamed"], rows["NullModel"]
+    assert gamed["calibrated_win_rate"] <= float(pub["gpt4_gamed"]["length_controlled_winrate"]) + 3
+    assert gamed["rank_calibrated"] > 5
+    assert null["calibrated_win_rate"] <= null["win_rate"]
+    assert any("same answer" in f for f in null["flags"])
+
+
+def test_verbosity_spreads_shrink(board, data_dir):
+    pub = _published(data_dir)
+    spreads = {s["family"]: s for s in board["verbosity_spreads"]}
+    g = spreads["gpt-3.5-turbo-1106"]
+    assert g["spread_raw"] == pytest.approx(12.7631 - 7.41586, abs=0.01)
+    assert g["spread_calibrated"] < g["spread_raw"]
+    for stem in ("gpt-3.5-turbo-1106", "alpaca-7b"):
+        theirs = float(pub[f"{stem}_verbose"]["length_controlled_winrate"]) - float(pub[f"{stem}_concise"]["length_controlled_winrate"])
+        assert spreads[stem]["spread_calibrated"] < theirs, stem
+        assert spreads[stem]["implied_verbosity_win_rate_calibrated"] < spreads[stem]["implied_verbosity_win_rate_raw"]
+
+
+def test_cli_json_markdown_compare_and_refusals(alpaca_db, data_dir, run_cli):
+    url, _ = alpaca_db
+    lb = data_dir / "alpaca_eval" / "leaderboard.csv"
+    r = run_cli("--database-url", url, "leaderboard", "--baseline", BASELINE, "--bootstrap", "50", "--format", "json",
+                "--compare-to", str(lb), "--compare-column", "win_rate")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["comparison"]["raw"]["spearman"] > 0.99  # the same verdicts: raw order equals AlpacaEval's
+    assert "text_davinci_003" in out["comparison"]["unmatched_here"]
+    assert out["notes"] and "left_out" in out
+    r = run_cli("--database-url", url, "leaderboard", "--baseline", BASELINE, "--bootstrap", "0", "--format", "markdown")
+    assert r.exit_code == 0 and "| NullModel |" in r.stdout and "verbosity families" in r.stdout
+    r = run_cli("--database-url", url, "leaderboard", "--baseline", BASELINE, "--calibration", "3")
+    assert r.exit_code == 2 and "--calibration" in r.stderr
+    r = run_cli("--database-url", url, "leaderboard", "--lc-weights", str(lb))
+    assert r.exit_code == 2 and "--baseline" in r.stderr
+    r = run_cli("--database-url", url, "leaderboard", "--baseline", "nobody")
+    assert r.exit_code != 0 and "nobody" in r.stderr and "Traceback" not in r.output
+    r = run_cli("--database-url", url, "leaderboard", "--baseline", BASELINE, "--compare-to", str(lb))
+    assert r.exit_code != 0 and "--compare-column" in r.stderr
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=1))
+    return path
+
+
+def _rec(i: int, pref, model="m1") -> dict:
+    return {"instruction": f"q{i}", "output_1": f"base answer {i} " * (i + 1), "generator_1": "base",
+            "output_2": f"answer {i}", "generator_2": model, "annotator": "judgeX", "preference": pref,
+            "raw_completion": {"text": "m"}}
+
+
+def test_import_quirks_and_known_win_rates(db_url, tmp_path, run_cli):
+    """String/float/null preferences, a missing row, reordered rows, on both dialects."""
+    res = tmp_path / "results"
+    _write(res / "m1" / "judgeX" / "annotations.json", [_rec(0, "2.0"), _rec(2, 1.25), _rec(1, None), _rec(3, 1.5)])
+    _write(res / "m2" / "judgeX" / "annotations.json", [_rec(1, 1.0, "m2"), _rec(0, "1.75", "m2")])  # q2, q3 missing
+    r = run_cli("--database-url", db_url, "db", "upgrade")
+    assert r.exit_code == 0, r
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", str(res), "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["pairwise_judgment"] == 6
+    assert out["skipped"]["null preference (stored as an unparsed verdict, left out of win rates)"]["count"] == 1
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", str(res), "--format", "json")
+    assert json.loads(r.stdout)["added"]["pairwise_judgment"] == 0  # idempotent
+    r = run_cli("--database-url", db_url, "stats", "--format", "json")
+    assert json.loads(r.stdout)[0]["pairwise_verdicts"] == {"judgeX": {"ok": 5, "unparsed": 1}}
+    r = run_cli("--database-url", db_url, "leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "json")
+    assert r.exit_code == 0, r
+    rows = {x["model"]: x for x in json.loads(r.stdout)["rows"]}
+    assert rows["m1"]["win_rate"] == pytest.approx(100 * (1 + 0.25 + 0.5) / 3)
+    assert rows["m2"]["win_rate"] == pytest.approx(100 * (0 + 0.75) / 2)
+    assert rows["m2"]["n_missing"] == 2
+    assert json.loads(r.stdout)["left_out"] == {"verdict unparsed": 1}
+
+
+@pytest.mark.parametrize("pref, msg", [(2.5, "must be in [1, 2]"), ("high", "must be a number")])
+def test_bad_preference_names_file_and_line(tmp_path, sqlite_url, run_cli, pref, msg):
+    f = _write(tmp_path / "results" / "m1" / "judgeX" / "annotations.json", [_rec(0, 2.0), _rec(1, pref)])
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", sqlite_url, "import", "alpaca-eval", str(f))
+    assert r.exit_code != 0 and f"{f}:" in r.stderr and msg in r.stderr and "Traceback" not in r.output
+    assert run_cli("--database-url", sqlite_url, "stats", "--format", "json").stdout.strip() == "[]"  # nothing written
