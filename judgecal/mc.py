@@ -8,15 +8,16 @@ Wiring only: task loading, scoring and metrics live in :mod:`judgecal.loglik`; t
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
 from judgecal.db import models as m
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import InputError, NotFoundError
+from judgecal.errors import InputError, NotFoundError, UsageError
 from judgecal.loglik import metrics as M
 from judgecal.loglik.score import DEFAULT_NULL_CONTEXT, McResult, score_task
 from judgecal.loglik.tasks import DEFAULT_PROMPT, load_task
@@ -35,35 +36,122 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+LM_EVAL_OPTIONS = ("num_fewshot", "fewshot_seed", "include_paths", "data_dir", "datasets_map", "apply_chat_template",
+                   "fewshot_as_multiturn", "system_instruction")
+NATIVE_OPTIONS = ("prompt", "null_context")
+OPTION_NAMES = {"num_fewshot": "--num-fewshot", "fewshot_seed": "--fewshot-seed", "include_paths": "--include-path",
+                "data_dir": "--data-dir", "datasets_map": "--dataset", "apply_chat_template": "--apply-chat-template",
+                "fewshot_as_multiturn": "--fewshot-as-multiturn", "system_instruction": "--system-instruction",
+                "prompt": "--prompt", "null_context": "--null-context/--no-pmi"}
+_NATIVE_SUFFIXES = (".jsonl", ".json", ".txt", ".bz2", ".gz", ".yaml", ".yml")
+
+
+def task_kind(task: str | Path, loader: str = "auto") -> str:
+    """How ``task`` is read: "lm-eval" (an lm-evaluation-harness task/group/tag name, or a YAML
+    config while lm-eval is installed) or "native" (judgecal's JSONL, HellaSwag text and
+    simple-YAML loaders, :func:`judgecal.loglik.tasks.load_task`). ``loader``: "auto",
+    "lm-eval" or "native" forces one. Raises InputError for a missing file, UsageError when
+    lm-eval is needed but absent or the loader does not fit the task."""
+    from judgecal.loglik import lmeval_tasks
+
+    if loader not in ("auto", "lm-eval", "native"):
+        raise UsageError(f"--loader must be auto, lm-eval or native, got {loader!r}")
+    spec = str(task)
+    p = Path(spec).expanduser()
+    is_yaml = spec.lower().endswith((".yaml", ".yml"))
+    if p.is_file():
+        if not is_yaml:
+            if loader == "lm-eval":
+                raise UsageError(f"--loader lm-eval: {spec} is not an lm-eval YAML task config")
+            return "native"
+        if loader == "native":
+            return "native"
+        if loader == "lm-eval":
+            lmeval_tasks.require()
+            return "lm-eval"
+        return "lm-eval" if lmeval_tasks.available() else "native"
+    if loader == "native" or spec.lower().endswith(_NATIVE_SUFFIXES) or os.sep in spec:
+        raise InputError("task file does not exist", source=spec)
+    if not lmeval_tasks.available():
+        raise UsageError(f"--task {spec!r} is not a file; lm-eval task names need lm-evaluation-harness: "
+                         f"{lmeval_tasks.LM_EVAL_HINT}")
+    return "lm-eval"
+
+
 def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str = "float32",
           batch_size: int | str = "auto", forward: str = "auto",
-          null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | None = None, prompt: str = DEFAULT_PROMPT, base_url: str | None = None,
-          db_url: str | None = None, store: bool = True,
-          progress: Callable[[int], None] | None = None) -> tuple[int | None, McResult]:
-    """Load ``task_path``, score it and store the run. ``model``: "smollm2", a model folder,
-    or (with ``base_url``) the served model name. Returns ``(run_id or None, McResult)``.
-    Raises InputError, ModelError, EndpointError, UsageError, DatabaseError."""
-    task = load_task(task_path, prompt=prompt)
+          null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | None = None, prompt: str = DEFAULT_PROMPT,
+          base_url: str | None = None, db_url: str | None = None, store: bool = True,
+          progress: Callable[[int], None] | None = None, loader: str = "auto",
+          num_fewshot: int | None = None, fewshot_seed: int | None = None, include_paths: Sequence[str | Path] = (),
+          data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None,
+          apply_chat_template: bool = False, fewshot_as_multiturn: bool | None = None,
+          system_instruction: str | None = None, given: Iterable[str] = ()) -> tuple[int | None, McResult]:
+    """Load ``task_path``, score it and store the run. ``task_path``: a judgecal task file
+    (JSONL, HellaSwag text, simple lm-eval YAML) or an lm-eval task/group/tag name or YAML
+    config (:func:`task_kind`; lm-eval tasks through :func:`judgecal.loglik.lmeval_tasks.score_lm_eval`
+    with ``num_fewshot``, ``fewshot_seed``, ``include_paths``, ``data_dir``, ``datasets_map``,
+    ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``). ``model``:
+    "smollm2", a model folder, or (with ``base_url``) the served model name. ``given``: the
+    option names the user set explicitly (from :data:`LM_EVAL_OPTIONS` and
+    :data:`NATIVE_OPTIONS`): an option that does not apply to the task's kind is refused rather
+    than ignored. Returns ``(run_id or None, McResult)``. Raises InputError, ModelError,
+    EndpointError, UsageError, DatabaseError."""
+    kind = task_kind(task_path, loader)
+    given = set(given)
+    if kind == "native":
+        wrong = [OPTION_NAMES[o] for o in LM_EVAL_OPTIONS if o in given]
+        if wrong:
+            raise UsageError(f"{', '.join(wrong)} apply to lm-eval tasks (a task name or YAML config), "
+                             f"not to the judgecal task file {task_path}")
+    else:
+        wrong = [OPTION_NAMES[o] for o in NATIVE_OPTIONS if o in given]
+        if wrong:
+            raise UsageError(f"{', '.join(wrong)} apply to judgecal task files only: an lm-eval task builds its own "
+                             "prompts, and computes PMI (acc_mutual_info, against lm-eval's unconditional context) "
+                             "when its metric_list names it")
+    folder = None
     if base_url is None:
         from judgecal.localmodel import resolve_model
 
         folder = resolve_model(model)
-        result = score_task(task, folder, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
-                            null_context=null_context, limit=limit, progress=progress)
-        result.model = model if model == "smollm2" else str(folder)
+    if kind == "lm-eval":
+        from judgecal.loglik.lmeval_tasks import DEFAULT_FEWSHOT_SEED, score_lm_eval
+
+        result = score_lm_eval(task_path, folder, device=device, dtype=dtype, batch_size=batch_size,
+                               forward=forward, base_url=base_url, endpoint_model=model if base_url else None,
+                               limit=limit, num_fewshot=num_fewshot,
+                               fewshot_seed=DEFAULT_FEWSHOT_SEED if fewshot_seed is None else fewshot_seed,
+                               include_paths=include_paths, data_dir=data_dir, datasets_map=datasets_map,
+                               apply_chat_template=apply_chat_template, fewshot_as_multiturn=fewshot_as_multiturn,
+                               system_instruction=system_instruction, progress=progress)
+        if base_url is None:
+            result.model = model if model == "smollm2" else str(folder)
+        sha = result.dataset_sha256
+        loaded = result.loaded
+        stored_path = str(loaded.path.resolve()) if loaded.path is not None else None
     else:
-        result = score_task(task, None, batch_size=batch_size, null_context=null_context, limit=limit,
-                            base_url=base_url, endpoint_model=model)
-    result.settings["prompt"] = prompt if task.format == "jsonl" else None
+        task = load_task(task_path, prompt=prompt)
+        if base_url is None:
+            result = score_task(task, folder, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
+                                null_context=null_context, limit=limit, progress=progress)
+            result.model = model if model == "smollm2" else str(folder)
+        else:
+            result = score_task(task, None, batch_size=batch_size, null_context=null_context, limit=limit,
+                                base_url=base_url, endpoint_model=model)
+        result.settings["prompt"] = prompt if task.format == "jsonl" else None
+        sha = None
+        stored_path = str(Path(task_path).resolve())
     if not store:
         return None, result
-    sha = file_sha256(task_path)
-    if task.data_path is not None:  # a YAML task: hash the YAML and the data file it reads
-        sha = hashlib.sha256((sha + file_sha256(task.data_path)).encode()).hexdigest()
+    if sha is None:
+        sha = file_sha256(task_path)
+        if task.data_path is not None:  # a YAML task: hash the YAML and the data file it reads
+            sha = hashlib.sha256((sha + file_sha256(task.data_path)).encode()).hexdigest()
     engine = get_engine(db_url)
     try:
         with session_scope(engine) as s:
-            run = m.McRun(model=result.model, task=result.task, task_path=str(Path(task_path).resolve()),
+            run = m.McRun(model=result.model, task=result.task, task_path=stored_path,
                           dataset_sha256=sha, backend=result.backend, n_items=len(result.items),
                           settings=result.settings, metrics=result.metrics,
                           diagnostics={**result.diagnostics, "stats": result.stats})
@@ -126,7 +214,9 @@ def load_run(run_id: int, db_url: str | None = None, *, items: bool = True) -> d
 
 
 # settings that change what is scored (not how fast): a comparison across them is flagged
-COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format", "dtype")
+COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format", "dtype", "num_fewshot", "fewshot_seed",
+                     "task_config_sha256", "requests_sha256", "lm_eval_version", "apply_chat_template",
+                     "fewshot_as_multiturn", "system_instruction")
 
 
 def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:

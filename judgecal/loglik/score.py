@@ -38,12 +38,19 @@ class ChoiceResult:
 @dataclass
 class ItemResult:
     """One item: ``index`` (0-based in the task), ``gold``, ``choices`` (ChoiceResult each),
-    ``predictions`` (metric -> predicted index; acc_pmi None without a null pass)."""
+    ``predictions`` (metric -> predicted index; acc_pmi None without a null pass). Items of an
+    lm-eval task also carry ``task`` (the leaf task), ``doc_id`` (lm-eval's), ``requests`` (the
+    ``(context, continuation)`` pairs lm-eval built, unconditional ones included) and ``golds``
+    (every gold index as lm-eval scores it; ``gold`` is the first)."""
 
     index: int
     gold: int
     choices: list[ChoiceResult]
     predictions: dict[str, int | None]
+    task: str | None = None
+    doc_id: int | None = None
+    requests: list[tuple[str, str]] | None = None
+    golds: list[int] | None = None
 
 
 @dataclass

@@ -1,0 +1,212 @@
+"""judgecal's scorer as an lm-evaluation-harness model: ``JudgecalLM``, an ``lm_eval.api.model.LM``.
+
+lm-eval (0.4.13) builds every request of a task (few-shot contexts, delimiters, multiple-input
+contexts, the unconditional ``("", continuation)`` requests of ``acc_mutual_info``) and calls
+``LM.loglikelihood(requests)`` once per run with all of them; it computes the metrics from the
+answers. ``JudgecalLM`` answers that call with judgecal's scorer (:mod:`judgecal.loglik.hf`):
+
+1. identical ``(context, continuation)`` pairs are scored once;
+2. the pairs are grouped by context string, so an item's context is run through the model once
+   for all its choices (packed rows ``[ctx | cont_1 | ... | cont_k]``, see hf.py), and groups
+   of more than ``MAX_CONTS_PER_GROUP`` continuations (the empty context of acc_mutual_info) are
+   cut into chunks that keep rows short;
+3. tokenization is lm-eval's (:mod:`judgecal.loglik.split`), so the numbers are lm-eval's
+   ``HFLM`` numbers (per-choice log-likelihoods within 1e-4 nats, tests/test_mc_lmeval.py).
+
+Use it from lm-eval directly::
+
+    import lm_eval
+    from judgecal.loglik.lmeval_lm import JudgecalLM
+
+    lm = JudgecalLM(pretrained="path/to/model-folder", device="cpu", dtype="float32")
+    out = lm_eval.simple_evaluate(model=lm, tasks=["arc_easy"], num_fewshot=5)
+
+Importing this module also registers the model name ``judgecal`` in lm-eval's registry
+(``lm_eval.api.registry.get_model("judgecal")``), so ``simple_evaluate(model="judgecal",
+model_args="pretrained=FOLDER")`` works in a process that imported it.
+
+Only ``loglikelihood`` requests are served (``output_type: multiple_choice`` and
+``loglikelihood`` tasks); ``loglikelihood_rolling`` and ``generate_until`` raise
+NotImplementedError naming the request type. Needs lm-eval (``pip install 'judgecal[lmeval]'``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from lm_eval.api.model import LM
+from lm_eval.api.registry import register_model
+
+from judgecal.loglik.split import EncodedGroup
+
+MAX_CONTS_PER_GROUP = 16  # continuations per packed group (keeps rows of many short choices batchable)
+
+
+def _batch_size(value: Any) -> int | str:
+    if value is None or value == "auto":
+        return "auto"
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"batch_size must be an integer >= 1 or 'auto', got {value!r}") from None
+    if n < 1:
+        raise ValueError(f"batch_size must be an integer >= 1 or 'auto', got {value!r}")
+    return n
+
+
+@register_model("judgecal")
+class JudgecalLM(LM):
+    """An lm-eval ``LM`` whose ``loglikelihood`` runs judgecal's scorer.
+
+    ``pretrained``: a transformers model folder (or ``scorer``: an already loaded
+    :class:`~judgecal.loglik.hf.HFScorer`); ``device`` ("cpu", "cuda", "cuda:N"), ``dtype``
+    ("float32", "bfloat16", "float16"), ``batch_size`` (items a forward pass, or "auto": a token
+    budget), ``forward`` ("auto", "fused", "transformers"; see :mod:`judgecal.loglik.fused`).
+    Or, with ``base_url`` and ``model``, an OpenAI-compatible completions endpoint
+    (:mod:`judgecal.loglik.endpoint`; no empty contexts, so no acc_mutual_info).
+
+    After each ``loglikelihood`` call: ``n_tokens[(context, continuation)]`` holds the number of
+    continuation tokens scored (judgecal's acc_per_token needs it), ``stats`` the work done
+    (tokens, padded_tokens, scored_rows, forward_passes, boundary_fixes, seconds, requests,
+    distinct_requests; summed over calls). Raises ModelError / UsageError (judgecal.errors)
+    when the model cannot load or an option is bad."""
+
+    def __init__(self, pretrained: str | Path | None = None, *, scorer: Any = None, device: str = "cpu",
+                 dtype: str = "float32", batch_size: int | str | None = "auto", forward: str = "auto",
+                 base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> None:
+        super().__init__()
+        self.batch_size = _batch_size(batch_size)
+        self.endpoint = None
+        self.scorer = None
+        if base_url is not None:
+            from judgecal.loglik.endpoint import CompletionsScorer
+
+            if not model:
+                raise ValueError("JudgecalLM(base_url=...) needs the served model name (model=...)")
+            self.endpoint = CompletionsScorer(base_url, model, api_key=api_key)
+            self.tokenizer = None
+            self.model_name = model
+        else:
+            if scorer is None:
+                if pretrained is None:
+                    raise ValueError("JudgecalLM needs pretrained=MODEL_FOLDER, scorer=HFScorer or base_url")
+                from judgecal.loglik.hf import HFScorer
+
+                scorer = HFScorer(pretrained, device=device, dtype=str(dtype), forward=forward)
+            self.scorer = scorer
+            self.tokenizer = scorer.tokenizer
+            self.model_name = str(pretrained) if pretrained is not None else "(loaded)"
+            self._device = scorer.device
+        self.n_tokens: dict[tuple[str, str], int] = {}
+        self.stats: dict[str, Any] = {"tokens": 0, "padded_tokens": 0, "scored_rows": 0, "forward_passes": 0,
+                                      "boundary_fixes": 0, "seconds": 0.0, "cpu_seconds": 0.0, "requests": 0,
+                                      "distinct_requests": 0}
+
+    # ------------------------------------------------------------------ lm-eval API
+    def loglikelihood(self, requests: list, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
+        """``[(log p(continuation | context) in nats, is_greedy), ...]``, one per request, in order.
+        ``requests``: lm-eval ``Instance`` objects whose ``args`` are ``(context, continuation)``.
+        ``is_greedy`` is False when the endpoint backend cannot tell."""
+        pairs: list[tuple[str, str]] = []
+        for req in requests:
+            args = req.args if hasattr(req, "args") else req
+            if len(args) != 2:
+                raise NotImplementedError("JudgecalLM scores text (context, continuation) requests only, "
+                                          f"got {len(args)} arguments (a multimodal task?)")
+            pairs.append((str(args[0]), str(args[1])))
+        distinct = list(dict.fromkeys(pairs))
+        t0, c0 = time.perf_counter(), time.process_time()
+        if self.endpoint is not None:
+            scored = dict(zip(distinct, self.endpoint.score_pairs(distinct)))
+            res = {p: (ll, n, bool(g)) for p, (ll, n, g) in scored.items()}
+        else:
+            res = self._score_local(distinct)
+        self.stats["seconds"] += time.perf_counter() - t0
+        self.stats["cpu_seconds"] += time.process_time() - c0
+        self.stats["requests"] += len(pairs)
+        self.stats["distinct_requests"] += len(distinct)
+        for p, (_, n, _) in res.items():
+            self.n_tokens[p] = n
+        return [(res[p][0], res[p][2]) for p in pairs]
+
+    def _score_local(self, distinct: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int, bool]]:
+        from judgecal.loglik.hf import RunStats
+
+        by_ctx: dict[str, list[str]] = {}
+        for ctx, cont in distinct:
+            by_ctx.setdefault(ctx, []).append(cont)
+        groups = list(by_ctx.items())
+        enc = self.scorer.encoder.encode_groups(groups)
+        chunks: list[tuple[int, int, EncodedGroup]] = []  # (group, first continuation, encoded chunk)
+        for gi, g in enumerate(enc):
+            for s in range(0, len(g.conts), MAX_CONTS_PER_GROUP):
+                chunks.append((gi, s, EncodedGroup(g.ctx, g.conts[s:s + MAX_CONTS_PER_GROUP],
+                                                   g.boundary_fixes if s == 0 else 0)))
+        stats = RunStats()
+        out = self.scorer.score_groups([c for _, _, c in chunks], batch_size=self.batch_size, stats=stats)
+        res: dict[tuple[str, str], tuple[float, int, bool]] = {}
+        for (gi, s, _), scores in zip(chunks, out):
+            ctx, conts = groups[gi]
+            for j, sc in enumerate(scores):
+                res[(ctx, conts[s + j])] = (sc.ll, sc.n_tokens, sc.is_greedy)
+        for k in ("tokens", "padded_tokens", "scored_rows", "forward_passes", "boundary_fixes"):
+            self.stats[k] += getattr(stats, k)
+        return res
+
+    def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
+        """Not served: judgecal scores multiple-choice requests (raises NotImplementedError)."""
+        raise NotImplementedError("JudgecalLM serves loglikelihood requests (multiple_choice and loglikelihood "
+                                  "tasks) only, not loglikelihood_rolling (perplexity tasks)")
+
+    def generate_until(self, requests: list, disable_tqdm: bool = False) -> list[str]:
+        """Not served: judgecal does not generate text (raises NotImplementedError)."""
+        raise NotImplementedError("JudgecalLM serves loglikelihood requests (multiple_choice and loglikelihood "
+                                  "tasks) only, not generate_until (generation tasks)")
+
+    # ------------------------------------------------------------------ chat templates (as lm-eval's HFLM)
+    @property
+    def tokenizer_name(self) -> str:
+        """The tokenizer's name with "/" as "__" (lm-eval's HFLM; fingerprints request caches)."""
+        if self.tokenizer is None:
+            return self.model_name.replace("/", "__")
+        return str(self.tokenizer.name_or_path).replace("/", "__")
+
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        """The tokenizer's chat template (None when ``chat_template`` is False or there is none)."""
+        if not chat_template or self.tokenizer is None:
+            return None
+        return getattr(self.tokenizer, "chat_template", None)
+
+    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """Render ``chat_history`` with the tokenizer's chat template, as lm-eval's HFLM does
+        (``continue_final_message`` when no generation prompt is added; on a template error, once
+        more without the system turn). Raises NotImplementedError for the endpoint backend."""
+        if self.tokenizer is None:
+            raise NotImplementedError("the completions endpoint backend has no chat template here")
+        import jinja2
+
+        kwargs = dict(tokenize=False, add_generation_prompt=add_generation_prompt,
+                      continue_final_message=not add_generation_prompt)
+        try:
+            return self.tokenizer.apply_chat_template(chat_history, **kwargs)
+        except jinja2.exceptions.TemplateError:
+            return self.tokenizer.apply_chat_template([m for m in chat_history if m["role"] != "system"], **kwargs)
+
+    @property
+    def max_length(self) -> int | None:
+        """The model's positions (context + continuation are left-truncated to fit, as HFLM)."""
+        return getattr(self.scorer, "max_length", None)
+
+    @property
+    def eot_token_id(self) -> int | None:
+        """The tokenizer's EOS id (reported by lm-eval's result logging)."""
+        return getattr(self.tokenizer, "eos_token_id", None)
+
+    def get_model_info(self) -> dict:
+        """What lm-eval's ``simple_evaluate`` records about the model."""
+        info = {"model": self.model_name, "backend": "judgecal"}
+        if self.scorer is not None:
+            info.update(dtype=self.scorer.dtype_name, forward=self.scorer.forward_name, device=str(self.scorer.device))
+        return info
