@@ -613,11 +613,22 @@ def _batch_size(value: str) -> int | str:
     return n
 
 
+def _datasets_map(values) -> dict:
+    out = {}
+    for v in values:
+        name, sep, folder = v.partition("=")
+        if not sep or not name or not folder:
+            raise click.BadParameter(f"{v!r}: give OWNER/NAME=FOLDER (a Hub dataset id and its local copy)",
+                                     param_hint="--dataset")
+        out[name] = folder
+    return out
+
+
 @mc.command("score")
 @click.option("--model", required=True, help="`smollm2` (after `judgecal model pull`), a transformers model folder, or with --base-url the served model name.")
-@click.option("--task", "task_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL (query/choices/gold), HellaSwag text (.txt[.bz2]) or lm-evaluation-harness task YAML.")
-@click.option("--limit", type=click.IntRange(1), default=None, help="Score the first N items only.")
+@click.option("--task", "task_path", required=True, metavar="NAME|FILE",
+              help="JSONL (query/choices/gold), HellaSwag text (.txt[.bz2]), an lm-evaluation-harness task YAML, or an lm-eval task, group or tag name (arc_challenge, mmlu).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Score the first N items only (lm-eval tasks: of each task).")
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
 @click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
@@ -625,29 +636,72 @@ def _batch_size(value: str) -> int | str:
 @click.option("--forward", type=click.Choice(FORWARDS), default="auto", show_default=True,
               help="Local body forward: judgecal's fused Llama forward (auto: where the model is a plain Llama) or the model's own transformers forward.")
 @click.option("--null-context", default="Answer:", show_default=True,
-              help="Context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
-@click.option("--no-pmi", is_flag=True, help="Skip the null-context pass (no acc_pmi).")
+              help="Judgecal task files: context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
+@click.option("--no-pmi", is_flag=True, help="Judgecal task files: skip the null-context pass (no acc_pmi).")
 @click.option("--prompt", default="{query}\nAnswer:", show_default=True, help="JSONL tasks: context template with {query}.")
 @click.option("--base-url", default=None, metavar="URL", help="Score through an OpenAI-compatible completions endpoint instead.")
+@click.option("--loader", type=click.Choice(["auto", "lm-eval", "native"]), default="auto", show_default=True,
+              help="How --task is read: lm-eval's task machinery (auto: for names, and for YAML where lm-eval is installed) or judgecal's own loaders.")
+@click.option("--num-fewshot", type=click.IntRange(0), default=None,
+              help="lm-eval tasks: few-shot examples (default: the config's num_fewshot, else 0; a config's 0 is kept, as in lm-eval).")
+@click.option("--fewshot-seed", type=int, default=None, help="lm-eval tasks: seed of the few-shot sampler (default: 1234, lm-eval's).")
+@click.option("--include-path", "include_paths", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="lm-eval tasks: another folder of task YAMLs (repeatable), as lm-eval's --include_path.")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="lm-eval tasks: folder of local copies of Hub datasets, DIR/OWNER/NAME (e.g. DIR/allenai/ai2_arc).")
+@click.option("--dataset", "datasets_", multiple=True, metavar="OWNER/NAME=FOLDER",
+              help="lm-eval tasks: read the Hub dataset OWNER/NAME from the local copy FOLDER (repeatable).")
+@click.option("--apply-chat-template", is_flag=True, help="lm-eval tasks: render prompts with the model's chat template.")
+@click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
+              help="lm-eval tasks with --apply-chat-template: few-shot examples as chat turns (default: on with a chat template, as lm-eval).")
+@click.option("--system-instruction", default=None, metavar="TEXT", help="lm-eval tasks: system instruction before the prompt.")
 @FMT_OPT
 @pass_ctx
-def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url, fmt) -> None:
-    """Score a multiple-choice task by log-likelihood and store the run."""
+def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url,
+             loader, num_fewshot, fewshot_seed, include_paths, data_dir, datasets_, apply_chat_template,
+             fewshot_as_multiturn, system_instruction, fmt) -> None:
+    """Score a multiple-choice task by log-likelihood and store the run.
+
+    lm-evaluation-harness tasks (by name or YAML) are built by lm-eval's own task machinery
+    (few-shot, metric_list, groups) and scored by judgecal; data are read offline."""
+    from click.core import ParameterSource
+
     from judgecal import mc as mc_mod
 
+    cctx = click.get_current_context()
+    explicit = {n for n in ("prompt", "null_context", "no_pmi", "num_fewshot", "fewshot_seed", "include_paths", "data_dir",
+                            "datasets_", "apply_chat_template", "fewshot_as_multiturn", "system_instruction")
+                if cctx.get_parameter_source(n) not in (ParameterSource.DEFAULT, None)}
+    given = {{"no_pmi": "null_context", "datasets_": "datasets_map"}.get(n, n) for n in explicit}
     run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
                                null_context=None if no_pmi else null_context, limit=limit, prompt=prompt,
-                               base_url=base_url, db_url=ctx.url)
+                               base_url=base_url, db_url=ctx.url, loader=loader, num_fewshot=num_fewshot,
+                               fewshot_seed=fewshot_seed, include_paths=include_paths, data_dir=data_dir,
+                               datasets_map=_datasets_map(datasets_), apply_chat_template=apply_chat_template,
+                               fewshot_as_multiturn=fewshot_as_multiturn, system_instruction=system_instruction,
+                               given=given)
     if fmt == "json":
         emit_json({"run_id": run_id, "task": res.task, "model": res.model, "backend": res.backend,
                    "n_items": len(res.items), "metrics": res.metrics, "diagnostics": res.diagnostics,
                    "settings": res.settings, "stats": res.stats})
         return
-    out.print(f"run {run_id}: {res.task}, {len(res.items)} items, model {res.model} ({res.backend}), "
+    st = res.settings
+    shots = f", {st['num_fewshot']}-shot" if isinstance(st.get("num_fewshot"), int) else ""
+    out.print(f"run {run_id}: {res.task}{shots}, {len(res.items)} items, model {res.model} ({res.backend}), "
               f"{res.stats['items_per_s']:.1f} items/s")
     from judgecal.report.mc_tables import metrics_renderable
 
     out.print(metrics_renderable(res.metrics, res.diagnostics))
+    by_task = res.diagnostics.get("by_task") or {}
+    if len(by_task) > 1:
+        from rich.table import Table
+
+        names = sorted({m for v in by_task.values() for m in v["metrics"]})
+        table = Table("task / group", "n", "shots", *names)
+        for name, v in list((res.diagnostics.get("groups") or {}).items()) + list(by_task.items()):
+            cells = [f"{v['metrics'][m]['value']:.4f}" if m in v["metrics"] else "-" for m in names]
+            table.add_row(v.get("alias") or name, str(v["n"]), str(v.get("num_fewshot", "")), *cells)
+        out.print(table)
 
 
 @mc.command("list")
