@@ -124,3 +124,40 @@ def test_equal_lengths_make_the_penalty_unidentifiable():
         F.fit_pairwise(sa, sb, lengths, lengths, y, scale=(0, 9))
     with pytest.raises(FitError, match="reference length"):
         F.fit_pointwise(sa, np.full(30, 7.0), sb, expert_scale=(0, 9), judge_scale=(0, 9))
+
+
+@pytest.mark.parametrize("theta", [(0.3, 1.2, 0.8), (2.5, 1.45, 0.4), (-1.0, 1.1, 1.0)])
+def test_clipped_bt_gradient_matches_finite_differences(theta):
+    """The clip inside the objective: away from the kinks the (sub)gradient is the gradient."""
+    sa, sb, la, lb, y = _pairs()
+    sa, sb = sa + 0.37, sb + 0.29  # scores off the integer grid: no calibrated score sits on a scale end
+    fa, fb = F._Feature(la, 150.0), F._Feature(lb, 150.0)
+    w = np.full(la.size, 1.0 / la.size)
+    kw = dict(score_a=sa, score_b=sb, clip=(0.0, 9.0))
+    f = lambda t: F.bt_objective(t, sa - sb, fa, fb, y, w, **kw)[0]  # noqa: E731
+    g = lambda t: F.bt_objective(t, sa - sb, fa, fb, y, w, **kw)[1]  # noqa: E731
+    assert check_grad(f, g, np.array(theta), epsilon=1e-7) < 1e-5 * max(1.0, np.linalg.norm(g(np.array(theta))))
+
+
+def test_the_fit_reports_the_loss_of_the_clipped_function():
+    sa, sb, la, lb, y = _pairs(200, seed=9)
+    res = F.fit_pairwise(sa, sb, la, lb, y, l_ref=150.0, scale=(0, 9))
+    at = F.bt_loss_at(sa, sb, la, lb, y, gamma=res.gamma, p=res.p, l_ref=150.0, bt_scale=res.bt_scale, clip=(0, 9))
+    assert res.loss == pytest.approx(at, rel=1e-12)
+    unclipped = F.fit_pairwise(sa, sb, la, lb, y, l_ref=150.0, scale=(0, 9), clip=False)
+    clipped_at_unclipped = F.bt_loss_at(sa, sb, la, lb, y, gamma=unclipped.gamma, p=unclipped.p, l_ref=150.0,
+                                        bt_scale=unclipped.bt_scale, clip=(0, 9))
+    assert res.loss <= clipped_at_unclipped + 1e-9  # the clipped fit is the better fit of the reported function
+
+
+def test_signed_fit_recovers_a_negative_gamma_and_default_stays_non_negative():
+    rng = np.random.default_rng(11)
+    length = np.exp(rng.uniform(3, 8, 300))
+    score = rng.uniform(3, 7, 300)
+    expert = score - polylog_penalty(length, 400.0, -0.6, 1.2, signed=True)  # the judge favours short answers
+    res = F.fit_pointwise(score, length, expert, expert_scale=(0, 10), judge_scale=(0, 10), l_ref=400.0, signed=True)
+    assert res.gamma == pytest.approx(-0.6, abs=1e-3) and res.p == pytest.approx(1.2, abs=1e-3)
+    plain = F.fit_pointwise(score, length, expert, expert_scale=(0, 10), judge_scale=(0, 10), l_ref=400.0)
+    assert plain.gamma == 0.0 and plain.at_bound["gamma"] == "lower"
+    with pytest.raises(UsageError, match="signed"):
+        polylog_penalty(length, 400.0, -0.6, 1.2)

@@ -315,7 +315,7 @@ def entry_notes(entry: Mapping) -> list[str]:
         broken = cal.get("raw_ties_broken_cv" if kind == "pairwise" else "raw_ties_broken")
         ties = entry.get("judge_ties")
         notes.append(f"Judge ties: of the calibration's gain of {_pts(g)} points over raw, {_pts(gt)} points come "
-                     f"from pairs the raw judge tied ({broken if broken is not None else '-'} of "
+                     f"from pairs the raw judge tied ({int(broken) if broken is not None else '-'} of "
                      f"{ties if ties is not None else '-'} raw ties decided), {_pts(g - gt)} from pairs it had decided.")
     sel = entry.get("selection") or {}
     if sel.get("recommended"):
