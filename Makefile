@@ -50,6 +50,7 @@ demo: venv model
 	$(JC) import pandalm $(DATA)/pandalm/testset-v1.json
 	$(JC) import alpaca-eval $(DATA)/alpaca_eval/gpt4_1106_preview.json \
 	    --pair $(DATA)/alpaca_eval/gpt4_1106_preview_concise.json $(DATA)/alpaca_eval/gpt4_1106_preview_verbose.json
+	$(JC) import alpaca-eval $(DATA)/alpaca_eval/results
 	$(JC) lengths --tokenizer smollm2
 	$(JC) rate --serve smollm2 --judge smollm2 --prompt pointwise_fewshot_v1 --max-tokens 8 --concurrency 4 --timeout 120 \
 	    --task-family alpaca_eval --model-filter 'gpt4_1106_preview_*' --items $(DEMO_ITEMS_ALPACA)
@@ -66,6 +67,9 @@ demo: venv model
 	$(JC) report --out $(DEMO_DIR)/report
 	$(JC) leaderboard --judge smollm2-135m-instruct --task-family alpaca_eval --task-family llmbar/Natural \
 	    --calibration-from llmbar/Natural
+	$(JC) leaderboard --baseline gpt4_1106_preview --task-family alpaca_eval \
+	    --lc-weights $(DATA)/alpaca_eval/length_controlled_v1_weights.csv \
+	    --compare-to $(DATA)/alpaca_eval/leaderboard.csv --compare-column length_controlled_winrate
 	$(JC) check --judge GPT-4 --max-verbosity-winrate 0.55 --min-agreement-gain -0.05 \
 	    || echo "demo: judgecal check failed a threshold (exit status $$?): a release would stop here"
 	$(JC) mc score --model smollm2 --task $(DATA)/mc/arc_easy.jsonl --limit $(DEMO_MC_LIMIT)
