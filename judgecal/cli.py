@@ -740,7 +740,7 @@ def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
 
 # ---------------------------------------------------------------- export
 @cli.command("export")
-@click.argument("kind", type=click.Choice(["ratings", "labels", "pairs", "responses", "calibrations", "leaderboard"]))
+@click.argument("kind", type=click.Choice(["ratings", "labels", "pairs", "responses", "verdicts", "calibrations", "leaderboard"]))
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
               help="Output format (default: from the file extension, else jsonl).")
@@ -749,8 +749,10 @@ def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
 @click.option("--calibration", default="latest", show_default=True, metavar="ID|latest", help="leaderboard: calibration to apply.")
 @pass_ctx
 def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge, calibration) -> None:
-    """Write KIND to FILE (`-` for standard output). ratings, labels, pairs and responses use
-    the generic import format (they round-trip through `judgecal import jsonl|csv`)."""
+    """Write KIND to FILE (`-` for standard output). ratings, labels, pairs, responses and
+    verdicts use the generic import format (they round-trip through `judgecal import jsonl|csv`).
+    Only a regular file is written (a symlink, FIFO or device is refused); CSV cells that a
+    spreadsheet would run as a formula get a leading ' (taken off again on import)."""
     from judgecal.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")

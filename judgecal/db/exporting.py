@@ -1,22 +1,40 @@
 """Rows for ``judgecal export``, in judgecal's generic import format (docs/data-formats.md),
-so an export imports into another database unchanged."""
+so an export imports into another database unchanged.
+
+Every kind is a generator that STREAMS from the database (``yield_per``: a server-side cursor
+on PostgreSQL, SQLite's own cursor), selecting plain columns rather than ORM objects, so the
+memory an export needs does not grow with the number of rows (docs/performance.md). Each
+kind also declares its columns in :data:`COLUMNS` (the CSV header, known before the first
+row). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from judgecal.db import models as m
 
+YIELD_PER = 2000
+ITEM_COLUMNS = ["task_family", "prompt", "item_id", "reference"]
+JUDGE_COLUMNS = ["judge", "judge_model", "judge_endpoint", "judge_prompt", "judge_prompt_sha256", "judge_params",
+                 "scale_min", "scale_max"]
+COLUMNS: dict[str, list[str]] = {
+    "responses": ITEM_COLUMNS + ["model", "response"],
+    "ratings": ITEM_COLUMNS + ["model", "response"] + JUDGE_COLUMNS
+    + ["sample_index", "status", "score", "raw_output", "error"],
+    "labels": ITEM_COLUMNS + ["model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
+                              "response_b", "preference", "annotator", "source"],
+    "pairs": ITEM_COLUMNS + ["concise_model", "concise", "verbose_model", "verbose"],
+    "verdicts": ITEM_COLUMNS + ["model_a", "response_a", "model_b", "response_b"] + JUDGE_COLUMNS
+    + ["judge_mode", "sample_index", "position", "status", "verdict", "preference", "baseline", "source",
+       "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens"],
+}
 
-def _base():
-    return (
-        select(m.TaskFamily.name, m.Item.prompt, m.Item.external_id, m.Item.reference, m.Response.model, m.Response.text)
-        .join(m.Item, m.Item.task_family_id == m.TaskFamily.id)
-        .join(m.Response, m.Response.item_id == m.Item.id)
-    )
+
+def _item_cols(I=m.Item, F=m.TaskFamily):
+    return (F.name, I.prompt, I.external_id, I.reference)
 
 
 def _item_fields(fam, prompt, ext, ref) -> dict:
@@ -28,82 +46,96 @@ def _item_fields(fam, prompt, ext, ref) -> dict:
     return out
 
 
+def _stream(s: Session, q):
+    return s.execute(q.execution_options(yield_per=YIELD_PER))
+
+
 def responses(s: Session) -> Iterator[dict]:
     """Every response: task_family, prompt, model, response (+ item_id, reference)."""
-    for fam, prompt, ext, ref, model, text in s.execute(_base().order_by(m.Response.id)):
+    R, I, F = m.Response, m.Item, m.TaskFamily
+    q = (select(*_item_cols(), R.model, R.text).select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id)
+         .order_by(R.id))
+    for fam, prompt, ext, ref, model, text in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text}
+
+
+def _judges(s: Session) -> dict[int, dict]:
+    """{judge id: the judge's identity fields as exported} (judges are few: read once)."""
+    return {j.id: {"judge": j.name, "judge_model": j.model, "judge_endpoint": j.endpoint, "judge_prompt": j.prompt_name,
+                   "judge_prompt_sha256": j.prompt_sha256, "judge_params": j.params or {},
+                   "scale_min": j.scale_min, "scale_max": j.scale_max, "judge_mode": j.mode}
+            for j in s.scalars(select(m.Judge))}
 
 
 def ratings(s: Session) -> Iterator[dict]:
     """Every finished rating (ok, unparsed, failed) with its judge's identity."""
-    q = (
-        _base()
-        .add_columns(m.Judge, m.Rating)
-        .join(m.Rating, m.Rating.response_id == m.Response.id)
-        .join(m.Judge, m.Judge.id == m.Rating.judge_id)
-        .where(m.Rating.status.in_(("ok", "unparsed", "failed")))
-        .order_by(m.Rating.id)
-    )
-    for fam, prompt, ext, ref, model, text, judge, r in s.execute(q):
-        yield {
-            **_item_fields(fam, prompt, ext, ref),
-            "model": model,
-            "response": text,
-            "judge": judge.name,
-            "judge_model": judge.model,
-            "judge_endpoint": judge.endpoint,
-            "judge_prompt": judge.prompt_name,
-            "judge_prompt_sha256": judge.prompt_sha256,
-            "judge_params": judge.params or {},
-            "scale_min": judge.scale_min,
-            "scale_max": judge.scale_max,
-            "sample_index": r.sample_index,
-            "status": r.status,
-            "score": r.score,
-            "raw_output": r.raw_output,
-            "error": r.error,
-        }
+    R, I, F, T = m.Response, m.Item, m.TaskFamily, m.Rating
+    judges = _judges(s)
+    q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.raw_output, T.error)
+         .select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id).join(T, T.response_id == R.id)
+         .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.id))
+    for fam, prompt, ext, ref, model, text, jid, sample, status, score, raw, error in _stream(s, q):
+        judge = {k: v for k, v in judges[jid].items() if k != "judge_mode"}
+        yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text, **judge,
+               "sample_index": sample, "status": status, "score": score, "raw_output": raw, "error": error}
 
 
 def labels(s: Session) -> Iterator[dict]:
     """Every expert label, pointwise and pairwise."""
+    E, I, F = m.ExpertLabel, m.Item, m.TaskFamily
     ra, rb, rp = aliased(m.Response), aliased(m.Response), aliased(m.Response)
-    q = (
-        select(m.ExpertLabel, ra, rb, rp)
-        .outerjoin(ra, ra.id == m.ExpertLabel.response_a_id)
-        .outerjoin(rb, rb.id == m.ExpertLabel.response_b_id)
-        .outerjoin(rp, rp.id == m.ExpertLabel.response_id)
-        .order_by(m.ExpertLabel.id)
-    )
-    items = _items(s)
-    for label, a, b, p in s.execute(q):
-        first = a if label.kind == "pairwise" else p
-        fam, prompt, ext, ref = items[first.item_id]
+    # the item is the first response's (response_a for pairwise, response for pointwise)
+    first = aliased(m.Response)
+    q = (select(E.kind, E.score, E.scale_min, E.scale_max, E.preference, E.annotator, E.source,
+                ra.model, ra.text, rb.model, rb.text, rp.model, rp.text, *_item_cols())
+         .select_from(E)
+         .outerjoin(ra, ra.id == E.response_a_id).outerjoin(rb, rb.id == E.response_b_id)
+         .outerjoin(rp, rp.id == E.response_id)
+         .join(first, first.id == func.coalesce(E.response_a_id, E.response_id))
+         .join(I, I.id == first.item_id).join(F, F.id == I.task_family_id)
+         .order_by(E.id))
+    for kind, score, lo, hi, pref, annotator, source, am, at, bm, bt, pm, pt, fam, prompt, ext, ref in _stream(s, q):
         row = _item_fields(fam, prompt, ext, ref)
-        if label.kind == "pairwise":
-            row.update(model_a=a.model, response_a=a.text, model_b=b.model, response_b=b.text, preference=label.preference)
+        if kind == "pairwise":
+            row.update(model_a=am, response_a=at, model_b=bm, response_b=bt, preference=pref)
         else:
-            row.update(model=p.model, response=p.text, score=label.score, scale_min=label.scale_min, scale_max=label.scale_max)
-        row.update(annotator=label.annotator, source=label.source)
+            row.update(model=pm, response=pt, score=score, scale_min=lo, scale_max=hi)
+        row.update(annotator=annotator, source=source)
         yield row
 
 
 def pairs(s: Session) -> Iterator[dict]:
     """Every verbosity pair."""
+    V, I, F = m.VerbosityPair, m.Item, m.TaskFamily
     rc, rv = aliased(m.Response), aliased(m.Response)
-    q = (
-        select(m.VerbosityPair.item_id, rc.model, rc.text, rv.model, rv.text)
-        .join(rc, rc.id == m.VerbosityPair.concise_response_id)
-        .join(rv, rv.id == m.VerbosityPair.verbose_response_id)
-        .order_by(m.VerbosityPair.id)
-    )
-    items = _items(s)
-    for item_id, cm, ct, vm, vt in s.execute(q):
-        yield {**_item_fields(*items[item_id]), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt}
+    q = (select(*_item_cols(), rc.model, rc.text, rv.model, rv.text).select_from(V)
+         .join(rc, rc.id == V.concise_response_id).join(rv, rv.id == V.verbose_response_id)
+         .join(I, I.id == V.item_id).join(F, F.id == I.task_family_id).order_by(V.id))
+    for fam, prompt, ext, ref, cm, ct, vm, vt in _stream(s, q):
+        yield {**_item_fields(fam, prompt, ext, ref), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt}
 
 
-def _items(s: Session) -> dict[int, tuple]:
-    q = select(m.Item.id, m.TaskFamily.name, m.Item.prompt, m.Item.external_id, m.Item.reference).join(
-        m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id
-    )
-    return {row[0]: tuple(row[1:]) for row in s.execute(q)}
+def verdicts(s: Session) -> Iterator[dict]:
+    """Every finished pairwise verdict (ok, unparsed, failed; collected or imported) with
+    every column of ``pairwise_judgment`` but ids and claims: the two responses by their
+    natural keys (item of response_a), the judge's identity (``judge_mode`` pairwise),
+    sample_index, position, status, verdict, preference, baseline (the baseline_side column), source, raw_output,
+    error, attempts, latency_s, prompt_tokens, completion_tokens."""
+    P, I, F = m.PairwiseJudgment, m.Item, m.TaskFamily
+    ra, rb = aliased(m.Response), aliased(m.Response)
+    judges = _judges(s)
+    q = (select(*_item_cols(), ra.model, ra.text, rb.model, rb.text, P.judge_id, P.sample_index, P.position, P.status,
+                P.verdict, P.preference, P.baseline_side, P.source, P.raw_output, P.error, P.attempts, P.latency_s,
+                P.prompt_tokens, P.completion_tokens)
+         .select_from(P).join(ra, ra.id == P.response_a_id).join(rb, rb.id == P.response_b_id)
+         .join(I, I.id == ra.item_id).join(F, F.id == I.task_family_id)
+         .where(P.status.in_(("ok", "unparsed", "failed"))).order_by(P.id))
+    for (fam, prompt, ext, ref, am, at, bm, bt, jid, sample, position, status, verdict, pref, side, source, raw, error,
+         attempts, latency, pt, ct) in _stream(s, q):
+        yield {**_item_fields(fam, prompt, ext, ref), "model_a": am, "response_a": at, "model_b": bm, "response_b": bt,
+               **judges[jid], "sample_index": sample, "position": position, "status": status, "verdict": verdict,
+               "preference": pref, "baseline": side, "source": source, "raw_output": raw, "error": error,
+               "attempts": attempts, "latency_s": latency, "prompt_tokens": pt, "completion_tokens": ct}
+
+
+KINDS = {"responses": responses, "ratings": ratings, "labels": labels, "pairs": pairs, "verdicts": verdicts}

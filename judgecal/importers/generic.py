@@ -21,7 +21,21 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
   (ab|ba|na, default na = order shown not recorded), ``baseline`` (a|b: which side is the
   baseline model's answer), ``sample_index``, ``status`` (ok|unparsed|failed; a verdict
   without preference or verdict is stored ``unparsed``), ``raw_output``, ``error``,
-  ``judge_model``, ``judge_endpoint``, ``judge_prompt``, ``judge_prompt_sha256``.
+  ``judge_model``, ``judge_endpoint``, ``judge_prompt``, ``judge_prompt_sha256``,
+  ``judge_params``, ``source`` (default: this file's path), ``latency_s``, ``attempts``,
+  ``prompt_tokens``, ``completion_tokens`` (what ``judgecal export verdicts`` writes).
+
+Names (task family, model, item id, annotator) are at most 200 characters, judge names,
+models and prompt names 300, endpoints and label sources 500: longer values are refused
+with FILE:LINE (PostgreSQL would refuse them; SQLite is held to the same rule).
+
+Duplicates inside one file (docs/data-formats.md): a record that CONFLICTS with an earlier one
+(the same rating -- response, judge, sample -- with another score/status/output; the same
+label -- responses, annotator, source -- with another preference or score; the same verdict
+-- responses, judge, sample, position -- with another outcome; the same item with another
+item_id or reference; the same item_id on two prompts of a family) is refused with FILE:LINE
+naming the earlier line, and nothing is imported. A record that REPEATS an earlier one
+exactly is kept once, and the import warns with the count and their lines.
 """
 
 from __future__ import annotations
@@ -30,7 +44,17 @@ import json
 from pathlib import Path
 
 from judgecal.errors import InputError, UsageError
-from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_csv, read_jsonl
+from judgecal.importers.records import (
+    JUDGE_NAME_MAX,
+    NAME_MAX,
+    SOURCE_MAX,
+    Fields,
+    ImportBatch,
+    JudgeSpec,
+    RespRef,
+    read_csv,
+    read_jsonl,
+)
 
 KINDS = ("responses", "ratings", "labels", "pairs", "verdicts")
 _ITEM = {"task_family", "prompt", "item_id", "reference"}
@@ -43,7 +67,8 @@ FIELDS = {
     "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose"},
     "verdicts": _ITEM | {"model_a", "response_a", "model_b", "response_b", "judge", "preference", "verdict", "position",
                          "baseline", "sample_index", "status", "raw_output", "error", "judge_model", "judge_endpoint",
-                         "judge_prompt", "judge_prompt_sha256"},
+                         "judge_prompt", "judge_prompt_sha256", "judge_params", "judge_mode", "scale_min", "scale_max",
+                         "source", "latency_s", "attempts", "prompt_tokens", "completion_tokens"},
 }
 POSITION = {"ab": "ab", "ba": "ba", "na": "na"}
 SIDE = {"a": "a", "b": "b"}
@@ -51,29 +76,64 @@ PREFERENCE = {"a": "a", "b": "b", "tie": "tie"}
 STATUS = {"ok": "ok", "unparsed": "unparsed", "failed": "failed"}
 
 
+class _Seen:
+    """First line of every natural key met in the file, and the value it had: conflicts are
+    refused, exact repeats counted (see the module doc)."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple, tuple[int, object]] = {}
+        self.repeats: list[int] = []
+
+    def check(self, f: Fields, key: tuple, value: object, what: str) -> bool:
+        """True the first time ``key`` is met; False for an exact repeat (counted); raises
+        InputError at FILE:LINE when ``key`` came earlier with another value."""
+        if key not in self.first:
+            self.first[key] = (f.line, value)
+            return True
+        line, before = self.first[key]
+        if before != value:
+            raise f.fail(f"{what} conflicts with line {line} (same {what}, different values: {_show(before)} "
+                         f"there, {_show(value)} here); remove one of them")
+        self.repeats.append(f.line)
+        return False
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
-    """Parse a generic JSONL (``fmt='jsonl'``) or CSV (``fmt='csv'``) file of ``kind``."""
+    """Parse a generic JSONL (``fmt='jsonl'``) or CSV (``fmt='csv'``) file of ``kind``.
+    Raises UsageError for a bad kind or --task-family, InputError naming FILE:LINE for a bad
+    or conflicting record (module doc)."""
     if kind not in KINDS:
         raise UsageError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if family is not None and (not family.strip() or len(family) > NAME_MAX):
+        raise UsageError(f"--task-family must be a non-empty name of at most {NAME_MAX} characters")
     path = Path(path)
     reader = read_jsonl if fmt == "jsonl" else read_csv
     batch = ImportBatch(source=f"{fmt}:{kind}")
     n = 0
     unknown: dict[str, int] = {}
+    seen = _Seen()
+    items: dict[tuple, tuple[int, dict]] = {}
+    ids: dict[tuple[str, str], tuple[int, str]] = {}
+    handler = {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind]
     for line, obj in reader(path):
         f = Fields(obj, str(path), line)
         for key in obj:
             if key not in FIELDS[kind] and key not in unknown:
                 unknown[key] = line
-        fam = f.text("task_family", required=False) or family
+        fam = f.name("task_family", required=False) or family
         if not fam:
             raise f.fail("missing field 'task_family' (or pass --task-family)")
         prompt = f.text("prompt", allow_empty=False)
-        ext, ref = f.text("item_id", required=False), f.text("reference", required=False)
+        ext, ref = f.name("item_id", required=False), f.text("reference", required=False)
         if ext is not None or ref is not None:
+            _check_item(f, items, ids, fam, prompt, ext, ref)
             batch.add_item(fam, prompt, external_id=ext, reference=ref)
-        {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind](
-            batch, f, fam, prompt)
+        handler(batch, f, fam, prompt, seen)
         n += 1
     if n == 0:
         raise InputError("no records", source=str(path))
@@ -82,15 +142,37 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         batch.warnings.append(
             f"{path}:{first}: fields not used by --kind {kind} were ignored: {', '.join(sorted(unknown))} "
             "(is --kind right? fields: docs/data-formats.md)")
+    if seen.repeats:
+        shown = ", ".join(str(x) for x in seen.repeats[:10]) + (", ..." if len(seen.repeats) > 10 else "")
+        batch.warnings.append(f"{path}: {len(seen.repeats)} record(s) repeat an earlier record exactly and were "
+                              f"imported once (lines {shown})")
     return batch
 
 
+def _check_item(f: Fields, items: dict, ids: dict, fam: str, prompt: str, ext: str | None, ref: str | None) -> None:
+    """An item's item_id and reference must agree wherever the item appears; an item_id names
+    one prompt per family."""
+    line, cur = items.setdefault((fam, prompt), (f.line, {"item_id": None, "reference": None}))
+    for name, value in (("item_id", ext), ("reference", ref)):
+        if value is None:
+            continue
+        if cur[name] is None:
+            cur[name] = value
+        elif cur[name] != value:
+            raise f.fail(f"the item's {name} conflicts with line {line} ({_show(cur[name])} there, {_show(value)} here)")
+    if ext is not None:
+        where, other = ids.setdefault((fam, ext), (f.line, prompt))
+        if other != prompt:
+            raise f.fail(f"item_id {ext!r} names another prompt on line {where} (one item_id, one prompt per family)")
+
+
 def _ref(batch: ImportBatch, f: Fields, fam: str, prompt: str, model_key: str, text_key: str) -> RespRef:
-    return batch.add_response(RespRef(fam, prompt, f.text(model_key, allow_empty=False), f.text(text_key)))
+    return batch.add_response(RespRef(fam, prompt, f.name(model_key), f.text(text_key)))
 
 
-def _response(batch, f, fam, prompt):
-    _ref(batch, f, fam, prompt, "model", "response")
+def _response(batch, f, fam, prompt, seen):
+    ref = _ref(batch, f, fam, prompt, "model", "response")
+    seen.check(f, ("response", ref), None, "response")
 
 
 def _scale(f: Fields) -> tuple[float, float]:
@@ -100,28 +182,42 @@ def _scale(f: Fields) -> tuple[float, float]:
     return lo, hi
 
 
-def _rating(batch, f, fam, prompt):
-    ref = _ref(batch, f, fam, prompt, "model", "response")
-    lo, hi = _scale(f)
+def _params(f: Fields) -> str:
     params = f.obj.get("judge_params")
     if isinstance(params, str):
         try:
             params = json.loads(params)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError, ValueError):
             raise f.fail("field 'judge_params' is not valid JSON") from None
     if params is not None and not isinstance(params, dict):
         raise f.fail("field 'judge_params' must be a JSON object")
-    name = f.text("judge", allow_empty=False)
-    judge = JudgeSpec(
+    return json.dumps(params or {}, sort_keys=True)
+
+
+def _judge(f: Fields, lo: float, hi: float, mode: str = "pointwise") -> JudgeSpec:
+    name = f.name("judge", max_len=JUDGE_NAME_MAX)
+    return JudgeSpec(
         name=name,
-        model=f.text("judge_model", required=False) or name,
-        endpoint=f.text("judge_endpoint", required=False) or "import",
-        prompt_name=f.text("judge_prompt", required=False) or "import",
-        prompt_sha256=f.text("judge_prompt_sha256", required=False),
-        params_json=json.dumps(params or {}, sort_keys=True),
+        model=f.name("judge_model", required=False, max_len=JUDGE_NAME_MAX) or name,
+        endpoint=f.name("judge_endpoint", required=False, max_len=SOURCE_MAX) or "import",
+        prompt_name=f.name("judge_prompt", required=False, max_len=JUDGE_NAME_MAX) or "import",
+        prompt_sha256=f.name("judge_prompt_sha256", required=False, max_len=64),
+        params_json=_params(f),
         scale_min=lo,
         scale_max=hi,
+        mode=mode,
     )
+
+
+def _judge_key(judge: JudgeSpec) -> tuple:
+    return (judge.name, judge.model, judge.endpoint, judge.prompt_name, judge.prompt_sha256, judge.params_json,
+            judge.scale_min, judge.scale_max, judge.mode)
+
+
+def _rating(batch, f, fam, prompt, seen):
+    ref = _ref(batch, f, fam, prompt, "model", "response")
+    lo, hi = _scale(f)
+    judge = _judge(f, lo, hi)
     score = f.number("score", required=False)
     status = f.choice("status", STATUS, required=False) or ("ok" if score is not None else "unparsed")
     if status == "ok":
@@ -131,56 +227,59 @@ def _rating(batch, f, fam, prompt):
             raise f.fail(f"score {score:g} is outside the declared scale {lo:g}-{hi:g}")
     elif score is not None:
         raise f.fail(f"status {status!r} must not carry a 'score'")
-    batch.ratings.append(
-        {
-            "judge": judge,
-            "response": ref,
-            "sample_index": f.integer("sample_index", required=False) or 0,
-            "status": status,
-            "score": score,
-            "raw_output": f.text("raw_output", required=False),
-            "error": f.text("error", required=False),
-        }
-    )
+    row = {
+        "judge": judge,
+        "response": ref,
+        "sample_index": f.integer("sample_index", required=False) or 0,
+        "status": status,
+        "score": score,
+        "raw_output": f.text("raw_output", required=False),
+        "error": f.text("error", required=False),
+    }
+    value = {k: row[k] for k in ("status", "score", "raw_output", "error")}
+    if seen.check(f, ("rating", ref, _judge_key(judge), row["sample_index"]), value, "rating"):
+        batch.ratings.append(row)
 
 
-def _label(batch, f, fam, prompt):
-    annotator = f.text("annotator", required=False) or "expert"
-    source = f.text("source", required=False) or "user"
+def _label(batch, f, fam, prompt, seen):
+    annotator = f.name("annotator", required=False) or "expert"
+    source = f.name("source", required=False, max_len=SOURCE_MAX) or "user"
     if f.has("preference") or f.has("response_a"):
         a = _ref(batch, f, fam, prompt, "model_a", "response_a")
         b = _ref(batch, f, fam, prompt, "model_b", "response_b")
         if a == b:
             raise f.fail("response_a and response_b are the same response")
-        batch.pair_labels.append((a, b, f.choice("preference", PREFERENCE), annotator, source))
+        pref = f.choice("preference", PREFERENCE)
+        if seen.check(f, ("pairwise label", a, b, annotator, source), pref, "pairwise label"):
+            batch.pair_labels.append((a, b, pref, annotator, source))
     else:
         ref = _ref(batch, f, fam, prompt, "model", "response")
         lo, hi = _scale(f)
         score = f.number("score")
         if not lo <= score <= hi:
             raise f.fail(f"score {score:g} is outside the declared scale {lo:g}-{hi:g}")
-        batch.point_labels.append((ref, score, lo, hi, annotator, source))
+        if seen.check(f, ("pointwise label", ref, annotator, source), (score, lo, hi), "pointwise label"):
+            batch.point_labels.append((ref, score, lo, hi, annotator, source))
 
 
-def _pair(batch, f, fam, prompt):
+def _pair(batch, f, fam, prompt, seen):
     c = _ref(batch, f, fam, prompt, "concise_model", "concise")
     v = _ref(batch, f, fam, prompt, "verbose_model", "verbose")
     if c == v:
         raise f.fail("the concise and verbose responses are the same response")
-    batch.verbosity_pairs.append((c, v))
+    if seen.check(f, ("pair", c, v), None, "verbosity pair"):
+        batch.verbosity_pairs.append((c, v))
 
 
-def _verdict(batch, f, fam, prompt):
+def _verdict(batch, f, fam, prompt, seen):
     a = _ref(batch, f, fam, prompt, "model_a", "response_a")
     b = _ref(batch, f, fam, prompt, "model_b", "response_b")
     if a == b:
         raise f.fail("response_a and response_b are the same response")
-    name = f.text("judge", allow_empty=False)
-    judge = JudgeSpec(name=name, model=f.text("judge_model", required=False) or name,
-                      endpoint=f.text("judge_endpoint", required=False) or "import",
-                      prompt_name=f.text("judge_prompt", required=False) or "import",
-                      prompt_sha256=f.text("judge_prompt_sha256", required=False), scale_min=0.0, scale_max=1.0,
-                      mode="pairwise")
+    mode = f.choice("judge_mode", {"pairwise": "pairwise"}, required=False) or "pairwise"
+    lo = f.number("scale_min", required=False)
+    hi = f.number("scale_max", required=False)
+    judge = _judge(f, 0.0 if lo is None else lo, 1.0 if hi is None else hi, mode)
     pref = f.number("preference", required=False)
     verdict = f.choice("verdict", PREFERENCE, required=False)
     if pref is not None and not 0.0 <= pref <= 1.0:
@@ -198,9 +297,19 @@ def _verdict(batch, f, fam, prompt):
         raise f.fail("status 'ok' needs a 'preference' or a 'verdict'")
     if status != "ok" and pref is not None:
         raise f.fail(f"status {status!r} must not carry a preference or verdict")
-    batch.verdicts.append({
+    latency = f.number("latency_s", required=False)
+    if latency is not None and latency < 0:
+        raise f.fail(f"field 'latency_s' must be >= 0, got {latency:g}")
+    row = {
         "judge": judge, "a": a, "b": b, "position": f.choice("position", POSITION, required=False) or "na",
         "sample_index": f.integer("sample_index", required=False) or 0, "status": status, "verdict": verdict,
-        "preference": pref, "baseline_side": f.choice("baseline", SIDE, required=False), "source": str(f.source),
+        "preference": pref, "baseline_side": f.choice("baseline", SIDE, required=False),
+        "source": f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX],
         "raw_output": f.text("raw_output", required=False), "error": f.text("error", required=False),
-    })
+        "latency_s": latency, "attempts": f.integer("attempts", required=False) or 0,
+        "prompt_tokens": f.integer("prompt_tokens", required=False),
+        "completion_tokens": f.integer("completion_tokens", required=False),
+    }
+    value = {k: row[k] for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error")}
+    if seen.check(f, ("verdict", a, b, _judge_key(judge), row["sample_index"], row["position"]), value, "verdict"):
+        batch.verdicts.append(row)

@@ -4,8 +4,8 @@ Every reader reports a bad record as ``InputError("FILE:LINE: reason")``."""
 
 from __future__ import annotations
 
-import csv
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -77,14 +77,29 @@ class ImportBatch:
 
 
 def line_of(text: str, offset: int) -> int:
-    """1-based line number of a character offset."""
+    """1-based line number of a character offset (lines end at ``\\n``)."""
     return text.count("\n", 0, offset) + 1
+
+
+def _json_error(path: Path, exc: BaseException, line: int | None) -> InputError:
+    """A JSON parse failure as one InputError naming FILE:LINE (RecursionError: nesting too
+    deep; ValueError: e.g. an integer literal over Python's 4300-digit limit; MemoryError)."""
+    if isinstance(exc, RecursionError):
+        reason = "JSON nested too deeply (over ~1000 levels)"
+    elif isinstance(exc, MemoryError):
+        reason = "a JSON value too large to load into memory"
+    elif isinstance(exc, json.JSONDecodeError):
+        reason = f"invalid JSON: {exc.msg}"
+    else:
+        reason = f"invalid JSON value: {' '.join(str(exc).split())[:200]}"
+    return InputError(reason, source=str(path), line=line)
 
 
 def read_json_array(path: Path) -> list[tuple[int, Any]]:
     """The elements of a JSON file whose top level is an array, each with its 1-based line.
 
-    Raises InputError naming FILE:LINE for invalid JSON or a top level that is not an array."""
+    Raises InputError naming FILE:LINE for invalid JSON, a top level that is not an array,
+    nesting too deep for the parser, or a literal too large (see :func:`_json_error`)."""
     text = read_text(path)
     dec = json.JSONDecoder()
     pos = _skip_ws(text, 0)
@@ -94,16 +109,14 @@ def read_json_array(path: Path) -> list[tuple[int, Any]]:
     out: list[tuple[int, Any]] = []
     if pos < len(text) and text[pos] == "]":
         return out
-    # line numbers counted incrementally (one pass over the text, not one per record)
-    line, counted = 1, 0
     while True:
         try:
             obj, end = dec.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno) from None
-        line += text.count("\n", counted, pos)
-        counted = pos
-        out.append((line, obj))
+            raise _json_error(path, exc, exc.lineno) from None
+        except (RecursionError, ValueError, MemoryError) as exc:
+            raise _json_error(path, exc, line_of(text, pos)) from None
+        out.append((line_of(text, pos), obj))
         pos = _skip_ws(text, end)
         if pos < len(text) and text[pos] == ",":
             pos = _skip_ws(text, pos + 1)
@@ -124,58 +137,156 @@ def _skip_ws(text: str, pos: int) -> int:
 
 
 def read_text(path: Path) -> str:
-    """File text as UTF-8 (BOM allowed). Raises InputError for a missing or undecodable file."""
+    """File text as UTF-8 (a BOM is dropped), byte for byte: line ends are NOT translated
+    (``\\r\\n`` stays ``\\r\\n`` inside a CSV field). Raises InputError for a missing,
+    unreadable (a symlink loop, a device...) or undecodable file."""
     try:
-        return Path(path).read_text(encoding="utf-8-sig")
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return f.read()
     except FileNotFoundError:
         raise InputError("no such file", source=str(path)) from None
     except IsADirectoryError:
         raise InputError("is a folder, expected a file", source=str(path)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
+    except MemoryError:
+        raise InputError("file too large to load into memory", source=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line, object) for every non-blank line of a JSONL file; each must be a JSON object."""
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    """(line, object) for every non-blank line of a JSONL file; each must be a JSON object.
+
+    Records are split on ``\\n`` only (JSON Lines): a raw U+2028, U+2029 or U+0085 inside a
+    string is part of the string, a ``\\r`` before the ``\\n`` is whitespace."""
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=str(path), line=lineno) from None
+        except (RecursionError, ValueError, MemoryError) as exc:
+            raise _json_error(path, exc, lineno) from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", source=str(path), line=lineno)
         yield lineno, obj
 
 
+_CSV_STOP = re.compile(r"[,\r\n]")
+# CSV cells that a spreadsheet would run as a formula: judgecal's CSV export writes them with a
+# leading apostrophe, and read_csv takes exactly one apostrophe off again (docs/data-formats.md)
+_FORMULA = re.compile(r"'*[=+\-@\t\r]")
+
+
+def neutralise_cell(value: str) -> str:
+    """The CSV form of a text cell: one ``'`` prepended when the text starts with ``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return (after any apostrophes), so a spreadsheet shows it
+    as text instead of running it as a formula (OWASP "CSV injection"). :func:`read_csv` undoes
+    it (:func:`restore_cell`), so a judgecal CSV export re-imports byte for byte."""
+    return "'" + value if _FORMULA.match(value) else value
+
+
+def restore_cell(value: str) -> str:
+    """Inverse of :func:`neutralise_cell`: one leading ``'`` dropped when what follows it is
+    apostrophes then ``=``, ``+``, ``-``, ``@``, a tab or a carriage return."""
+    return value[1:] if value.startswith("'") and _FORMULA.match(value, 1) else value
+
+
+def _csv_records(text: str, path: str) -> Iterator[tuple[int, list[str | None]]]:
+    """(line where the record starts, cells) for every record of RFC 4180 CSV text.
+
+    Records end at ``\\n``, ``\\r\\n`` or ``\\r`` outside quotes; a quoted field keeps every
+    character between its quotes as it is (``\\r\\n``, U+2028... included; ``""`` is one
+    quote). A quoted empty field ``""`` is the empty string, an unquoted empty field is None.
+    A quote left open at the end of the file raises InputError naming the line where that
+    field started; text after a closing quote other than a comma or a line end raises too."""
+    n = len(text)
+    pos = 0
+    line = 1
+    while pos < n:
+        start_line = line
+        cells: list[str | None] = []
+        while True:
+            if pos < n and text[pos] == '"':
+                field_line = line
+                chunks = []
+                j = pos + 1
+                while True:
+                    q = text.find('"', j)
+                    if q < 0:
+                        raise InputError("a quoted field is never closed (a quote is missing)", source=path, line=field_line)
+                    chunks.append(text[j:q])
+                    if q + 1 < n and text[q + 1] == '"':
+                        chunks.append('"')
+                        j = q + 2
+                        continue
+                    break
+                value = "".join(chunks)
+                line += value.count("\n")
+                pos = q + 1
+                if pos < n and text[pos] not in ",\r\n":
+                    raise InputError(f"unexpected text {text[pos:pos + 10]!r} after a closing quote (a field that contains "
+                                     "quotes must double them: \"\")", source=path, line=line)
+                cells.append(value)
+            else:
+                m = _CSV_STOP.search(text, pos)
+                end = m.start() if m else n
+                cells.append(text[pos:end] or None)
+                pos = end
+            if pos < n and text[pos] == ",":
+                pos += 1
+                continue
+            break
+        if pos < n and text[pos] == "\r":  # CRLF, or a bare CR (not counted as a line: lines end at LF)
+            pos += 1
+            if pos < n and text[pos] == "\n":
+                pos += 1
+                line += 1
+        elif pos < n and text[pos] == "\n":
+            pos += 1
+            line += 1
+        yield start_line, cells
+
+
 def read_csv(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line, row dict) for every data row of a CSV file with a header row. Empty cells are
-    None. The line is the physical line where the row starts (quoted newlines counted)."""
+    """(line, row dict) for every data row of a CSV file with a header row (RFC 4180, comma
+    separated, UTF-8). Cells come back byte for byte (quoted line ends included); an
+    unquoted empty cell is None, a quoted empty cell ``""`` the empty string; a cell that
+    judgecal's export neutralised (:func:`neutralise_cell`) is restored. The line is the
+    physical line where the row starts. Raises InputError naming FILE:LINE for an empty
+    file, a repeated or empty column name, a row with a different number of fields, a quote
+    never closed (the line where that field started) or text after a closing quote."""
     text = read_text(path)
-    reader = csv.reader(text.splitlines(keepends=True))
+    records = _csv_records(text, str(path))
     try:
-        header = next(reader)
+        first = next(records)
     except StopIteration:
         raise InputError("empty CSV file (no header row)", source=str(path), line=1) from None
-    except csv.Error as exc:
-        raise InputError(f"invalid CSV: {exc}", source=str(path), line=1) from None
-    header = [h.strip() for h in header]
-    while True:
-        start = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise InputError(f"invalid CSV: {exc}", source=str(path), line=start) from None
-        if not any(cell.strip() for cell in row):
+    header = [(h or "").strip() for h in first[1]]
+    seen: dict[str, int] = {}
+    for i, h in enumerate(header, start=1):
+        if not h:
+            raise InputError(f"column {i} of the header row has no name", source=str(path), line=first[0])
+        if h in seen:
+            raise InputError(f"column {h!r} appears twice in the header row (columns {seen[h]} and {i})",
+                             source=str(path), line=first[0])
+        seen[h] = i
+    for start, row in records:
+        if all(cell is None or not cell.strip() for cell in row):
             continue
         if len(row) != len(header):
             raise InputError(
                 f"row has {len(row)} fields, the header has {len(header)}", source=str(path), line=start
             )
-        yield start, {k: (v if v != "" else None) for k, v in zip(header, row)}
+        yield start, {k: (restore_cell(v) if v else v) for k, v in zip(header, row)}
+
+
+# sizes of the database's name columns (judgecal.db.models; a test keeps them equal)
+NAME_MAX = 200  # task family, model, item id, annotator
+JUDGE_NAME_MAX = 300  # judge name and model, prompt name
+SOURCE_MAX = 500  # label source, judge endpoint
 
 
 class Fields:
@@ -192,8 +303,10 @@ class Fields:
     def has(self, name: str) -> bool:
         return self.obj.get(name) is not None
 
-    def text(self, name: str, *, required: bool = True, allow_empty: bool = True) -> str | None:
-        """A string field (required unless told); a non-string value is an error."""
+    def text(self, name: str, *, required: bool = True, allow_empty: bool = True, max_len: int | None = None) -> str | None:
+        """A string field (required unless told); a non-string value is an error, and so is
+        a value longer than ``max_len`` characters (the database column's size: PostgreSQL
+        refuses longer values, so they are refused here on every dialect alike)."""
         value = self.obj.get(name)
         if value is None:
             if required:
@@ -210,7 +323,14 @@ class Fields:
                 raise self.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
         if not allow_empty and not value.strip():
             raise self.fail(f"field {name!r} is empty")
+        if max_len is not None and len(value) > max_len:
+            raise self.fail(f"field {name!r} is {len(value)} characters long; at most {max_len} are stored")
         return value
+
+    def name(self, name: str, *, required: bool = True, max_len: int = NAME_MAX) -> str | None:
+        """A non-empty name field (model, task family, annotator, item id...) of at most
+        ``max_len`` characters (default :data:`NAME_MAX`)."""
+        return self.text(name, required=required, allow_empty=False, max_len=max_len)
 
     def number(self, name: str, *, required: bool = True) -> float | None:
         """A numeric field; numeric strings (as CSV gives) are accepted; NaN/inf are errors."""
