@@ -157,3 +157,33 @@ def test_judgebench_bad_scores_name_file_and_line(tmp_path):
     with pytest.raises(Exception) as exc:
         judgebench.parse([out])
     assert "o.jsonl:1" in str(exc.value) and "scores" in str(exc.value)
+
+
+def test_judgebench_unbounded_judge_fits_and_reports_without_clip(tmp_path, db_url, run_cli):
+    """A reward model that favours SHORT answers, imported as JudgeBench outputs (unbounded
+    scale), on both dialects: the infinite scale round-trips, a signed fit corrects it, and the
+    report says the scale is unbounded."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(60):
+        qa, qb = rng.normal(0, 1, 2)
+        na, nb = rng.integers(5, 400, 2)
+        ta, tb = " ".join(["a"] * int(na)), " ".join(["b"] * int(nb))
+        sa, sb = 10 * qa - 4.8 * np.log(na), 10 * qb - 4.8 * np.log(nb)  # shorter scores higher
+        lines.append(json.dumps(dict(JB, pair_id=str(i), question=f"q{i}", response_A=ta, response_B=tb,
+                                     label="A>B" if qa > qb else "B>A", judge_name="reward_model",
+                                     judgments=[{"judgment": {"judge_model": "rm", "scores": [sa, sb]}},
+                                                {"judgment": {"judge_model": "rm", "scores": [sb, sa]}}])))
+    path = tmp_path / "out.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert run_cli("--database-url", db_url, "import", "judgebench", path).exit_code == 0
+    fit = run_cli("--database-url", db_url, "fit", "--task-family", "judgebench", "--judge", "rm", "--length-unit", "words",
+                  "--signed", "--bootstrap", "20", "--no-nested", "--format", "json")
+    assert fit.exit_code == 0, fit
+    row = json.loads(fit.stdout)
+    assert row["scale"] == [None, None] and row["signed"] is True and row["gamma"] < 0
+    assert row["lean"]["direction"] == "shorter"
+    rep = run_cli("--database-url", db_url, "report", "--calibration", str(row["id"]), "--format", "markdown")
+    assert rep.exit_code == 0 and "unbounded scale (no clip)" in rep.stdout and "signed penalty" in rep.stdout
