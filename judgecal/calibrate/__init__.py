@@ -6,6 +6,9 @@
 * :mod:`.metrics`   verbosity win-rate, expert agreement, length preference, slope, rank metrics
 * :mod:`.resample`  item-grouped CV folds, bootstrap multiplicities, batched weighted metrics
 * :mod:`.evaluate`  every method in-sample, cross-validated and bootstrapped: the `fit`/`report` core
+  (plus the lean, the best method out of sample, the length-only rule, judge ties broken)
+* :mod:`.select`    nested cross-validated choice of method, bounds and length unit
+* :mod:`.transfer`  a stored calibration applied to another family's labels
 * :mod:`.data`      input containers PairData, PointData, VerbosityData
 * :mod:`.ranking`   leaderboard statistics
 

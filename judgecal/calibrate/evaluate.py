@@ -27,6 +27,17 @@ no-label case. Every function returns a plain JSON-serialisable dict (NaN become
                       verbosity_slope, n_bootstrap, params. (n_bootstrap: refits that
                       entered the CIs; LOWESS is refitted on at most 200 resamples.) A figure that does not apply (lc_glm has no
                       per-response score, so no slope) or failed is None.
+``signed``, ``gamma_max``   the sign option and |gamma| bound of linear and polylog
+``lean``              {measure, value, ci, direction ("longer" | "shorter" | "none" |
+                      "undetermined"), gamma, signed}: which way the raw judge leans on length
+``comparison``        {best_method, best_agreement_cv | best_spearman_cv, published,
+                      published_agreement_cv, gap, gap_ci, ...}: the method that wins out of
+                      sample and the paired gap from polylog to it
+``length_rule``       pairwise: "prefer the shorter answer" {agreement, agreement_ci,
+                      polylog_minus_rule, polylog_minus_rule_ci}; pointwise None
+``selection``         nested cross-validated recommendation (:mod:`.select`) or None
+``judge_ties``        pairwise: labelled pairs the raw judge tied (per method:
+                      gain_from_ties_cv, gain_from_decisive_cv, raw_ties_broken_cv)
 ``expert_length_preference``  pairwise only: share of pairs the experts decide for the longer
 ``raw_slope``         slope of the raw scores on ln L (labelled responses)
 ``warnings``          list of one-line strings
