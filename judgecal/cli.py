@@ -547,16 +547,11 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
 
 
 def _emit_csv(rows: list[dict]) -> None:
-    """Rows as CSV on stdout (lists and dicts as JSON text)."""
-    import csv
-    import io
+    """Rows as CSV on stdout (lists and dicts as JSON text; formula-looking cells neutralised
+    as `judgecal export` does)."""
+    from judgecal.export import write_rows
 
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["model"])
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in r.items()})
-    click.echo(buf.getvalue(), nl=False)
+    write_rows(rows, Path("-"), "csv", columns=list(dict.fromkeys(k for r in rows for k in r)) or ["model"])
 
 
 @cli.command()

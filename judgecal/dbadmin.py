@@ -9,9 +9,17 @@ from judgecal.db import migrate
 from judgecal.errors import DatabaseError, UsageError
 
 
+def _unknown(url_masked: str, now: str, head: str) -> str:
+    return (f"{url_masked}: at revision {now}, which this judgecal does not know (head {head}): the database was "
+            "migrated by a newer judgecal; use that version, or upgrade judgecal")
+
+
 def _run(url: str | None, fn, revision: str) -> str:
     engine = eng.create(url)
     try:
+        now, head = migrate.current(engine)
+        if now is not None and not migrate.is_known(now):
+            raise DatabaseError(_unknown(eng.mask_url(engine.url), now, head))
         fn(engine, revision)
         now, head = migrate.current(engine)
     except CommandError as exc:
@@ -36,7 +44,9 @@ def downgrade(url: str | None, revision: str) -> str:
 
 
 def current(url: str | None) -> str:
-    """The database's revision and the head, as one line."""
+    """The database's revision and the head, as one line: up to date, behind (run ``judgecal
+    db upgrade``), or at a revision this judgecal does not know (a newer judgecal migrated
+    it)."""
     engine = eng.create(url)
     try:
         now, head = migrate.current(engine)
@@ -44,5 +54,7 @@ def current(url: str | None) -> str:
         raise DatabaseError(f"{eng.mask_url(engine.url)}: {eng._first_line(exc)}") from None
     finally:
         engine.dispose()
+    if now is not None and not migrate.is_known(now):
+        return _unknown(eng.mask_url(engine.url), now, head)
     state = "up to date" if now == head else "behind: run `judgecal db upgrade`"
     return f"{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head}, {state})"

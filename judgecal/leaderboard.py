@@ -61,10 +61,10 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         transferred: set[int] = set()
         donor_name = None
         if rows:
-            chosen = load_calibrations([fam_names[f] for f in fam_ids], jrow.name, calibration, url)
+            chosen = load_calibrations([fam_names[f] for f in fam_ids], str(jrow.id), calibration, url)
             cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
             if calibration_from:
-                donor = load_calibrations([calibration_from], jrow.name, "latest", url)
+                donor = load_calibrations([calibration_from], str(jrow.id), "latest", url)
                 if not donor:
                     raise NotFoundError(f"no calibration of {calibration_from!r} for judge {jrow.name!r} (run `judgecal fit`)")
                 for fid in fam_ids:

@@ -22,7 +22,8 @@ def collect_pairwise(families=None, judge: str | None = None, url: str | None = 
     with session_scope(engine) as s:
         counts = vq.verdict_counts(s)
         wanted = set(q.family_ids(s, families)) if families else None
-        judge_name = q.judge_by_name(s, judge).name if judge else None
+        chosen = q.judge_by_name(s, judge) if judge else None  # by name or id: two judges may share a name
+        judge_name = chosen.name if chosen else None
         for fid in sorted(counts):
             if wanted is not None and fid not in wanted:
                 continue
@@ -31,6 +32,8 @@ def collect_pairwise(families=None, judge: str | None = None, url: str | None = 
                 if judge_name and jname != judge_name:
                     continue
                 for jrow in s.query(m.Judge).filter(m.Judge.name == jname).order_by(m.Judge.id):
+                    if chosen is not None and jrow.id != chosen.id:
+                        continue
                     pairs = vq.both_order_pairs(s, [fid], jrow.id)
                     pc = position_consistency([p["ab"] for p in pairs], [p["ba"] for p in pairs], n_bootstrap, seed)
                     lens = vq.verdict_lengths(s, fid, jrow.id)

@@ -210,7 +210,7 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
         known = ", ".join(sorted(set(session.scalars(select(m.Judge.name))))) or "none"
         raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
     if len(found) > 1:
-        ids = ", ".join(f"{j.id} ({j.prompt_name}, {j.endpoint})" for j in found)
+        ids = ", ".join(f"{j.id} (model {j.model}, prompt {j.prompt_name}, {j.endpoint})" for j in found)
         raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids}")
     return found[0]
 

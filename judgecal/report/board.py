@@ -43,11 +43,16 @@ def leaderboard_table(board: dict) -> Table:
 
 
 def leaderboard_markdown(board: dict) -> str:
-    """The leaderboard as a Markdown table (pipes in cells escaped)."""
-    lines = [f"### {_title(board)}", "", "| " + " | ".join(c for c, _ in COLUMNS) + " |",
+    """The leaderboard as a Markdown table. Every name (models, judge, families, flags) goes
+    through :func:`judgecal.report.render_markdown.md_escape`: ``<``, ``>``, ``&`` become
+    HTML entities and Markdown metacharacters are escaped, so a model called ``<script>`` or
+    ``"><img onerror=...>`` is shown as text wherever the Markdown is rendered as HTML."""
+    from judgecal.report.render_markdown import md_escape
+
+    lines = [f"### {md_escape(_title(board))}", "", "| " + " | ".join(md_escape(c) for c, _ in COLUMNS) + " |",
              "|" + "---|" * len(COLUMNS)]
     for r in board["rows"]:
-        lines.append("| " + " | ".join(_cell(k, r.get(k)).replace("|", "\\|") for _, k in COLUMNS) + " |")
+        lines.append("| " + " | ".join(md_escape(_cell(k, r.get(k))) for _, k in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
 
