@@ -249,3 +249,14 @@ def test_verdicts_export_round_trips(tmp_path, db_url):
             ("p\u2028q", "a\r\nx", "=b", pos, 0.75, "b", "a", "orig.json") for pos in ("ab", "ba")]
         again = importing.import_generic(out, "verdicts", fmt, url=db_url)
         assert sum(again["added"].values()) == 0, again
+
+
+def test_pandalm_over_long_model_name_is_a_file_line_error(tmp_path):
+    from judgecal.importers import pandalm
+
+    rec = {"idx": 1, "cmp_key": "a_" + "b" * 201, "instruction": "i", "input": "", "response1": "x", "response2": "y",
+           "annotator1": 0, "annotator2": 1, "annotator3": 2}
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps([dict(rec, cmp_key="a_b"), rec], indent=0))
+    with pytest.raises(InputError, match=r"p\.json:\d+: field 'cmp_key' names a model of 201 characters"):
+        pandalm.parse(f, "pandalm")

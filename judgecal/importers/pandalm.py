@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import Fields, ImportBatch, RespRef, read_json_array
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, read_json_array
 
 ANNOTATION = {"0": "tie", "1": "a", "2": "b"}
 
@@ -39,7 +39,12 @@ def parse(path: Path, family: str) -> ImportBatch:
         if not prompt:
             raise f.fail("fields 'instruction' and 'input' are both empty")
         model_a, model_b = _models(f.text("cmp_key", required=False))
+        too_long = [x for x in (model_a, model_b) if len(x) > NAME_MAX]
+        if too_long:
+            raise f.fail(f"field 'cmp_key' names a model of {len(too_long[0])} characters; at most {NAME_MAX} are stored")
         external_id = None if obj.get("idx") is None else str(obj.get("idx"))
+        if external_id is not None and len(external_id) > NAME_MAX:
+            raise f.fail(f"field 'idx' is {len(external_id)} characters long; at most {NAME_MAX} are stored")
         batch.add_item(family, prompt, external_id=external_id)
         a = batch.add_response(RespRef(family, prompt, model_a, f.text("response1")))
         b = batch.add_response(RespRef(family, prompt, model_b, f.text("response2")))
