@@ -104,17 +104,25 @@ def read_ranking(path: Path, column: str | None = None) -> dict[str, float]:
                 raise InputError("empty CSV file (no header row)", source=str(path), line=1)
             mcol = "model" if "model" in fields else fields[0]
             scol = column or ("score" if "score" in fields else None)
+            rows = list(reader)
             if scol is None:
-                others = [f for f in fields if f != mcol]
+                def numeric(col: str) -> bool:
+                    vals = [(r.get(col) or "").strip() for r in rows]
+                    try:
+                        return any(vals) and all(float(v) == float(v) for v in vals if v)
+                    except ValueError:
+                        return False
+
+                others = [f for f in fields if f != mcol and numeric(f)]
                 if len(others) != 1:
-                    raise InputError(f"several score columns ({', '.join(others[:8])}): name one with --compare-column",
-                                     source=str(path))
+                    raise InputError(f"{'several' if others else 'no'} numeric score columns ({', '.join(others[:8])}): "
+                                     "name one with --compare-column", source=str(path))
                 scol = others[0]
             if scol not in fields:
                 raise InputError(f"no column {scol!r} (columns: {', '.join(fields[:12])})", source=str(path))
             out: dict[str, float] = {}
-            for row in reader:
-                line = reader.line_num
+            for k, row in enumerate(rows):
+                line = k + 2
                 name, val = (row.get(mcol) or "").strip(), (row.get(scol) or "").strip()
                 if not name or not val:
                     continue
@@ -236,7 +244,14 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         notes.append(f"LC: the gamed baselines {', '.join(gamed_models)} have no verdicts here; their soft verdicts were "
                      "predicted from AlpacaEval's published GLM weights (--lc-weights) on their answers in the database")
     else:
-        notes.append(f"LC: no verdicts of the gamed baselines {', '.join(gamed_models)} and no usable --lc-weights: "
+        if weights is None:
+            why = "no --lc-weights given"
+        elif not all(g in weights for g in gamed_models):
+            why = f"--lc-weights has no row for {', '.join(g for g in gamed_models if g not in weights)}"
+        else:
+            why = (f"the answers of {', '.join(g for g in gamed_models if not gamed_outputs.get(g))} are not in the "
+                   "database (import their model_outputs.json, e.g. with --pair)")
+        notes.append(f"LC: no verdicts of the gamed baselines {', '.join(gamed_models)} and {why}: "
                      "fitted WITHOUT AlpacaEval's regularisation towards the gamed baselines (LC can drift for "
                      "models whose answers are much shorter or longer than the baseline's)")
     notes.append("LC: instruction difficulty estimated from the verdicts in this database (AlpacaEval downloads its own)")

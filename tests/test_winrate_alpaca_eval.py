@@ -158,3 +158,34 @@ def test_bad_preference_names_file_and_line(tmp_path, sqlite_url, run_cli, pref,
     r = run_cli("--database-url", sqlite_url, "import", "alpaca-eval", str(f))
     assert r.exit_code != 0 and f"{f}:" in r.stderr and msg in r.stderr and "Traceback" not in r.output
     assert run_cli("--database-url", sqlite_url, "stats", "--format", "json").stdout.strip() == "[]"  # nothing written
+
+
+def test_generic_verdicts_kind(sqlite_url, tmp_path, run_cli):
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    rows = [{"task_family": "g", "prompt": "q1", "model_a": "m", "response_a": "long answer", "model_b": "base",
+             "response_b": "short", "judge": "J", "preference": 0.75, "baseline": "b"},
+            {"task_family": "g", "prompt": "q2", "model_a": "base", "response_a": "b2", "model_b": "m",
+             "response_b": "m2", "judge": "J", "verdict": "tie", "position": "ab"}]
+    f = tmp_path / "v.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = run_cli("--database-url", sqlite_url, "import", "jsonl", str(f), "--kind", "verdicts", "--format", "json")
+    assert r.exit_code == 0, r
+    assert json.loads(r.stdout)["added"]["pairwise_judgment"] == 2
+    r = run_cli("--database-url", sqlite_url, "leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "json")
+    rows_out = {x["model"]: x for x in json.loads(r.stdout)["rows"]}
+    assert rows_out["m"]["win_rate"] == pytest.approx(100 * (0.75 + 0.5) / 2)  # the baseline on side a is re-oriented
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**rows[0], "verdict": "b"}) + "\n")
+    r = run_cli("--database-url", sqlite_url, "import", "jsonl", str(bad), "--kind", "verdicts")
+    assert r.exit_code != 0 and f"{bad}:1" in r.stderr and "contradicts" in r.stderr
+
+
+def test_markdown_escapes_hostile_model_names(sqlite_url, tmp_path, run_cli):
+    res = tmp_path / "results"
+    name = "<script>a|b**c**"
+    _write(res / name / "judgeX" / "annotations.json", [_rec(i, 1.5, name) for i in range(3)])
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", sqlite_url, "import", "alpaca-eval", str(res)).exit_code == 0
+    r = run_cli("--database-url", sqlite_url, "leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "markdown")
+    assert r.exit_code == 0, r
+    assert "<script>" not in r.stdout and "&lt;script&gt;" in r.stdout and "\\*\\*c\\*\\*" in r.stdout

@@ -72,7 +72,14 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
     by_file: dict[Path, dict[str, RespRef]] = {}
     for path in files:
         records = read_json_array(path)
-        if records and isinstance(records[0][1], dict) and all(k in records[0][1] for k in ANNOTATION_KEYS):
+        if not records:
+            batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
+            continue
+        first = records[0][1]
+        if isinstance(first, dict) and any(k in first for k in ANNOTATION_KEYS + ("preference",)):
+            if path.name == "model_outputs.json":
+                batch.warnings.append(f"{path}:{records[0][0]}: this model_outputs.json holds annotation records "
+                                      "(output_1/output_2/preference): read as pairwise verdicts")
             _annotations(batch, path, records, family)
             continue
         seen: dict[str, RespRef] = {}
@@ -123,6 +130,9 @@ def _raw_output(obj: dict) -> str | None:
 
 def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> None:
     folder_model = _model_of_results_folder(path)
+    named = [o.get("annotator") for _, o in records if isinstance(o, dict) and isinstance(o.get("annotator"), str) and o.get("annotator")]
+    default_annotator = named[0] if named else (path.parent.name if folder_model else "alpaca_eval")
+    unnamed: list[int] = []
     seen: dict[tuple[str, str, str], tuple[int, float | None]] = {}
     renamed: dict[str, list[int]] = {}
     judges: dict[str, JudgeSpec] = {}
@@ -134,7 +144,10 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
         if folder_model and model != folder_model and model != base:
             renamed.setdefault(model, []).append(line)
             model = folder_model
-        annotator = f.text("annotator", required=False) or (path.parent.name if folder_model else "alpaca_eval")
+        annotator = f.text("annotator", required=False)
+        if not annotator:
+            unnamed.append(line)
+            annotator = default_annotator
         pref = _preference(f)
         key = (annotator, model, instruction)
         if key in seen:
@@ -156,6 +169,8 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
             judge = judges[annotator] = JudgeSpec(name=annotator, model=annotator, endpoint="import:alpaca_eval",
                                                   prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
         latency = f.number("time_per_example", required=False)
+        if latency is not None and latency < 0:
+            raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency:g}")
         row = {"judge": judge, "a": a, "b": b, "position": "na", "sample_index": 0, "baseline_side": "b",
                "source": str(path), "raw_output": _raw_output(obj), "latency_s": latency}
         if pref is None:
@@ -166,6 +181,9 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
             row.update(status="ok", preference=soft, error=None,
                        verdict="a" if soft > 0.5 else "b" if soft < 0.5 else "tie")
         batch.verdicts.append(row)
+    if unnamed:
+        batch.warnings.append(f"{path}:{unnamed[0]}: {len(unnamed)} records without an annotator: filed under "
+                              f"{default_annotator!r} (the file's {'first named annotator' if named else 'folder name'})")
     for name, lines in renamed.items():
         batch.warnings.append(
             f"{path}:{lines[0]}: generator_2 {name!r} differs from the results folder's model {folder_model!r} "

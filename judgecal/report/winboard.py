@@ -3,10 +3,9 @@ Markdown (names HTML-escaped, pipes escaped), CSV rows. Pure formatting."""
 
 from __future__ import annotations
 
-import html
-
 from rich.table import Table
 
+from judgecal.report.render_markdown import md_escape
 from judgecal.report.tables import simple_table
 
 COLUMNS = [
@@ -83,17 +82,18 @@ def footer_lines(board: dict) -> list[str]:
 
 
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(html.escape(c, quote=True).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(md_escape(c) for c in cells) + " |"
 
 
 def winboard_markdown(board: dict) -> str:
-    """The board as Markdown: names HTML-escaped (the page may be rendered), pipes escaped."""
-    lines = [f"### {html.escape(title(board))}", "", _md_row([c for c, _ in COLUMNS]), "|" + "---|" * len(COLUMNS)]
+    """The board as Markdown: every cell through :func:`md_escape` (HTML entities, Markdown
+    emphasis, pipes and links neutralised: the page may be rendered)."""
+    lines = [f"### {md_escape(title(board))}", "", _md_row([c for c, _ in COLUMNS]), "|" + "---|" * len(COLUMNS)]
     lines += [_md_row([_cell(k, r.get(k)) for _, k in COLUMNS]) for r in board["rows"]]
     if board["verbosity_spreads"]:
         lines += ["", "#### verbosity families", "", _md_row([c for c, _ in SPREAD_COLUMNS]), "|" + "---|" * len(SPREAD_COLUMNS)]
         lines += [_md_row([_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS]) for s in board["verbosity_spreads"]]
     foot = _footer(board)
     if foot:
-        lines += [""] + [f"- {html.escape(x)}" for x in foot]
+        lines += [""] + [f"- {md_escape(x)}" for x in foot]
     return "\n".join(lines) + "\n"
