@@ -209,7 +209,7 @@ def import_alpaca(ctx: Ctx, files: tuple[Path, ...], pairs, family: str | None, 
 
 def _generic(fmt_name: str):
     @click.argument("file", type=click.Path(path_type=Path))
-    @click.option("--kind", required=True, type=click.Choice(["responses", "ratings", "labels", "pairs"]),
+    @click.option("--kind", required=True, type=click.Choice(["responses", "ratings", "labels", "pairs", "verdicts"]),
                   help="What each record holds (fields in docs/data-formats.md).")
     @FAMILY_OPT
     @FMT_OPT
