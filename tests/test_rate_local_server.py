@@ -79,3 +79,36 @@ def test_local_server_sqlite(server, tmp_path, data_dir):
 @pytest.mark.postgres
 def test_local_server_postgres(server, pg_url, data_dir):
     _check(pg_url, server, data_dir)
+
+
+def test_local_server_pairwise_baseline_sqlite(server, tmp_path, data_dir):
+    """`rate --pairwise --baseline` with the real model: each of 3 items' concise answer is
+    judged against the baseline's answer to the same item in both orders; every call is stored
+    ok or unparsed (a 135M model often breaks [[A]]), ok ones with a canonical verdict and a
+    preference."""
+    from judgecal import importing
+
+    url = f"sqlite:///{tmp_path / 'pw.db'}"
+    d = data_dir / "alpaca_eval"
+    importing.import_alpaca_eval([d / "gpt4_1106_preview.json", d / "gpt4_1106_preview_concise.json"], [], "alpaca_eval", url)
+    res = subprocess.run(rate_command(url, judge=str(MODEL_DIR), base_url=server, task_families=["alpaca_eval"], items=3,
+                                      baseline="gpt4_1106_preview", concurrency=2, max_tokens=16, timeout=120),
+                         env=child_env(), capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads(res.stdout[res.stdout.index("{"):])
+    assert summary["mode"] == "pairwise" and summary["this_run"]["failed"] == 0
+    eng = create_engine(url)
+    with eng.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT p.position, p.status, p.verdict, p.preference, p.baseline_side, ra.model, rb.model, ra.item_id = rb.item_id "
+            "FROM pairwise_judgment p JOIN response ra ON ra.id = p.response_a_id JOIN response rb ON rb.id = p.response_b_id "
+            "WHERE p.judge_id = :j"), {"j": summary["judge_id"]}).all()
+    eng.dispose()
+    assert len(rows) == 6 and sorted(r[0] for r in rows) == ["ab"] * 3 + ["ba"] * 3
+    for pos, status, verdict, pref, side, ma, mb, same_item in rows:
+        assert (side, ma, mb, same_item) == ("b", "gpt4_1106_preview_concise", "gpt4_1106_preview", True)
+        assert status in ("ok", "unparsed")
+        if status == "ok":
+            assert pref == {"a": 1.0, "b": 0.0, "tie": 0.5}[verdict]
+        else:
+            assert verdict is None and pref is None
