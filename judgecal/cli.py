@@ -542,8 +542,12 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         click.echo(render.leaderboard_markdown(board))
     elif fmt == "csv":
         _emit_csv(board["rows"])
+        for line in render.left_out_lines(board):
+            warn(line)
     else:
         out.print(render.leaderboard_table(board))
+        for line in render.left_out_lines(board):
+            click.echo(line)
 
 
 def _emit_csv(rows: list[dict]) -> None:

@@ -22,6 +22,21 @@ LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
 MAX_STORED_POINTS = 5000
 
 
+def left_out(info: dict, status_counts: dict[str, int]) -> dict[str, int]:
+    """{reason: count} of the rows a fit could not use: expert pairs, pointwise labels and
+    verbosity pairs whose answers lack an ok rating by the judge, and the judge's unparsed,
+    failed or unfinished ratings (each reason only when its count is > 0)."""
+    out = {
+        "expert-labelled pairs without an ok rating of both answers": info.get("pairs_total", 0) - info.get("pairs_used", 0),
+        "pointwise expert labels without an ok rating": info.get("points_total", 0) - info.get("points_used", 0),
+        "verbosity pairs without an ok rating of both answers": info.get("verbosity_total", 0) - info.get("verbosity_used", 0),
+        "ratings unparsed (no score could be read)": status_counts.get("unparsed", 0),
+        "ratings failed (the call failed after its retries)": status_counts.get("failed", 0),
+        "ratings not finished (pending or running)": status_counts.get("pending", 0) + status_counts.get("running", 0),
+    }
+    return {k: int(v) for k, v in out.items() if v}
+
+
 def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | None, PointData | None, VerbosityData | None, dict]:
     """Arrays for the calibrate layer from loaded rows; pairs/labels/verbosity pairs whose
     responses lack an ok rating are dropped and counted in the returned info dict."""
@@ -147,6 +162,10 @@ def evaluate_family(
         else:
             evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
+    left = left_out(info, rows.status_counts)
+    evaluation["data"]["left_out"] = left
+    evaluation.setdefault("warnings", [])
+    evaluation["warnings"] += [f"left out: {n} {reason}" for reason, n in left.items()]
     ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok if length_unit == "tokens" else None,
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
                signed=signed, gamma_max=gamma_max)

@@ -154,9 +154,16 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         r.setdefault("rank_change", None)
         r["flags"] = _flags(r, min_ratings, max_unparsed, at_bound)
     table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["model"]))
+    left = {
+        "responses whose ratings are all unparsed or failed (no score)": sum(1 for r in rows if r["score"] is None),
+        "rated responses without a length in the calibration's unit (kept uncalibrated)":
+            sum(1 for r in rows if r["score"] is not None and r["response_id"] not in length_of
+                and cals.get(r["family_id"]) is not None),
+    }
     return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
             "calibrations_from": cal_from,
-            "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table}
+            "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table,
+            "left_out": {k: v for k, v in left.items() if v}}
 
 
 def _metric(metrics: dict, name: str):

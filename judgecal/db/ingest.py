@@ -164,7 +164,9 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
                 "raw_output": v.get("raw_output"),
                 "error": v.get("error"),
                 "latency_s": v.get("latency_s"),
-                "attempts": 0,
+                "attempts": v.get("attempts") or 0,
+                "prompt_tokens": v.get("prompt_tokens"),
+                "completion_tokens": v.get("completion_tokens"),
                 "created_at": now,
                 "updated_at": now,
             }

@@ -53,7 +53,15 @@ def leaderboard_markdown(board: dict) -> str:
              "|" + "---|" * len(COLUMNS)]
     for r in board["rows"]:
         lines.append("| " + " | ".join(md_escape(_cell(k, r.get(k))) for _, k in COLUMNS) + " |")
+    foot = left_out_lines(board)
+    if foot:
+        lines += [""] + [f"- {md_escape(x)}" for x in foot]
     return "\n".join(lines) + "\n"
+
+
+def left_out_lines(board: dict) -> list[str]:
+    """'left out: N <reason>' for every count in ``board['left_out']``."""
+    return [f"left out: {n} {reason}" for reason, n in sorted((board.get("left_out") or {}).items())]
 
 
 def check_table(result: dict) -> Table:
