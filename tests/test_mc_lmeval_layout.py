@@ -25,9 +25,10 @@ Where the real data lacks something the layout needs, it is built and said so he
   (lm-eval lower-cases it again). 100 items: "validation" = 0-59, "train" = 60-99.
 - MMLU: there is no MMLU data here. A tiny MMLU-format dataset is built from ARC-Easy items
   (``question``, ``subject``, ``choices`` (4), ``answer`` index): for each of lm-eval's 57
-  subjects, "test" = 3 items and "dev" = 5 items (different ARC items per subject), so the
-  prompts, letter choices, first_n few-shot sampling and the group's size weighting are
-  MMLU's while the questions are ARC's.
+  subjects, "test" = 1 to 3 items (1 + subject index mod 3, so that the group's size weighting
+  matters) and "dev" = 5 items (different ARC items per subject), so the prompts, letter
+  choices, first_n few-shot sampling and the group's size-weighted average are MMLU's while the
+  questions are ARC's.
 - WinoGrande: no data here; ``WINOGRANDE_ROWS`` are hand-written items in the real
   ``sentence``/``option1``/``option2``/``answer`` shape (one "_" to fill, answer "1"/"2").
 """
@@ -194,12 +195,25 @@ def build_hub_mirror(root: Path) -> Path:
     mmlu: dict[str, dict[str, list[dict]]] = {}
     for k, subject in enumerate(MMLU_SUBJECTS):
         base = 1800 + 8 * k  # 57 x 8 = 456 ARC items: 1800..2255
-        mmlu[subject] = {"test": mmlu_rows(arc[base:base + 3], subject),
+        mmlu[subject] = {"test": mmlu_rows(arc[base:base + 1 + k % 3], subject),
                          "dev": mmlu_rows(arc[base + 3:base + 8], subject)}
     _dataset(root / "cais" / "mmlu", mmlu)
     _dataset(root / "allenai" / "winogrande", {"winogrande_xl": {"train": WINOGRANDE_ROWS[4:],
                                                                   "validation": WINOGRANDE_ROWS[:4]}})
     return root
+
+
+def build_datasets_cache(hub: Path, cache_dir: Path, repo_id: str = "allenai/ai2_arc", config: str = "ARC-Easy") -> Path:
+    """A datasets cache that holds ``repo_id`` (config ``config``) as if it had been downloaded
+    from the Hub: the local copy is prepared with ``cache_dir`` and its folder renamed to the
+    Hub cache name (``owner___name``), which is where ``datasets.load_dataset(repo_id, config)``
+    looks with ``HF_DATASETS_OFFLINE=1``. Returns ``cache_dir``."""
+    import datasets
+
+    owner, name = repo_id.split("/")
+    datasets.load_dataset(str(hub / owner / name), config, cache_dir=str(cache_dir))
+    (cache_dir / name).rename(cache_dir / f"{owner}___{name}")
+    return cache_dir
 
 
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"real data folder absent: {DATA}")
@@ -223,4 +237,4 @@ def test_hub_mirror_loads_with_datasets(tmp_path):
     assert (copa["premise"], copa["question"], copa["choice2"]) == (
         "The man turned on the faucet.", "effect", "Water flowed from the spout.")
     mm = datasets.load_dataset(str(root / "cais" / "mmlu"), "anatomy")
-    assert mm["test"].num_rows == 3 and mm["dev"].num_rows == 5 and len(mm["dev"][0]["choices"]) == 4
+    assert mm["test"].num_rows == 2 and mm["dev"].num_rows == 5 and len(mm["dev"][0]["choices"]) == 4

@@ -24,7 +24,8 @@ What judgecal adds around it:
   nothing is downloaded: data come from the datasets library's local formats (json, csv,
   parquet with ``data_files``), a local folder (``dataset_path: /path/to/copy``), the local copy
   of a Hub dataset folder named by ``dataset_path`` under ``data_dir`` (``DATA_DIR/allenai/ai2_arc``)
-  or given in ``datasets_map`` (``{"allenai/ai2_arc": "/path"}``), or the datasets cache. When
+  or given in ``datasets_map`` (``{"allenai/ai2_arc": "/path"}``), or the datasets cache (a local
+  folder is cached under a key of its files, :func:`local_cache_dir`). When
   the data cannot be found, one line names the dataset, the config and where it looked
   (:class:`DataNotFoundError`).
 - **Checks.** Only ``output_type: multiple_choice`` tasks are scored (others are refused by
@@ -226,11 +227,28 @@ def _hub_id(path: Any) -> bool:
     return path.count("/") <= 1 and all(part for part in path.split("/"))
 
 
+def local_cache_dir(folder: Path) -> Path:
+    """Where the datasets library caches a local dataset folder while :func:`offline_data` is
+    active: ``HF_DATASETS_CACHE/judgecal-local/<key>``, the key a SHA-256 of the folder's
+    absolute path and every file's relative path, size and modification time. The datasets
+    library's own cache key for a folder with a README config list covers the README's
+    patterns only, so an edited (or another) copy with the same folder name would be served
+    from a stale cache; this key changes with the files."""
+    import datasets
+
+    h = hashlib.sha256(str(folder.resolve()).encode())
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        st = f.stat()
+        h.update(f"\0{f.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return Path(datasets.config.HF_DATASETS_CACHE) / "judgecal-local" / h.hexdigest()[:24]
+
+
 @contextlib.contextmanager
 def offline_data(data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None) -> Iterator[None]:
     """While active: Hub and datasets offline (nothing is downloaded), ``datasets.load_dataset``
     reads a Hub dataset ``owner/name`` from ``datasets_map[owner/name]`` or
-    ``data_dir/owner/name`` where that folder exists (else from the datasets cache), and a
+    ``data_dir/owner/name`` where that folder exists (else from the datasets cache; a local
+    folder is cached under :func:`local_cache_dir`), and a
     dataset that cannot be loaded raises :class:`DataNotFoundError` naming the dataset, its
     config and where it looked. lm-eval's logging and progress bars are silenced (its warnings
     are collected by :func:`quiet_lm_eval`)."""
@@ -257,6 +275,8 @@ def offline_data(data_dir: str | Path | None = None, datasets_map: Mapping[str, 
             looked.append(f"data_files {kwargs['data_files']}")
         else:
             looked.append(str(path))
+        if isinstance(use, str) and Path(use).expanduser().is_dir() and "cache_dir" not in kwargs:
+            kwargs["cache_dir"] = str(local_cache_dir(Path(use).expanduser()))
         try:
             return original(use, name, *args, **kwargs)
         except (FileNotFoundError, ConnectionError, ValueError, datasets.exceptions.DatasetNotFoundError) as exc:
@@ -602,7 +622,7 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
             extras.append(m)
     diags = M.diagnostics(choices_all, top)
     diags["headline"] = primary or [m for m in top if m in extras]
-    notes = [n for n in diags["notes"] if "acc_norm dropped from the headline" not in n]
+    notes = list(diags["notes"])
     if extras:
         how = "pooled over every item" if len(by_task) > 1 else "on the same log-likelihoods"
         notes.insert(0, f"judgecal extras (not in the task's metric_list): {', '.join(extras)}, {how}")
