@@ -633,7 +633,7 @@ def _datasets_map(values) -> dict:
 @click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
               help="Items per forward pass, or auto (a token budget).")
 @click.option("--forward", type=click.Choice(FORWARDS), default="auto", show_default=True,
-              help="Local body forward: judgecal's fused Llama forward (auto: where the model is a plain Llama) or the model's own transformers forward.")
+              help="Local body forward: judgecal's fused Llama forward (auto: where the model is a plain Llama; for lm-eval tasks auto is transformers) or the model's own transformers forward.")
 @click.option("--null-context", default="Answer:", show_default=True,
               help="Judgecal task files: context for acc_pmi; '' = lm-eval's acc_mutual_info (BOS only).")
 @click.option("--no-pmi", is_flag=True, help="Judgecal task files: skip the null-context pass (no acc_pmi).")

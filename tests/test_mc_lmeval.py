@@ -63,7 +63,7 @@ def hflm(folder):
 def scorer(folder):
     from judgecal.loglik.hf import HFScorer
 
-    return HFScorer(folder, device="cpu", dtype="float32")
+    return HFScorer(folder, device="cpu", dtype="float32", forward="transformers")  # what --forward auto runs here
 
 
 @pytest.fixture(scope="module")
