@@ -14,8 +14,19 @@ once + every continuation] + LM-head parameters x positions that must be scored)
 the elapsed time and compared with a float32 matmul rate measured in the same run.
 ``cpu`` figures use process CPU time, which is what counts when other jobs share the cores.
 
+lm-eval task configs (``--tasks arc_challenge_25shot,mmlu_5shot``): lm-eval 0.4.13's shipped
+``arc_challenge`` (25-shot) and ``mmlu_anatomy`` (5-shot) configs, each run twice in the same
+process on the same local data (tests/test_mc_lmeval_layout.py: ARC-Challenge's layout built
+from ARC-Easy items, an MMLU-format subject built from ARC-Easy items; ``--lmeval-items`` items,
+default 50): once by lm-eval itself (``simple_evaluate`` with ``HFLM`` at the best batch size),
+once by judgecal (``score_lm_eval``: lm-eval's task machinery, judgecal's scorer, ``--forward``
+as the CLI runs it for lm-eval tasks unless ``--lmeval-forward`` says otherwise). Timed: the
+model pass (lm-eval's ``HFLM.loglikelihood`` call against judgecal's ``JudgecalLM.loglikelihood``)
+and the whole evaluation (request building, model pass, metrics). Printed as above, plus the
+requests compared one by one.
+
 Run:  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/bench_mc.py [--items 200] [--tasks hellaswag]
-      [--json out.json]
+      [--tasks arc_challenge_25shot,mmlu_5shot --lmeval-items 50] [--json out.json]
 """
 
 from __future__ import annotations
@@ -77,6 +88,89 @@ def run_lm_eval(lm, task):
     return [ll for ll, _ in out], time.perf_counter() - t, time.process_time() - c
 
 
+LM_EVAL_TASKS = {"arc_challenge_25shot": ("arc_challenge", 25), "mmlu_5shot": ("mmlu_anatomy", 5)}
+
+
+def run_lm_eval_config(lm, spec: str, shots: int, limit: int, hub: Path) -> tuple[dict, float, float, float]:
+    """lm-eval's own run of a shipped config on the local copies: (results, seconds of the model
+    pass, its CPU seconds, seconds of the whole simple_evaluate call)."""
+    import lm_eval
+    import lm_eval.evaluator
+
+    from judgecal.loglik.lmeval_tasks import offline_data, task_manager
+
+    spent = [0.0, 0.0]
+    original = lm.loglikelihood
+
+    def timed(requests, disable_tqdm=False):
+        t, c = time.perf_counter(), time.process_time()
+        out = original(requests, disable_tqdm=True)
+        spent[0] += time.perf_counter() - t
+        spent[1] += time.process_time() - c
+        return out
+
+    saved_env = lm_eval.evaluator.add_env_info
+    lm.loglikelihood = timed
+    lm_eval.evaluator.add_env_info = lambda storage: None  # `pip list` etc., not evaluation
+    try:
+        t0 = time.perf_counter()
+        with offline_data(hub):
+            res = lm_eval.simple_evaluate(model=lm, tasks=[spec], num_fewshot=shots, limit=limit,
+                                          task_manager=task_manager(), log_samples=True)
+        total = time.perf_counter() - t0
+    finally:
+        del lm.loglikelihood
+        lm_eval.evaluator.add_env_info = saved_env
+    return res, spent[0], spent[1], total
+
+
+def bench_lm_eval_task(name: str, lm, scorer, limit: int, hub: Path, torch) -> dict:
+    """judgecal and lm-eval on one lm-eval config; prints and returns the figures."""
+    from judgecal.loglik.lmeval_tasks import score_lm_eval
+
+    spec, shots = LM_EVAL_TASKS[name]
+    t0 = time.perf_counter()
+    ours = score_lm_eval(spec, scorer=scorer, num_fewshot=shots, limit=limit, data_dir=hub)
+    ours_total = time.perf_counter() - t0
+    ref, lm_s, lm_cpu, lm_total = run_lm_eval_config(lm, spec, shots, limit, hub)
+    st = ours.stats
+    theirs = sorted(ref["samples"][spec], key=lambda x: x["doc_id"])
+    same_requests = [it.requests for it in ours.items] == [[tuple(a) for a in x["arguments"]] for x in theirs]
+    ll_ours = np.array([c.ll for it in ours.items for c in it.choices])
+    ll_theirs = np.array([r[0] for x in theirs for r in x["filtered_resps"]])
+    m_ours = {m: ours.diagnostics["by_task"][spec]["metrics"][m]["value"] for m in ("acc", "acc_norm")
+              if m in ours.diagnostics["by_task"][spec]["metrics"]}
+    m_lm = {m: ref["results"][spec][f"{m},none"] for m in m_ours}
+    n = len(ours.items)
+    floor = 2 * (st["n_body_params"] * st["tokens"] + st["n_head_params"] * st["scored_rows"])
+    row = {
+        "task": spec, "num_fewshot": shots, "items": n, "requests": int(ll_ours.size),
+        "judgecal_items_per_s": n / st["scoring_seconds"], "lm_eval_items_per_s": n / lm_s,
+        "ratio": lm_s / st["scoring_seconds"], "ratio_cpu": lm_cpu / st["cpu_seconds"],
+        "judgecal_eval_seconds": ours_total, "lm_eval_eval_seconds": lm_total, "ratio_eval": lm_total / ours_total,
+        "judgecal_metrics": m_ours, "lm_eval_metrics": m_lm, "metrics_identical": m_ours == m_lm,
+        "requests_identical": same_requests,
+        "max_abs_ll_diff": float(np.max(np.abs(ll_ours - ll_theirs))) if ll_ours.shape == ll_theirs.shape else None,
+        "floor_gflop": floor / 1e9, "achieved_gflops": floor / st["scoring_seconds"] / 1e9,
+        "achieved_gflops_cpu": floor / (st["cpu_seconds"] / torch.get_num_threads()) / 1e9,
+        "tokens": st["tokens"], "padded_tokens": st["padded_tokens"], "scored_rows": st["scored_rows"],
+        "forward": scorer.forward_name,
+    }
+    print(f"\n== {name} (lm-eval config {spec}, {shots}-shot): {n} items, {row['requests']} requests, "
+          f"judgecal {scorer.forward_name} forward")
+    print(f"judgecal : {row['judgecal_items_per_s']:.2f} items/s (model pass)  "
+          + "  ".join(f"{k} {v:.3f}" for k, v in m_ours.items()) + f"  [whole evaluation {ours_total:.1f} s]")
+    print(f"lm-eval  : {row['lm_eval_items_per_s']:.2f} items/s (model pass)  "
+          + "  ".join(f"{k} {v:.3f}" for k, v in m_lm.items()) + f"  [whole evaluation {lm_total:.1f} s]")
+    print(f"ratio    : {row['ratio']:.2f}x wall, {row['ratio_cpu']:.2f}x CPU time (model pass); "
+          f"{row['ratio_eval']:.2f}x whole evaluation; requests identical: {same_requests}; "
+          f"metrics identical: {row['metrics_identical']}; max |ll diff| {row['max_abs_ll_diff']:.2e} nats")
+    print(f"floor    : {row['floor_gflop']:.0f} GFLOP needed ({st['tokens']} body tokens, "
+          f"{st['scored_rows']} LM-head rows): {row['achieved_gflops']:.1f} GFLOP/s wall, "
+          f"{row['achieved_gflops_cpu']:.1f} GFLOP/s per {torch.get_num_threads()} busy threads (CPU time)")
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=200)
@@ -84,7 +178,12 @@ def main() -> int:
     ap.add_argument("--lm-eval-batch-sizes", default="16,32,64")
     ap.add_argument("--batch-size", default="auto", help="judgecal's --batch-size")
     ap.add_argument("--tasks", default="arc_easy,hellaswag",
-                    help="comma-separated subset of arc_easy,hellaswag to time (the lm-eval batch probe uses ARC items)")
+                    help="comma-separated subset of arc_easy,hellaswag,arc_challenge_25shot,mmlu_5shot to time "
+                         "(the lm-eval batch probe uses ARC items)")
+    ap.add_argument("--lmeval-items", type=int, default=50, help="items of each lm-eval config task (default 50)")
+    ap.add_argument("--lmeval-forward", default=None, choices=["fused", "transformers"],
+                    help="judgecal's forward for the lm-eval config tasks (default: what --forward auto runs for "
+                         "lm-eval tasks, transformers)")
     ap.add_argument("--row-len", type=int, default=None, help="judgecal's packed row length in tokens (default: hf.py's)")
     ap.add_argument("--token-budget", type=int, default=None, help="judgecal's tokens per forward pass (default: hf.py's)")
     ap.add_argument("--forward", default="auto", choices=["auto", "fused", "transformers"],
@@ -106,9 +205,10 @@ def main() -> int:
         "hellaswag": load_hellaswag_text(DATA / "hellaswag_val_full.txt.bz2", limit=args.items),
     }
     wanted = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    unknown = sorted(set(wanted) - set(tasks))
+    unknown = sorted(set(wanted) - set(tasks) - set(LM_EVAL_TASKS))
     if unknown or not wanted:
-        ap.error(f"--tasks: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(tasks)}")
+        ap.error(f"--tasks: unknown {', '.join(unknown) or '(none given)'}; "
+                 f"choose from {', '.join([*tasks, *LM_EVAL_TASKS])}")
     r0 = rates()
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, model {folder}, "
           f"load average {os.getloadavg()[0]:.2f}")
@@ -134,7 +234,23 @@ def main() -> int:
     print(f"lm-eval best batch size: {best_bs}")
 
     report = {"forward": scorer.forward_name, "row_len": scorer.row_len, "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
-    for name in wanted:
+    lm_eval_wanted = [t for t in wanted if t in LM_EVAL_TASKS]
+    if lm_eval_wanted:
+        import tempfile
+
+        sys.path.insert(0, str(REPO / "tests"))
+        from test_mc_lmeval_layout import build_hub_mirror, build_mmlu_subject
+
+        hub = Path(tempfile.mkdtemp(prefix="bench_mc_hub_"))
+        build_hub_mirror(hub)
+        build_mmlu_subject(hub, "anatomy", n_test=max(args.lmeval_items, 1))
+        fw = args.lmeval_forward or "transformers"
+        lm_scorer = scorer if fw == scorer.forward_name else HFScorer(folder, device="cpu", dtype="float32", forward=fw)
+        lm_scorer.row_len, lm_scorer.token_budget = scorer.row_len, scorer.token_budget
+        score_task(tasks["arc_easy"], scorer=lm_scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
+        for name in lm_eval_wanted:
+            report["tasks"][name] = bench_lm_eval_task(name, lm, lm_scorer, args.lmeval_items, hub, torch)
+    for name in [t for t in wanted if t in tasks]:
         task = tasks[name]
         res = score_task(task, scorer=scorer, null_context=None, batch_size=bs)
         ours_ll = [c.ll for r in res.items for c in r.choices]

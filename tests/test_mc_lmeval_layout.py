@@ -203,6 +203,15 @@ def build_hub_mirror(root: Path) -> Path:
     return root
 
 
+def build_mmlu_subject(root: Path, subject: str = "anatomy", n_test: int = 100, start: int = 1000) -> Path:
+    """A larger single-subject MMLU-format copy for the benchmark (``root/cais/mmlu``, one config
+    ``subject``): "test" = ``n_test`` ARC-Easy items from ``start``, "dev" = the 5 after them."""
+    arc = _read_jsonl("arc_easy.jsonl")
+    _dataset(root / "cais" / "mmlu", {subject: {"test": mmlu_rows(arc[start:start + n_test], subject),
+                                                "dev": mmlu_rows(arc[start + n_test:start + n_test + 5], subject)}})
+    return root
+
+
 def build_datasets_cache(hub: Path, cache_dir: Path, repo_id: str = "allenai/ai2_arc", config: str = "ARC-Easy") -> Path:
     """A datasets cache that holds ``repo_id`` (config ``config``) as if it had been downloaded
     from the Hub: the local copy is prepared with ``cache_dir`` and its folder renamed to the
