@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
+from judgecal.db import boarddata
 from judgecal.db import models as m
-from judgecal.db.fitdata import LENGTH_COLUMNS
 
 LENGTH_UNITS = ("chars", "words", "bytes", "tokens")
 
@@ -35,16 +35,8 @@ def judges_with_verdicts(s: Session) -> list[m.Judge]:
 
 
 def _lengths(s: Session, ids: list[int], unit: str, tokenizer: str | None) -> dict[int, float]:
-    out: dict[int, float] = {}
-    for start in range(0, len(ids), 5000):
-        part = ids[start:start + 5000]
-        if unit == "tokens":
-            q = select(m.TokenLength.response_id, m.TokenLength.n_tokens).where(
-                m.TokenLength.tokenizer == tokenizer, m.TokenLength.response_id.in_(part))
-        else:
-            q = select(m.Response.id, LENGTH_COLUMNS[unit]).where(m.Response.id.in_(part))
-        out.update({r: float(n) for r, n in s.execute(q)})
-    return out
+    """{response id: length in unit} (:func:`judgecal.db.boarddata.lengths`)."""
+    return boarddata.lengths(s, ids, unit, tokenizer)
 
 
 def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, unit: str = "chars",
