@@ -1,7 +1,8 @@
 """``judgecal check``: the release gate. Exit 0 when every threshold holds, 1 when one fails
 (one line per failure), 2 on a usage error.
 
-Checks, per (task family, judge) with a calibration (the newest, unless ``calibration``):
+Checks, per (task family, judge) with a calibration (the newest, unless ``calibration`` names an
+id: that calibration, refused when ``families`` or ``judge`` name another family or judge):
 - calibrated verbosity win-rate <= ``max_verbosity_winrate`` (where verbosity pairs were measured);
 - cross-validated agreement gain (calibrated - raw) >= ``min_agreement_gain`` (a calibration
   fitted without cross-validation fails this check: the gate never passes an unseen figure);
@@ -22,11 +23,21 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
               fail_at_bound: bool = False, max_baseline_gap: float | None = None) -> dict:
     """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
-    Raises NotFoundError when no calibration matches (nothing to gate on)."""
+    Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
+    calibration named by id is not of ``judge`` or of one of ``families``."""
     from judgecal.errors import NotFoundError
     from judgecal.fitting import fit_row
 
     chosen = load_calibrations(families, judge, calibration, url)
+    if str(calibration) != "latest":  # an id: --task-family and --judge must agree with it, never be ignored
+        from judgecal.errors import UsageError
+        from judgecal.fitting import refuse_out_of_scope
+
+        try:
+            refuse_out_of_scope(chosen, families, judge, url)
+        except UsageError as exc:
+            raise UsageError(f"{exc}: the gate checks a calibration on its own family and judge "
+                             f"(`judgecal report --calibration ID --task-family F` evaluates it on another family)") from None
     if not chosen:
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
     checks = []

@@ -471,7 +471,7 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @click.option("--mc-reference", type=int, default=None, metavar="RUN_ID",
               help="Flag acc and acc_norm moving in opposite directions against this multiple-choice run.")
 @click.option("--calibration-from", default=None, metavar="FAMILY",
-              help="Apply this family's newest calibration to families without their own.")
+              help="Apply this family's newest calibration (or the one --calibration ID names) to the rated families without their own.")
 @click.option("--baseline", default=None, metavar="MODEL",
               help="Win-rate mode: win rates against this model from pairwise verdicts (raw, LC, calibrated).")
 @click.option("--length-unit", type=click.Choice(["chars", "words", "bytes", "tokens"]), default="chars", show_default=True,

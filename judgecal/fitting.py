@@ -356,6 +356,28 @@ def list_fits(family: str | None = None, judge: str | None = None, url: str | No
     return out
 
 
+def refuse_out_of_scope(chosen: list[tuple], families=None, judge: str | None = None, url: str | None = None) -> None:
+    """Refuse calibrations named by id that are not of ``judge`` (a name, model or id, as
+    ``--judge`` takes it) or, when ``families`` is given, not of one of those task families.
+
+    ``chosen``: (Calibration row, family name, judge name) as :func:`load_calibrations` returns.
+    Raises UsageError (one line naming the calibration, its family or judge and what was asked),
+    NotFoundError for an unknown judge or family."""
+    if not chosen or (not judge and not families):
+        return
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        jrow = q.judge_by_name(s, str(judge)) if judge else None
+        fam_ids = set(q.family_ids(s, families)) if families else None
+        jname = jrow.name if jrow is not None else None
+    engine.dispose()
+    for row, fam, jud in chosen:
+        if jrow is not None and row.judge_id != jrow.id:
+            raise UsageError(f"calibration {row.id} is of judge {jud!r}, not {jname!r}")
+        if fam_ids is not None and row.task_family_id not in fam_ids:
+            raise UsageError(f"calibration {row.id} is of task family {fam!r}, not of {', '.join(map(repr, families))}")
+
+
 def load_calibrations(families=None, judge: str | None = None, calibration="latest", url: str | None = None) -> list[tuple]:
     """(Calibration row, family name, judge name) to report: the newest per (family, judge),
     or the rows named by ``calibration`` (an id, or a list of ids; ``"latest"`` = the newest).

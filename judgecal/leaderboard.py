@@ -50,28 +50,22 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
     moved up), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
     verbosity_pairs, acc, acc_norm,
-    acc_bytes, acc_norm_minus_acc, mc_run, flags (list of strings)."""
+    acc_bytes, acc_norm_minus_acc, mc_run, flags (list of strings).
+
+    ``calibration``: "latest" or one id (of the judge; without ``judge``, its judge is used); see
+    :func:`_choose_calibrations` for what is applied where and what is refused (UsageError)."""
+    explicit = None if str(calibration) == "latest" else load_calibrations(None, None, calibration, url)[0]
+    if judge is None and explicit is not None:  # the calibration names its judge
+        judge = str(explicit[0].judge_id)
     engine = get_engine(url)
     with session_scope(engine) as s:
         jrow = _pick_judge(s, judge)
-        fam_ids = q.family_ids(s, families)
+        fam_ids = list(dict.fromkeys(q.family_ids(s, families)))  # a repeated --task-family counts once
         fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
         rows = boarddata.rated_responses(s, fam_ids, jrow.id)
-        cals = {}
-        transferred: set[int] = set()
-        donor_name = None
-        if rows:
-            chosen = load_calibrations([fam_names[f] for f in fam_ids], str(jrow.id), calibration, url)
-            cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
-            if calibration_from:
-                donor = load_calibrations([calibration_from], str(jrow.id), "latest", url)
-                if not donor:
-                    raise NotFoundError(f"no calibration of {calibration_from!r} for judge {jrow.name!r} (run `judgecal fit`)")
-                for fid in fam_ids:
-                    if fid not in cals:
-                        cals[fid] = donor[0][0]
-                        transferred.add(fid)
-                donor_name = donor[0][1]
+        rated = {r["family_id"] for r in rows if r["score"] is not None}
+        cals, transferred, donor_name = _choose_calibrations(jrow, fam_ids, fam_names, rated, explicit,
+                                                             calibration_from, url)
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
@@ -164,6 +158,53 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "calibrations_from": cal_from,
             "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table,
             "left_out": {k: v for k, v in left.items() if v}}
+
+
+def _choose_calibrations(jrow: m.Judge, fam_ids: list[int], fam_names: dict[int, str], rated: set[int],
+                         explicit: tuple | None, calibration_from: str | None, url: str | None):
+    """({family id: Calibration row to apply}, family ids calibrated by transfer, donor family name).
+
+    ``explicit`` (a calibration named by id, as (row, family, judge)) must be of the judge, and of
+    one of the chosen families unless ``calibration_from`` names its family (it is then the donor,
+    applied as a transfer). Without an id: the newest calibration per (family, judge). The donor of
+    ``calibration_from`` is the named calibration, else that family's newest of the judge; it is
+    applied to the chosen families the judge rated that have no calibration of their own here. A
+    donor with the density exemption is refused (as ``judgecal report`` refuses its transfer).
+    Raises UsageError, NotFoundError."""
+    if explicit is not None:
+        row, cfam, cjudge = explicit
+        if row.judge_id != jrow.id:
+            raise UsageError(f"calibration {row.id} is of judge {cjudge!r}, not {jrow.name!r}")
+        if calibration_from is not None and calibration_from != cfam:
+            raise UsageError(f"calibration {row.id} is of task family {cfam!r} but --calibration-from names "
+                             f"{calibration_from!r}: name one donor (--calibration-from alone takes that family's newest fit)")
+        if row.task_family_id not in fam_ids and calibration_from is None:
+            asked = ", ".join(fam_names[f] for f in fam_ids)
+            raise UsageError(f"calibration {row.id} is of task family {cfam!r}, not of {asked}: `judgecal leaderboard "
+                             f"--calibration {row.id} --calibration-from {cfam}` applies it to other families as a "
+                             f"transfer; `judgecal report --calibration {row.id} --task-family F` measures it on F's labels")
+        cals = {row.task_family_id: row} if row.task_family_id in fam_ids else {}
+    else:
+        chosen = load_calibrations([fam_names[f] for f in fam_ids], str(jrow.id), "latest", url) if fam_ids else []
+        cals = {c.task_family_id: c for c, _, _ in chosen if c.judge_id == jrow.id}
+    transferred: set[int] = set()
+    donor_name = None
+    if calibration_from:
+        if explicit is not None:
+            donor, donor_name = explicit[0], explicit[1]
+        else:
+            found = load_calibrations([calibration_from], str(jrow.id), "latest", url)
+            if not found:
+                raise NotFoundError(f"no calibration of {calibration_from!r} for judge {jrow.name!r} (run `judgecal fit`)")
+            donor, donor_name = found[0][0], found[0][1]
+        if donor.density_exemption:
+            raise UsageError(f"calibration {donor.id} of {donor_name!r} uses the density exemption: it cannot be applied "
+                             f"to another family (fit {donor_name} without --density, or name such a fit with --calibration ID)")
+        for fid in fam_ids:
+            if fid not in cals and fid in rated:
+                cals[fid] = donor
+                transferred.add(fid)
+    return cals, transferred, donor_name
 
 
 def _metric(metrics: dict, name: str):

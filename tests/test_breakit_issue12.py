@@ -1,0 +1,101 @@
+"""Defects a break-it pass found in the issue-12 features: a calibration id of another family or
+judge (leaderboard, export, check), the donor of --calibration-from, the nested selection's
+bounds, the JudgeBench and LLMBar importers, overflowing scores, tokenizer folders, repeated
+options and the labels of transfer rows. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judgecal.cli import main
+
+
+def _json(r):
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    return json.loads(r.stdout)
+
+
+def _one_line_refusal(r, *needles, code=2):
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    assert "Traceback" not in r.output and "unexpected" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+
+
+@pytest.fixture(scope="module")
+def board_db(tmp_path_factory, data_dir):
+    """LLMBar Natural and Adversarial_Neighbor (both judges), an Auto-J family no judge rated, and
+    fits: #1 GPT-4 on Natural, #2 ChatGPT on Natural, #3 ChatGPT on Natural with --density (the
+    newest of that family and judge)."""
+    from tests.test_importers_judgesets import AUTOJ
+
+    tmp = tmp_path_factory.mktemp("board")
+    url = f"sqlite:///{tmp / 'board.db'}"
+    autoj = tmp / "autoj.jsonl"
+    autoj.write_text("\n".join(json.dumps(r) for r in AUTOJ) + "\n")
+    cmds = [["import", "llmbar", str(data_dir / "llmbar" / f)] for f in ("Natural", "Adversarial_Neighbor")]
+    cmds.append(["import", "autoj", str(autoj)])
+    fit = ["fit", "--task-family", "llmbar/Natural", "--length-unit", "words", "--bootstrap", "20", "--folds", "2",
+           "--no-nested", "--format", "json"]
+    cmds += [fit + ["--judge", "GPT-4"], fit + ["--judge", "ChatGPT"], fit + ["--judge", "ChatGPT", "--density"]]
+    for c in cmds:
+        try:
+            main(["--database-url", url, *c])
+        except SystemExit as exc:
+            assert exc.code == 0, c
+    return url
+
+
+# ---------------------------------------------------------------- 1-4: leaderboard, export, check
+def test_leaderboard_refuses_a_calibration_of_another_family(board_db, tmp_path, run_cli):
+    base = ("--database-url", board_db, "leaderboard", "--judge", "ChatGPT", "--calibration", "2",
+            "--task-family", "llmbar/Adversarial_Neighbor", "--bootstrap", "20")
+    _one_line_refusal(run_cli(*base), "calibration 2 is of task family 'llmbar/Natural'", "--calibration-from llmbar/Natural")
+    r = run_cli("--database-url", board_db, "export", "leaderboard", tmp_path / "b.csv", "--judge", "ChatGPT",
+                "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor")
+    _one_line_refusal(r, "calibration 2 is of task family 'llmbar/Natural'")
+    # with --calibration-from its family, the id is applied explicitly as a transfer, and labelled so
+    moved = _json(run_cli(*base, "--calibration-from", "llmbar/Natural", "--format", "json"))
+    assert moved["calibrations"] == {}
+    assert moved["calibrations_from"] == {"llmbar/Adversarial_Neighbor": {"id": 2, "fitted_on": "llmbar/Natural"}}
+    assert all("calibration from another family" in r["flags"] for r in moved["rows"])
+    assert all(r["mean_calibrated"] != pytest.approx(r["mean_raw"]) for r in moved["rows"])
+
+
+def test_leaderboard_refuses_a_calibration_of_another_judge(board_db, run_cli):
+    r = run_cli("--database-url", board_db, "leaderboard", "--judge", "ChatGPT", "--calibration", "1", "--bootstrap", "20")
+    _one_line_refusal(r, "calibration 1 is of judge 'GPT-4', not 'ChatGPT'")
+    # without --judge the calibration names its judge
+    board = _json(run_cli("--database-url", board_db, "leaderboard", "--calibration", "1", "--bootstrap", "20",
+                          "--format", "json"))
+    assert board["judge"] == "GPT-4" and board["calibrations"] == {"llmbar/Natural": 1}
+
+
+def test_check_refuses_a_calibration_of_another_family_or_judge(board_db, run_cli):
+    base = ("--database-url", board_db, "check", "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1")
+    _one_line_refusal(run_cli(*base, "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor"),
+                      "calibration 2 is of task family 'llmbar/Natural'")
+    _one_line_refusal(run_cli(*base, "--calibration", "1", "--judge", "ChatGPT"), "calibration 1 is of judge 'GPT-4'")
+    ok = _json(run_cli(*base, "--calibration", "2", "--judge", "ChatGPT", "--task-family", "llmbar/Natural",
+                       "--format", "json"))
+    assert {(c["task_family"], c["judge"]) for c in ok["checks"]} == {("llmbar/Natural", "ChatGPT")}
+
+
+def test_calibration_from_uses_the_named_calibration_and_only_rated_families(board_db, run_cli):
+    base = ("--database-url", board_db, "leaderboard", "--judge", "ChatGPT", "--bootstrap", "20", "--format", "json")
+    # the newest ChatGPT fit of Natural (#3) uses the density exemption: refused as a donor, like `report` does
+    r = run_cli(*base, "--calibration-from", "llmbar/Natural")
+    _one_line_refusal(r, "calibration 3 of 'llmbar/Natural' uses the density exemption")
+    _one_line_refusal(run_cli(*base, "--calibration", "3", "--calibration-from", "llmbar/Natural"),
+                      "calibration 3 of 'llmbar/Natural' uses the density exemption")
+    board = _json(run_cli(*base, "--calibration", "2", "--calibration-from", "llmbar/Natural"))
+    assert board["calibrations"] == {"llmbar/Natural": 2}
+    # Natural's own (named) fit, the named fit as donor, never the newest #3; the Auto-J family has no
+    # rating by ChatGPT: not listed as calibrated
+    assert board["calibrations_from"] == {"llmbar/Adversarial_Neighbor": {"id": 2, "fitted_on": "llmbar/Natural"}}
+    assert "autoj/seeking_advice" in board["families"]
+    r = run_cli(*base, "--calibration", "2", "--calibration-from", "llmbar/Adversarial_Neighbor")
+    _one_line_refusal(r, "calibration 2 is of task family 'llmbar/Natural' but --calibration-from names")
