@@ -99,3 +99,26 @@ def test_calibration_from_uses_the_named_calibration_and_only_rated_families(boa
     assert "autoj/seeking_advice" in board["families"]
     r = run_cli(*base, "--calibration", "2", "--calibration-from", "llmbar/Adversarial_Neighbor")
     _one_line_refusal(r, "calibration 2 is of task family 'llmbar/Natural' but --calibration-from names")
+
+
+# ---------------------------------------------------------------- 5: nested selection honours --gamma-max
+def test_nested_selection_honours_gamma_max_and_signed():
+    from judgecal.calibrate.baselines import FitContext
+    from judgecal.calibrate.evaluate import evaluate_pairwise
+    from judgecal.calibrate.select import candidates
+    from tests.test_calibration_actionable import _short_favouring
+
+    d = _short_favouring(120, seed=1)  # a judge favouring SHORT answers: gamma ~ -1.5 fits best
+    for signed in (True, False):
+        ctx = FitContext(l_ref=100.0, scale=(0.0, 10.0), p_bounds=(1.0, 1.5), signed=signed, gamma_max=0.5)
+        cands = candidates({"words": d}, "words", ctx, "pairwise")
+        bounded = [c for c in cands if c["name"].startswith(("linear", "polylog"))]
+        assert bounded and all(c["ctx"].gamma_max == 0.5 for c in bounded)
+        assert any(c["ctx"].signed for c in bounded) is signed
+        assert not any("181" in c["description"] or "100" in c["description"] for c in cands)
+    ev = evaluate_pairwise(d, scale=(0, 10), n_bootstrap=20, seed=0, signed=True, gamma_max=0.5, folds=3,
+                           variants={"words": d}, unit="words")
+    sel = ev["selection"]
+    assert sel is not None and ev["params"]["gamma"] >= -0.5 - 1e-9
+    assert "[-0.5, 0.5]" in sel["recommended_description"] or sel["recommended_method"] in ("raw", "lowess", "lc_glm")
+    assert not any(n.endswith("gamma<=10]") for n in sel["candidates"])  # no candidate looser than the bound

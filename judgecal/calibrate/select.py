@@ -19,11 +19,13 @@ nested figure is what that *procedure* is worth out of sample. ``chosen_in_outer
 how stable the choice is.
 
 Candidates (in this order; ``unit`` ranges over the length units given, the fit's first):
-``raw``; per unit: ``linear``, ``polylog`` with the seed bounds (gamma in [0, 10 x width], the
-fit's p bounds), ``polylog`` with a tight gamma bound (gamma <= 1 x width), ``polylog`` with
-wide p bounds [0.5, 2.0], ``polylog`` signed (gamma in [-10 w, 10 w]; only when the fit is
-signed), ``lowess`` and (pairs only) ``lc_glm``. Each unit's L_ref is the median labelled length
-in that unit (the fit's own L_ref for its unit).
+``raw``; per unit: ``linear``, ``polylog`` with the fit's bounds (gamma in [0, G], the fit's p
+bounds), ``polylog`` with a tight gamma bound (gamma <= 1 x width; only when that is below G),
+``polylog`` with wide p bounds [0.5, 2.0], ``polylog`` signed (gamma in [-G, G]; only when the
+fit is signed), ``lowess`` and (pairs only) ``lc_glm``. G is the fit's ``gamma_max`` (the user's
+``--gamma-max``), else 10 x width: no candidate goes beyond the user's bound, and without
+``--signed`` no candidate has gamma < 0. Each unit's L_ref is the median labelled length in that
+unit (the fit's own L_ref for its unit).
 """
 
 from __future__ import annotations
@@ -53,25 +55,27 @@ def candidates(variants: dict, unit: str, ctx: FitContext, kind: str) -> list[di
     main = variants[unit]
     scores = np.concatenate([main.score_a, main.score_b]) if isinstance(main, PairData) else main.score
     width = scale_width(ctx.scale, scores)
+    g_hi = float(ctx.gamma_max) if ctx.gamma_max is not None else 10 * width  # the user's bound holds everywhere
     out = [{"name": "raw", "method": Raw(), "unit": unit, "ctx": ctx, "description": "raw judge score"}]
     for u in units:
         c = ctx if u == unit else replace(ctx, l_ref=default_l_ref(_lengths(variants[u])))
-        seed_c = replace(c, signed=False, gamma_max=None)
+        seed_c = replace(c, signed=False, gamma_max=ctx.gamma_max)
         out.append({"name": f"linear[{u}]", "method": Linear(), "unit": u, "ctx": seed_c,
-                    "description": f"linear penalty, gamma in [0, {10 * width:g}], {u}"})
+                    "description": f"linear penalty, gamma in [0, {g_hi:g}], {u}"})
         out.append({"name": f"polylog[{u}]", "method": PolyLog(), "unit": u, "ctx": seed_c,
-                    "description": f"polylog, gamma in [0, {10 * width:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
-        out.append({"name": f"polylog[{u}, gamma<={width:g}]", "method": PolyLog(), "unit": u,
-                    "ctx": replace(seed_c, gamma_max=width),
-                    "description": f"polylog, gamma in [0, {width:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
+                    "description": f"polylog, gamma in [0, {g_hi:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
+        if width < g_hi:  # a tighter bound than the fit's own (never looser than the user's)
+            out.append({"name": f"polylog[{u}, gamma<={width:g}]", "method": PolyLog(), "unit": u,
+                        "ctx": replace(seed_c, gamma_max=width),
+                        "description": f"polylog, gamma in [0, {width:g}], p in [{c.p_bounds[0]:g}, {c.p_bounds[1]:g}], {u}"})
         if tuple(c.p_bounds) != WIDE_P:
             out.append({"name": f"polylog[{u}, p in {list(WIDE_P)}]", "method": PolyLog(), "unit": u,
                         "ctx": replace(seed_c, p_bounds=WIDE_P),
-                        "description": f"polylog, gamma in [0, {10 * width:g}], p in [{WIDE_P[0]:g}, {WIDE_P[1]:g}], {u}"})
+                        "description": f"polylog, gamma in [0, {g_hi:g}], p in [{WIDE_P[0]:g}, {WIDE_P[1]:g}], {u}"})
         if ctx.signed:
             out.append({"name": f"polylog[{u}, signed]", "method": PolyLog(), "unit": u,
-                        "ctx": replace(c, signed=True, gamma_max=None),
-                        "description": f"polylog, signed gamma in [-{10 * width:g}, {10 * width:g}], {u}"})
+                        "ctx": replace(c, signed=True, gamma_max=ctx.gamma_max),
+                        "description": f"polylog, signed gamma in [-{g_hi:g}, {g_hi:g}], {u}"})
         out.append({"name": f"lowess[{u}]", "method": Lowess(), "unit": u, "ctx": c,
                     "description": f"LOWESS residual on ln L, {u}"})
         if kind == "pairwise":
