@@ -6,6 +6,9 @@
 - :mod:`judgecal.loglik.endpoint`: the OpenAI-compatible completions backend
 - :mod:`judgecal.loglik.metrics`: acc, acc_norm, acc_bytes, acc_per_token, acc_pmi, diagnostics
 - :mod:`judgecal.loglik.score`: ``score_task`` and ``compare_runs``
+- :mod:`judgecal.loglik.lmeval_tasks`: lm-evaluation-harness tasks (names, YAML, groups, few-shot)
+  built by lm-eval's own task machinery and scored by judgecal (needs the ``lmeval`` extra)
+- :mod:`judgecal.loglik.lmeval_lm`: ``JudgecalLM``, judgecal's scorer as an lm-eval ``LM``
 
 torch and transformers are imported only when the local backend is used.
 """
