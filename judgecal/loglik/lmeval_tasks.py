@@ -627,7 +627,8 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
         how = "pooled over every item" if len(by_task) > 1 else "on the same log-likelihoods"
         notes.insert(0, f"judgecal extras (not in the task's metric_list): {', '.join(extras)}, {how}")
     if not primary:
-        notes.insert(0, f"{lt.name!r} is a tag of {len(by_task)} tasks: lm-eval reports each task (by task below), "
+        what = "a group without aggregate_metric_list" if lt.kind == "group" else "a tag"
+        notes.insert(0, f"{lt.name!r} is {what} of {len(by_task)} tasks: lm-eval reports each task (by task), "
                         "the top-level figures are judgecal's, pooled over every item")
     labels = {"several": "have several gold answers (a hit on any counts)",
               "not_a_choice": "have a gold string that is not one of the choices (never a hit, as in lm-eval)",
