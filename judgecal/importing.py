@@ -46,10 +46,13 @@ def import_autoj(path: Path, family: str | None = None, url: str | None = None) 
 
 
 def import_judgebench(paths: list[Path], family: str | None = None, url: str | None = None) -> dict:
-    """Import JudgeBench data and reward-model output files. Family default: ``judgebench``."""
+    """Import JudgeBench data and reward-model output files. Family default: ``judgebench``.
+    A reward model named like an existing, different judge is refused (InputError)."""
     from judgecal.importers import judgebench
 
-    return import_batch(judgebench.parse([Path(p) for p in paths], family), url)
+    batch = judgebench.parse([Path(p) for p in paths], family)
+    judgebench.refuse_judge_clashes(batch, url)
+    return import_batch(batch, url)
 
 
 def import_pandalm(path: Path, family: str | None = None, url: str | None = None) -> dict:

@@ -122,3 +122,102 @@ def test_nested_selection_honours_gamma_max_and_signed():
     assert sel is not None and ev["params"]["gamma"] >= -0.5 - 1e-9
     assert "[-0.5, 0.5]" in sel["recommended_description"] or sel["recommended_method"] in ("raw", "lowess", "lc_glm")
     assert not any(n.endswith("gamma<=10]") for n in sel["candidates"])  # no candidate looser than the bound
+
+
+# ---------------------------------------------------------------- 6-8, 10, 15: importers
+def _jb_line(pair_id="p1", label="A>B", scores=(1.0, 2.0), judge_model="rm", **extra):
+    from tests.test_importers_judgesets import JB
+
+    judgment = {"scores": list(scores)}
+    if judge_model is not None:
+        judgment["judge_model"] = judge_model
+    extra.setdefault("question", f"{JB['question']} ({pair_id})")
+    rec = dict(JB, pair_id=pair_id, label=label, judge_name="reward_model",
+               judgments=[{"judgment": judgment}, {"judgment": dict(judgment, scores=list(scores)[::-1])}], **extra)
+    return json.dumps(rec)
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "null", "true", "false", '"x"', '"1.5"', "1e300"])
+def test_judgebench_scores_that_are_not_finite_numbers_are_errors(tmp_path, sqlite_url, run_cli, bad):
+    path = tmp_path / "out.jsonl"
+    path.write_text(_jb_line(pair_id="ok") + "\n" + _jb_line(pair_id="bad").replace("[1.0, 2.0]", f"[1.0, {bad}]", 1) + "\n")
+    r = run_cli("--database-url", sqlite_url, "import", "judgebench", path)
+    _one_line_refusal(r, "out.jsonl:2", "judgments[0].judgment.scores[1]")
+
+
+def test_judgebench_conflicting_labels_and_repeats(tmp_path, sqlite_url, run_cli):
+    path = tmp_path / "data.jsonl"
+    path.write_text(_jb_line("p1", "A>B") + "\n" + _jb_line("p2", "B>A") + "\n" + _jb_line("p1", "B>A") + "\n")
+    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path),
+                      "data.jsonl:3", "pair_id 'p1'", "data.jsonl:1")
+    # exact repeats within a file: kept once, with a counted warning; across files (data + outputs) silent
+    path.write_text("\n".join([_jb_line("p1"), _jb_line("p1"), _jb_line("p2"), _jb_line("p1")]) + "\n")
+    other = tmp_path / "more.jsonl"
+    other.write_text(_jb_line("p1") + "\n")
+    out = _json(run_cli("--database-url", sqlite_url, "import", "judgebench", path, other, "--format", "json"))
+    assert out["added"]["expert_label"] == 2 and out["added"]["rating"] == 8  # 2 pairs x 2 answers x 2 orders
+    assert [w for w in out["warnings"] if "repeat" in w] == [f"{path}: 2 records repeat a pair already read from this file exactly: kept once"]
+    # two pair_ids holding the same question and responses with opposite labels
+    path.write_text(_jb_line("p1", "A>B", question="q") + "\n" + _jb_line("p9", "B>A", question="q") + "\n")
+    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
+    # the same response scored differently in the same order by the same judge
+    path.write_text(_jb_line("p1") + "\n" + _jb_line("p1", scores=(1.0, 3.0)) + "\n")
+    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
+
+
+def test_judgebench_judge_name_clash_and_missing_judge_model(tmp_path, sqlite_url, run_cli, data_dir):
+    assert run_cli("--database-url", sqlite_url, "import", "llmbar", data_dir / "llmbar" / "Natural").exit_code == 0
+    path = tmp_path / "out.jsonl"
+    path.write_text(_jb_line("p1", judge_model="GPT-4") + "\n")
+    r = run_cli("--database-url", sqlite_url, "import", "judgebench", path)
+    _one_line_refusal(r, "judge 'GPT-4' already exists", "scale 0-10", "distinct judge_model")
+    assert run_cli("--database-url", sqlite_url, "fit", "--list", "--judge", "GPT-4").exit_code == 0  # not ambiguous
+    path.write_text(_jb_line("p1", judge_model=None) + "\n" + _jb_line("p2", judge_model=None) + "\n")
+    out = _json(run_cli("--database-url", sqlite_url, "import", "judgebench", path, "--format", "json"))
+    assert "4 reward-model judgments have no judgment.judge_model: their scores were filed under judge 'reward_model'" in out["warnings"]
+    # a re-import of the same reward model is no clash
+    assert run_cli("--database-url", sqlite_url, "import", "judgebench", path).exit_code == 0
+
+
+def test_empty_judgebench_file_and_empty_llmbar_set_warn(tmp_path, sqlite_url, run_cli):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = _json(run_cli("--database-url", sqlite_url, "import", "judgebench", empty, "--format", "json"))
+    assert out["warnings"] == [f"{empty}: no record (an empty file): nothing imported from it"]
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "dataset.json").write_text("[]")
+    r = run_cli("--database-url", sqlite_url, "import", "llmbar", tmp_path / "set")
+    assert r.exit_code == 0 and "no record (an empty array)" in r.output
+
+
+def test_autoj_task_family_does_not_need_scenario(tmp_path, sqlite_url, run_cli):
+    from tests.test_importers_judgesets import AUTOJ
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps({k: v for k, v in r.items() if k != "scenario"}) for r in AUTOJ) + "\n")
+    out = _json(run_cli("--database-url", sqlite_url, "import", "autoj", path, "--task-family", "F", "--format", "json"))
+    assert out["added"]["expert_label"] == 3
+    r = run_cli("--database-url", sqlite_url, "import", "autoj", path)
+    _one_line_refusal(r, "pairs.jsonl:1", "scenario")
+
+
+@pytest.mark.parametrize("value,share", [("92.0%", 0.92), ("68.5%", 0.685), (0.75, 0.75), ("0.75", 0.75), (75, 0.75),
+                                         (1, 1.0), ("100.0%", 1.0)])
+def test_llmbar_correct_average_percentage_or_share(value, share):
+    from judgecal.importers.llmbar import correct_average_share
+
+    assert correct_average_share(value) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", '"nan%"', "true", '"n/a"', "150", "-1"])
+def test_llmbar_statistics_not_a_finite_accuracy_is_a_warning(tmp_path, value):
+    from judgecal.importers import llmbar
+    from tests.test_importers_judgesets import _write_llmbar_repo
+
+    root = _write_llmbar_repo(tmp_path / "LLMBar")
+    stats = root / "Dataset" / "LLMBar" / "Natural" / "evaluators" / "GPT-4" / "Rating" / "statistics.json"
+    stats.write_text('{"correct_average": %s}' % value)
+    batch = llmbar.parse_any(root)
+    assert [w for w in batch.warnings if "no readable correct_average" in w and str(stats) in w], batch.warnings
+    stats.write_text('{"correct_average": 0.5}')  # a share, not 0.5%
+    assert any("correct_average is 0.5000 but the imported scores give 1.0000" in w for w in llmbar.parse_any(root).warnings)

@@ -5,8 +5,8 @@ response is preferred, 1 = the second, 2 = tie; an integer or its string) and ``
 of Auto-J's 58 scenarios). Each record becomes an item under task family ``autoj/<scenario>``
 (or the one family given), two responses (producing models ``autoj/response_1`` and
 ``autoj/response_2``: the file does not name the generators) and one pairwise expert label
-(annotator ``autoj-human``). The file holds no judge scores: rate the responses with
-``judgecal rate`` (or import ratings) before fitting. Source of the label coding: Auto-J's
+(annotator ``autoj-human``); with a family given, ``scenario`` is not needed. The file holds
+no judge scores: rate the responses with ``judgecal rate`` (or import ratings) before fitting. Source of the label coding: Auto-J's
 README and ``codes/leaderboard/pairwise_eval.py`` (an exchanged prediction maps 0 <-> 1, 2 stays).
 """
 
@@ -27,8 +27,7 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
     n = 0
     for line, obj in read_jsonl(path):
         f = Fields(obj, str(path), line)
-        scenario = f.text("scenario", allow_empty=False)
-        fam = family or f"autoj/{scenario.strip()}"
+        fam = family or f"autoj/{f.text('scenario', allow_empty=False).strip()}"  # --task-family: scenario unused
         prompt = f.text("prompt")
         a = batch.add_response(RespRef(fam, prompt, "autoj/response_1", f.text("response 1")))
         b = batch.add_response(RespRef(fam, prompt, "autoj/response_2", f.text("response 2")))

@@ -14,7 +14,9 @@ Two layouts are read:
   other protocols (Vanilla, CoT, Swap, Metrics, Reference ...) hold only a winner per pair and
   are counted as skipped, never silently dropped. When ``statistics.json`` is present its
   ``correct_average`` (LLMBar's accuracy: the mean over both presentation orders, i.e. a tie
-  counts 1/2) is compared with the agreement of the imported scores; a difference is a warning.
+  counts 1/2; the repository stores it as a percentage string such as ``"92.0%"``, and a plain
+  number <= 1 is read as a share) is compared with the agreement of the imported scores; a
+  difference, or a value that is not a finite accuracy (NaN, Infinity, text), is a warning.
 
 ``dataset.json`` is a JSON array of ``{input, output_1, output_2, label}``; ``label`` is 1 or 2
 (an integer or a string: both occur) naming the better output. Each becomes an item, two
@@ -95,6 +97,8 @@ def parse(folder: Path, family: str, batch: ImportBatch | None = None) -> Import
         pref = f.choice("label", LABELS)
         batch.pair_labels.append((a, b, pref, "llmbar-gold", batch.source))
         pairs.append((a, b, obj))
+    if not pairs:
+        batch.warnings.append(f"{dataset}: no record (an empty array): nothing imported from this set")
     sources = [(path, path.stem[len("ratings_"):], "Rating", None) for path in sorted(folder.glob("ratings_*.json"))]
     ev_dir = folder / "evaluators"
     if ev_dir.is_dir():
@@ -137,6 +141,26 @@ def parse(folder: Path, family: str, batch: ImportBatch | None = None) -> Import
     return batch
 
 
+def correct_average_share(value) -> float:
+    """LLMBar's ``correct_average`` as a share in [0, 1]. The repository stores a percentage
+    string (``"92.0%"`` in ``Dataset/LLMBar/Natural/evaluators/GPT-4/Rating/statistics.json``);
+    a number or numeric string without ``%`` is read as a share when <= 1, else as a percentage.
+    Raises ValueError for NaN, infinities, booleans, text, or a value outside 0-100%."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a number")
+    text = str(value).strip()
+    percent = text.endswith("%")
+    number = float(text.rstrip("%").strip()) if isinstance(value, str) else float(value)
+    import math
+
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    share = number / 100.0 if percent or number > 1 else number
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"{value!r} is not an accuracy between 0 and 100%")
+    return share
+
+
 def _check_statistics(batch: ImportBatch, stats: Path, judge: JudgeSpec, pairs) -> None:
     """Compare LLMBar's ``correct_average`` with the agreement of the imported scores (ties 1/2)."""
     import json
@@ -145,10 +169,10 @@ def _check_statistics(batch: ImportBatch, stats: Path, judge: JudgeSpec, pairs) 
 
     try:
         data = json.loads(read_text(stats))
-        text = str(data["correct_average"]).strip().rstrip("%")
-        theirs = float(text) / 100.0
-    except (ValueError, KeyError, TypeError):
-        batch.warnings.append(f"{stats}: no readable correct_average: LLMBar's own accuracy was not compared")
+        theirs = correct_average_share(data["correct_average"])
+    except (ValueError, KeyError, TypeError) as exc:
+        why = f" ({exc})" if isinstance(exc, ValueError) else ""
+        batch.warnings.append(f"{stats}: no readable correct_average{why}: LLMBar's own accuracy was not compared")
         return
     by_ref = {(r["response"], r["judge"]): r for r in batch.ratings if r["judge"] == judge}
     credit, unparsed = [], 0
