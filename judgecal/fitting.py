@@ -5,6 +5,8 @@ A fit row is never updated: fitting again adds a row, and reports use the newest
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sqlalchemy import select
 
@@ -149,18 +151,27 @@ def evaluate_family(
                                             verbosity_family_id=None, url=url)
             variants[u] = p2 if objective == "pairwise" else pt2
     engine.dispose()
+    from judgecal.calibrate.fit import check_scores
+
+    for d in (pair, point):  # before any method runs: no overflow, no numpy warning
+        if d is not None:
+            check_scores(np.concatenate([d.score_a, d.score_b]) if isinstance(d, PairData) else d.score,
+                         f"judge {ctx['judge']!r} in {family!r}")
     common = dict(scale=ctx["scale"], l_ref=fixed_l_ref, p_bounds=tuple(p_bounds), folds=folds,
                   n_bootstrap=n_bootstrap, seed=seed, verbosity_pairs=verb, density=density, signed=signed,
                   gamma_max=gamma_max, variants=variants, unit=length_unit, nested=nested)
-    if objective == "pairwise":
-        evaluation = evaluate_pairwise(pair, **common)
-    else:
-        if point is None:
-            evaluation = evaluate_verbosity_only(verb, n_bootstrap=n_bootstrap, seed=seed) if verb else None
-            if evaluation is None:
-                raise FitError(f"task family {family!r} has no pointwise expert labels rated by {judge!r}")
+    with warnings.catch_warnings(record=True) as caught:  # numerical warnings go into the fit's warnings
+        warnings.simplefilter("always", RuntimeWarning)
+        if objective == "pairwise":
+            evaluation = evaluate_pairwise(pair, **common)
         else:
-            evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
+            if point is None:
+                evaluation = evaluate_verbosity_only(verb, n_bootstrap=n_bootstrap, seed=seed) if verb else None
+                if evaluation is None:
+                    raise FitError(f"task family {family!r} has no pointwise expert labels rated by {judge!r}")
+            else:
+                evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
+    _numeric_warnings(evaluation, caught)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
     left = left_out(info, rows.status_counts)
     evaluation["data"]["left_out"] = left
@@ -170,6 +181,22 @@ def evaluate_family(
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
                signed=signed, gamma_max=gamma_max)
     return evaluation, ctx
+
+
+def _numeric_warnings(evaluation: dict, caught: list) -> None:
+    """Report the RuntimeWarnings numpy/scipy raised during an evaluation in its ``warnings``
+    (never on the terminal), once each; an overflow also marks the fit not converged."""
+    msgs = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)))
+    for w in caught:
+        if not issubclass(w.category, RuntimeWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not msgs:
+        return
+    evaluation.setdefault("warnings", [])
+    evaluation["warnings"] += [f"numerical warning during the fit: {m}" for m in msgs]
+    if any("overflow" in m for m in msgs) and isinstance(evaluation.get("params"), dict):
+        evaluation["params"]["converged"] = False
+        evaluation["warnings"].append("the fit overflowed: it is reported as not converged (rescale the scores)")
 
 
 def run_fit(family: str, judge: str, *, url: str | None = None, **settings) -> dict:
@@ -316,6 +343,9 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
         what = "only pointwise expert labels" if tpoint is not None else "no expert-labelled pair"
         raise UsageError(f"calibration {row.id} cannot be evaluated on {target_family!r}: the family has {what} "
                          f"rated by judge {judge!r} (transfer evaluation needs pairwise expert labels)")
+    from judgecal.calibrate.fit import check_scores
+
+    check_scores(np.concatenate([tpair.score_a, tpair.score_b]), f"judge {judge!r} in {target_family!r}")
     params = row.params or {}
     sctx = None
     if spair is not None and spair.n >= 10:

@@ -221,3 +221,57 @@ def test_llmbar_statistics_not_a_finite_accuracy_is_a_warning(tmp_path, value):
     assert [w for w in batch.warnings if "no readable correct_average" in w and str(stats) in w], batch.warnings
     stats.write_text('{"correct_average": 0.5}')  # a share, not 0.5%
     assert any("correct_average is 0.5000 but the imported scores give 1.0000" in w for w in llmbar.parse_any(root).warnings)
+
+
+# ---------------------------------------------------------------- 9: overflowing scores
+def test_overflowing_scores_are_refused_and_never_warn(tmp_path, db_url, run_cli, recwarn):
+    import numpy as np
+
+    from judgecal.calibrate.data import PairData
+    from judgecal.calibrate.evaluate import evaluate_pairwise
+    from judgecal.errors import UsageError
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(30):
+        na, nb = (int(x) for x in rng.integers(5, 200, 2))
+        lines.append(_jb_line(f"p{i}", "A>B" if i % 3 else "B>A", scores=(1.0 * i, -2.0 * i), judge_model="rm",
+                              response_A=" ".join(["a"] * na), response_B=" ".join(["b"] * nb)))
+    path = tmp_path / "rm.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    big = tmp_path / "big.jsonl"
+    big.write_text(path.read_text().replace('"scores": [0.0, -0.0]', '"scores": [1e300, -1e300]', 1))
+    _one_line_refusal(run_cli("--database-url", db_url, "import", "judgebench", big), "big.jsonl:1", "1e+300")
+    # scores already stored beyond the bound (an older import): the fit refuses them before any method runs
+    assert run_cli("--database-url", db_url, "import", "judgebench", path).exit_code == 0
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(db_url)
+    with eng.begin() as c:
+        c.execute(text("update rating set score = score * 1e290"))
+    eng.dispose()
+    r = run_cli("--database-url", db_url, "fit", "--task-family", "judgebench", "--judge", "rm", "--signed",
+                "--length-unit", "words", "--bootstrap", "20", "--folds", "2")
+    _one_line_refusal(r, "beyond what a fit can use")
+    assert "RuntimeWarning" not in r.output
+    d = PairData(np.arange(20), np.arange(20) * 1e299, -np.arange(20) * 1e299, np.arange(20) + 5.0,
+                 np.arange(20)[::-1] + 5.0, (np.arange(20) % 2).astype(float))
+    with pytest.raises(UsageError, match="beyond what a fit can use"):
+        evaluate_pairwise(d, scale=(-np.inf, np.inf), n_bootstrap=20, signed=True, nested=False)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_numerical_warnings_become_fit_warnings_and_overflow_is_not_converged():
+    import warnings
+
+    from judgecal.fitting import _numeric_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("overflow encountered in multiply", RuntimeWarning)
+        warnings.warn("overflow encountered in multiply", RuntimeWarning)
+    ev = {"params": {"converged": True}, "warnings": []}
+    _numeric_warnings(ev, caught)
+    assert ev["params"]["converged"] is False
+    assert ev["warnings"][0] == "numerical warning during the fit: overflow encountered in multiply"
+    assert len(ev["warnings"]) == 2

@@ -250,6 +250,26 @@ def bt_loss_at(score_a, score_b, len_a, len_b, outcome, *, gamma, p, l_ref, bt_s
     return bt_objective((gamma, p, bt_scale), sa - sb, fa, fb, y, w, score_a=sa, score_b=sb, clip=clip)[0]
 
 
+#: Largest |judge score| a fit accepts (as the importers' numbers): the objectives, their
+#: Hessians and the bootstrap square score differences, which overflow float64 near 1e154.
+MAX_ABS_SCORE = 1e15
+
+
+def check_scores(scores, name: str = "judge scores") -> None:
+    """Refuse judge scores a fit cannot use: non-finite values, or a magnitude above
+    :data:`MAX_ABS_SCORE` (whose squares overflow in the fit and its bootstrap; rescale them).
+    Raises UsageError naming the largest value."""
+    a = np.asarray(scores, dtype=float).reshape(-1)
+    if a.size == 0:
+        return
+    if not np.all(np.isfinite(a)):
+        raise UsageError(f"{name}: contains non-finite values")
+    big = float(np.max(np.abs(a)))
+    if big > MAX_ABS_SCORE:
+        raise UsageError(f"{name}: a score of magnitude {big:.3g} is beyond what a fit can use "
+                         f"(|score| <= {MAX_ABS_SCORE:g}): rescale the scores and import them again")
+
+
 def _pair_inputs(score_a, score_b, len_a, len_b, outcome):
     arrs = [np.asarray(v, dtype=float).reshape(-1) for v in (score_a, score_b, len_a, len_b, outcome)]
     n = arrs[0].shape[0]
@@ -259,6 +279,8 @@ def _pair_inputs(score_a, score_b, len_a, len_b, outcome):
             raise UsageError(f"{name}: {a.shape[0]} values, expected {n}")
         if not np.all(np.isfinite(a)):
             raise UsageError(f"{name}: contains non-finite values")
+    check_scores(arrs[0], "score_a")
+    check_scores(arrs[1], "score_b")
     if not np.all(np.isin(arrs[4], (0.0, 0.5, 1.0))):
         raise UsageError("outcome: values must be 1.0 (a better), 0.0 (b better) or 0.5 (tie)")
     return arrs
@@ -360,7 +382,10 @@ def fit_pairwise(
     msg = str(res.message)
     if not signed and at["gamma"] == "lower":
         msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
-    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success), at, msg)
+    finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
+    if not finite:
+        msg += "; the optimum is not a finite number (overflow): not converged"
+    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success) and finite, at, msg)
 
 
 # ----------------------------------------------------------------------------- pointwise
@@ -429,6 +454,7 @@ def fit_pointwise(
     if n < MIN_LABELS:
         raise FitError(f"too few expert-labelled responses to fit a calibration: {n} < {MIN_LABELS}")
     s, le, e = arrs
+    check_scores(s, "score")
     p_lo, p_hi = _check_p_bounds(p_bounds)
     j_lo, j_hi = _check_scale(judge_scale)
     width = scale_width((j_lo, j_hi), s)
@@ -464,7 +490,10 @@ def fit_pointwise(
     msg = str(res.message)
     if not signed and at["gamma"] == "lower":
         msg += "; gamma at 0: no length penalty fits the labels better (p is then undetermined)"
-    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success), at, msg)
+    finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
+    if not finite:
+        msg += "; the optimum is not a finite number (overflow): not converged"
+    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success) and finite, at, msg)
 
 
 
