@@ -46,17 +46,33 @@ def _fingerprint(folder: Path) -> str | None:
     return h.hexdigest() if found else None
 
 
+def _hf_folder(name: str) -> Path:
+    """The folder of tokenizer ``hf:<folder>`` (not resolved). Raises UsageError naming the
+    option and the folder when it is empty, missing, or holds none of :data:`TOKENIZER_FILES`."""
+    raw = name[3:]
+    if not raw.strip():
+        raise UsageError("--tokenizer hf: names no folder: use hf:<folder holding the tokenizer files>")
+    folder = Path(raw).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"--tokenizer {name}: folder {folder} does not exist")
+    if _fingerprint(folder) is None:
+        raise UsageError(f"--tokenizer {name}: folder {folder} holds no tokenizer files "
+                         f"(expected one of {', '.join(TOKENIZER_FILES)})")
+    return folder
+
+
 def canonical_name(name: str) -> str:
     """The one identity under which lengths of tokenizer ``name`` are stored (module doc).
 
     ``words``/``chars``/``bytes`` and ``smollm2`` are returned unchanged; ``hf:<folder>`` becomes
     ``smollm2`` when its tokenizer files equal the pulled SmolLM2 folder's, else
-    ``hf:<absolute resolved folder>``. Raises UsageError for an unknown name (as :func:`counter`)."""
+    ``hf:<absolute resolved folder>``. Raises UsageError for an unknown name (as :func:`counter`)
+    and for an ``hf:`` folder that is empty, missing or holds no tokenizer files."""
     if name in FREE_UNITS or name == "smollm2":
         return name
     if not name.startswith("hf:"):
         raise UsageError(f"unknown tokenizer {name!r}: use smollm2, hf:<folder>, words, chars or bytes")
-    folder = Path(name[3:]).expanduser().resolve()
+    folder = _hf_folder(name).resolve()
     smol = config.default_model_dir()
     try:
         if smol.exists() and (smol.resolve() == folder or
@@ -70,7 +86,9 @@ def canonical_name(name: str) -> str:
 def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
     """A function mapping a list of texts to their token counts under tokenizer ``name``.
 
-    Raises UsageError for an unknown name, ModelError when the folder or transformers is missing."""
+    Raises UsageError for an unknown name or an ``hf:`` folder without a loadable tokenizer (the
+    message names --tokenizer and the folder), ModelError when the smollm2 folder or transformers
+    is missing."""
     if name in FREE_UNITS:
         fn = {"words": lambda t: len(t.split()), "chars": len, "bytes": lambda t: len(t.encode("utf-8"))}[name]
         return lambda texts: [fn(t) for t in texts]
@@ -79,9 +97,7 @@ def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
         if not (folder / "config.json").exists():
             raise ModelError("the smollm2 tokenizer needs the local model: run `judgecal model pull` first")
     elif name.startswith("hf:"):
-        folder = Path(name[3:]).expanduser()
-        if not folder.is_dir():
-            raise ModelError(f"tokenizer folder {folder} does not exist")
+        folder = _hf_folder(name)
     else:
         raise UsageError(f"unknown tokenizer {name!r}: use smollm2, hf:<folder>, words, chars or bytes")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -89,7 +105,12 @@ def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
         from transformers import AutoTokenizer
     except ImportError:
         raise ModelError("token lengths under a transformers tokenizer need the local extra: pip install 'judgecal[local]'") from None
-    tok = AutoTokenizer.from_pretrained(str(folder))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(folder))
+    except (OSError, ValueError, TypeError, KeyError) as exc:  # files present but not a loadable tokenizer
+        what = "--tokenizer " + name if name.startswith("hf:") else f"tokenizer {name}"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        raise UsageError(f"{what}: the tokenizer in {folder} cannot be loaded: {reason[:200]}") from None
 
     def count(texts: Sequence[str]) -> list[int]:
         enc = tok(list(texts), add_special_tokens=False)["input_ids"]

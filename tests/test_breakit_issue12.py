@@ -275,3 +275,19 @@ def test_numerical_warnings_become_fit_warnings_and_overflow_is_not_converged():
     assert ev["params"]["converged"] is False
     assert ev["warnings"][0] == "numerical warning during the fit: overflow encountered in multiply"
     assert len(ev["warnings"]) == 2
+
+
+# ---------------------------------------------------------------- 11: tokenizer folders
+def test_bad_hf_tokenizer_folders_are_usage_errors(tmp_path, sqlite_url, run_cli, data_dir):
+    assert run_cli("--database-url", sqlite_url, "import", "llmbar", data_dir / "llmbar" / "Natural").exit_code == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "tokenizer_config.json").write_text("{}")  # a tokenizer file, but nothing loadable
+    cases = [("hf:", "--tokenizer hf: names no folder"), (f"hf:{empty}", f"folder {empty} holds no tokenizer files"),
+             (f"hf:{tmp_path / 'missing'}", "does not exist"), (f"hf:{broken}", "cannot be loaded")]
+    for tok, needle in cases:
+        _one_line_refusal(run_cli("--database-url", sqlite_url, "lengths", "--tokenizer", tok), "--tokenizer hf:", needle)
+    _one_line_refusal(run_cli("--database-url", sqlite_url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4",
+                              "--tokenizer", f"hf:{empty}", "--bootstrap", "20"), f"--tokenizer hf:{empty}", "no tokenizer files")
