@@ -376,7 +376,8 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
               help="Bound of |gamma| in score units (default: 10 x the scale width).")
 @click.option("--no-nested", is_flag=True, help="Skip the nested cross-validated choice of method, bounds and length unit.")
 @click.option("--select-units", default=None, metavar="UNIT[,UNIT]",
-              help="Length units the nested selection tries (default: --length-unit plus words, or chars when it is words).")
+              help="Length units the nested selection tries (default: --length-unit plus words, or chars when it is words; "
+                   "refused when empty or with --no-nested / --folds 0).")
 @click.option("--list", "list_", is_flag=True, help="List the stored calibrations instead of fitting.")
 @FMT_OPT
 @pass_ctx
@@ -401,7 +402,14 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         raise click.BadParameter("1 fold is no cross-validation: use 0 (none) or 2 or more", param_hint="--folds")
     if l_ref is not None and not (l_ref > 0 and l_ref != float("inf")):
         raise click.BadParameter(f"must be a positive finite length, got {l_ref}", param_hint="--l-ref")
-    units = [u.strip() for u in select_units.split(",") if u.strip()] if select_units else None
+    units = None
+    if select_units is not None:  # given: never silently the default, never silently unused
+        units = [u.strip() for u in select_units.split(",") if u.strip()]
+        if not units:
+            raise click.BadParameter("names no length unit (e.g. words,chars)", param_hint="--select-units")
+        if no_nested or folds < 2:
+            raise click.UsageError(f"--select-units applies to the nested selection, which "
+                                   f"{'--no-nested skips' if no_nested else f'--folds {folds} skips (it needs 2 or more)'}")
     row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit, tokenizer=tokenizer,
                           l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap, seed=seed,
                           density=density, verbosity_family=verbosity_family, signed=signed, gamma_max=gamma_max,

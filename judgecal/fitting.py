@@ -109,12 +109,17 @@ def evaluate_family(
     """Evaluate every method on one family and judge. Returns (evaluation, context) where
     context names the family/judge ids and settings. ``signed``: gamma may be negative;
     ``gamma_max``: bound of |gamma|; ``nested``: the nested cross-validated choice of method,
-    bounds and length unit among ``select_units`` (default :func:`default_select_units`).
+    bounds and length unit among ``select_units`` (default :func:`default_select_units`; an empty
+    list, or a list given without the nested selection (``nested`` False or ``folds`` < 2), is a
+    UsageError).
     Token lengths are computed where missing. Raises FitError, NotFoundError, UsageError."""
     if length_unit not in LENGTH_UNITS:
         raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
     if objective not in (None, "pairwise", "pointwise"):
         raise UsageError("--objective must be pairwise or pointwise")
+    if select_units is not None and (not select_units or not nested or folds < 2):
+        raise UsageError("--select-units names no length unit" if not select_units else
+                         "--select-units applies to the nested selection, which --no-nested or --folds < 2 skips")
     units = list(dict.fromkeys(select_units or default_select_units(length_unit)))
     if length_unit not in units:
         units.insert(0, length_unit)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import FitError, NotFoundError, UsageError
+from judgecal.errors import FitError, NotFoundError
 from judgecal.fitting import evaluate_family, load_calibrations
 from judgecal.report.build import build_report
 
@@ -58,8 +58,11 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
     calibration's own family, and a **transfer** entry (the calibration applied to that family's
     expert labels, :func:`judgecal.fitting.transfer_evaluation`) for every other family named in
     ``families``. A calibration is never silently reported for a family it was not asked for,
-    and a requested family it cannot be applied to is an error, not an omission."""
+    and a requested family it cannot be applied to is an error, not an omission. A repeated id or
+    family counts once (first occurrence order)."""
     ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
+    ids = list(dict.fromkeys(str(i) for i in ids))  # a repeated id or family is reported once (order kept)
+    families = list(dict.fromkeys(families or []))
     if not ids or ids == ["latest"]:
         chosen = load_calibrations(families, judge, "latest", url)
         entries = [_entry(row, fam, jname) for row, fam, jname in chosen]
@@ -75,10 +78,12 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
     else:
         from judgecal.fitting import transfer_evaluation
 
+        from judgecal.fitting import refuse_out_of_scope
+
         entries = []
-        for row, fam, jname in load_calibrations(None, None, ids, url):
-            if judge and jname != judge and str(row.judge_id) != str(judge):
-                raise UsageError(f"calibration {row.id} is of judge {jname!r}, not {judge!r}")
+        chosen = load_calibrations(None, None, ids, url)
+        refuse_out_of_scope(chosen, None, judge, url)  # --judge by name, model or id, as everywhere
+        for row, fam, jname in chosen:
             targets = list(families or [])
             if not targets or fam in targets:
                 entries.append(_entry(row, fam, jname))

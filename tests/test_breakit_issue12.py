@@ -291,3 +291,40 @@ def test_bad_hf_tokenizer_folders_are_usage_errors(tmp_path, sqlite_url, run_cli
         _one_line_refusal(run_cli("--database-url", sqlite_url, "lengths", "--tokenizer", tok), "--tokenizer hf:", needle)
     _one_line_refusal(run_cli("--database-url", sqlite_url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4",
                               "--tokenizer", f"hf:{empty}", "--bootstrap", "20"), f"--tokenizer hf:{empty}", "no tokenizer files")
+
+
+# ---------------------------------------------------------------- 12-13: repeated options, --select-units
+def test_report_repeated_calibration_and_family_count_once(board_db, run_cli):
+    base = ("--database-url", board_db, "report", "--bootstrap", "20", "--format", "json")
+    rep = _json(run_cli(*base, "--calibration", "2", "--calibration", "2", "--calibration", "1"))
+    assert [e["calibration_id"] for e in rep["entries"]] == [2, 1]
+    rep = _json(run_cli(*base, "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor",
+                        "--task-family", "llmbar/Adversarial_Neighbor"))
+    assert [(e["task_family"], e["kind"]) for e in rep["entries"]] == [("llmbar/Adversarial_Neighbor", "transfer")]
+    rep = _json(run_cli(*base, "--task-family", "llmbar/Natural", "--task-family", "llmbar/Natural", "--judge", "GPT-4"))
+    assert [e["calibration_id"] for e in rep["entries"]] == [1]
+    board = _json(run_cli("--database-url", board_db, "leaderboard", "--judge", "GPT-4", "--bootstrap", "20", "--format",
+                          "json", "--task-family", "llmbar/Natural", "--task-family", "llmbar/Natural"))
+    assert board["families"] == ["llmbar/Natural"]
+    # --judge by model name or id is checked the same way as by name
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(board_db)
+    with eng.connect() as c:
+        chatgpt = c.execute(text("select id from judge where name = 'ChatGPT'")).scalar_one()
+    eng.dispose()
+    _one_line_refusal(run_cli(*base, "--calibration", "1", "--judge", str(chatgpt)), "calibration 1 is of judge 'GPT-4'")
+
+
+def test_fit_select_units_refused_when_empty_or_unused(board_db, run_cli):
+    base = ("--database-url", board_db, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--length-unit",
+            "words", "--bootstrap", "20")
+    for value in ("", " , "):
+        _one_line_refusal(run_cli(*base, "--select-units", value), "--select-units", "names no length unit")
+    _one_line_refusal(run_cli(*base, "--no-nested", "--select-units", "chars"), "--select-units", "--no-nested")
+    _one_line_refusal(run_cli(*base, "--folds", "0", "--select-units", "chars"), "--select-units", "--folds 0")
+    from judgecal.errors import UsageError
+    from judgecal.fitting import evaluate_family
+
+    with pytest.raises(UsageError, match="select-units"):
+        evaluate_family("llmbar/Natural", "GPT-4", length_unit="words", nested=False, select_units=["chars"], url=board_db)
