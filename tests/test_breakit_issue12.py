@@ -328,3 +328,22 @@ def test_fit_select_units_refused_when_empty_or_unused(board_db, run_cli):
 
     with pytest.raises(UsageError, match="select-units"):
         evaluate_family("llmbar/Natural", "GPT-4", length_unit="words", nested=False, select_units=["chars"], url=board_db)
+
+
+# ---------------------------------------------------------------- 14: transfer rows are not labelled CV
+def test_transfer_rows_are_marked_target_not_cv_in_every_summary(board_db, tmp_path, run_cli):
+    base = ("--database-url", board_db, "report", "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor",
+            "--bootstrap", "20", "--no-plots")
+    rep = _json(run_cli(*base, "--format", "json"))
+    raw = rep["entries"][0]["methods"]["raw"]["agreement"]
+    md = run_cli(*base, "--format", "markdown").stdout
+    assert run_cli(*base, "--format", "html", "--out", tmp_path).exit_code == 0
+    html = (tmp_path / "report.html").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| llmbar/Adversarial\\_Neighbor") or
+               line.startswith("| llmbar/Adversarial_Neighbor"))
+    assert f"{raw:.3f} (target, not CV)" in row and row.count("(target, not CV)") == 3, row
+    assert html.count("(target, not CV)") == 3
+    from judgecal.report.build import summary_rows
+
+    own = _json(run_cli("--database-url", board_db, "report", "--calibration", "2", "--bootstrap", "20", "--format", "json"))
+    assert not any("not CV" in cell for cell in summary_rows(own)[0])  # a fit's own row keeps its CV figures

@@ -639,9 +639,15 @@ SUMMARY_COLUMNS = ["task family", "judge", "kind", "n", "L_ref", "gamma", "p",
                    "best (CV)", "recommended (nested CV)", "verdict", "warnings"]
 
 
+#: Marks a transfer row's figures in the "(CV)" summary columns: they are the agreement on the
+#: target family's labels of a calibration fitted elsewhere (out of sample, but not cross-validated).
+TRANSFER_MARK = "(target, not CV)"
+
+
 def summary_rows(report: Mapping) -> list[list[str]]:
     """One row of display strings per entry, columns :data:`SUMMARY_COLUMNS`. The "(CV)"
-    columns are the cross-validated expert agreement (pointwise: ``rho`` = Spearman)."""
+    columns are the cross-validated expert agreement (pointwise: ``rho`` = Spearman); a transfer
+    row's figures there are its agreement on the target family, marked :data:`TRANSFER_MARK`."""
     rows = []
     for e in report["entries"]:
         m = e["methods"]
@@ -649,8 +655,8 @@ def summary_rows(report: Mapping) -> list[list[str]]:
         if e["kind"] == "pointwise":
             r_cv = "rho " + fmt_signed(raw.get("spearman_cv")) if raw.get("spearman_cv") is not None else DASH
             c_cv = "rho " + fmt_signed(cal.get("spearman_cv")) if cal.get("spearman_cv") is not None else DASH
-        elif e["kind"] == "transfer":
-            r_cv, c_cv = fmt_value(raw.get("agreement")), fmt_value(cal.get("agreement"))
+        elif e["kind"] == "transfer":  # agreement on the target's labels: applied, not cross-validated
+            r_cv, c_cv = (f"{fmt_value(x.get('agreement'))} {TRANSFER_MARK}" for x in (raw, cal))
         else:
             r_cv, c_cv = fmt_value(raw.get("agreement_cv")), fmt_value(cal.get("agreement_cv"))
         vr, vc = raw.get("verbosity_win_rate"), cal.get("verbosity_win_rate")
@@ -660,6 +666,8 @@ def summary_rows(report: Mapping) -> list[list[str]]:
         best = cmp_.get("best_method")
         bfig = cmp_.get("best_agreement_cv", cmp_.get("best_agreement", cmp_.get("best_spearman_cv")))
         best_txt = DASH if not best else f"{best} {fmt_value(bfig)}"
+        if best and e["kind"] == "transfer":
+            best_txt += f" {TRANSFER_MARK}"
         rec = e.get("recommendation") or {}
         rec_txt = DASH if not rec else f"{rec['name']} {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
         kind = e["kind"].replace("_", " ")
