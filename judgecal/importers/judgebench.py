@@ -37,7 +37,7 @@ import math
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_jsonl
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, JudgeSpec, RespRef, read_jsonl
 
 LABELS = {"a>b": "a", "b>a": "b", "a=b": "tie"}
 UNBOUNDED = (-math.inf, math.inf)
@@ -80,7 +80,7 @@ def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
             f = Fields(obj, str(path), line)
             here = f"{path}:{line}"
             prompt = f.text("question")
-            model = f.text("response_model", allow_empty=False)
+            model = f.text("response_model", allow_empty=False, max_len=NAME_MAX)
             text_a, text_b = f.text("response_A"), f.text("response_B")
             label = f.choice("label", LABELS)
             pid = obj.get("pair_id")
