@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import math
 import signal
+import threading
 import time
 from typing import Any, Optional
 
@@ -40,6 +41,7 @@ from judgecal.errors import UsageError
 from judgecal.judge import parse
 from judgecal.judge.client import CallResult, JudgeClient, public_endpoint, resolve_api_key, resolve_base_url, sanitize
 from judgecal.judge.prompts import Prompt, load_prompt
+from judgecal.judge.sandbox import RENDER_TIME_LIMIT_S, RenderAborted
 
 # seconds the writer waits for more results before a write (fewer, larger transactions: less
 # CPU per rating on the client and the database; docs/performance.md)
@@ -119,7 +121,7 @@ class _Runner:
     them fails on a closed client."""
 
     def __init__(self, engine, plan, prompt: Prompt, client_kw: dict, concurrency: int, key: str,
-                 max_outage_s: float = 120.0):
+                 max_outage_s: float = 120.0, render_time_limit_s: float = RENDER_TIME_LIMIT_S):
         self.engine, self.plan, self.prompt = engine, plan, prompt
         self.client_kw, self.concurrency, self.key = client_kw, concurrency, key
         self.pending_writes: list[dict] = []
@@ -133,6 +135,10 @@ class _Runner:
         self.store: Any = None
         self.outage = _Outage(max_outage_s)
         self.released = 0
+        self.render_time_limit_s = render_time_limit_s
+        # set by the SIGINT/SIGTERM handler: a render in progress (which holds the event loop)
+        # stops at its next step, and the row goes back to 'pending' like any unfinished row
+        self.abort = threading.Event()
 
     def _row_result(self, row: dict, res: CallResult) -> dict:
         out: dict[str, Any] = {
@@ -170,14 +176,20 @@ class _Runner:
             return self._row_result(row, res), "internal"
 
     def _messages(self, row: dict) -> list[dict[str, str]]:
+        limits: dict[str, Any] = {"time_limit_s": self.render_time_limit_s, "abort": self.abort}
         if self.plan.pairwise:
             a, b = (row["a"], row["b"]) if row["position"] == "ab" else (row["b"], row["a"])
-            return self.prompt.render(question=row["question"], reference=row["reference"], response_a=a, response_b=b)
-        return self.prompt.render(question=row["question"], reference=row["reference"], response=row["text"])
+            return self.prompt.render(question=row["question"], reference=row["reference"], response_a=a, response_b=b,
+                                      **limits)
+        return self.prompt.render(question=row["question"], reference=row["reference"], response=row["text"], **limits)
 
     async def _rate_row(self, client: JudgeClient, row: dict) -> tuple[dict, str]:
+        if self.abort.is_set():
+            raise asyncio.CancelledError()
         try:
             messages = self._messages(row)
+        except RenderAborted:  # a signal stopped the render: the row is not finished, it goes back
+            raise asyncio.CancelledError() from None
         except Exception as exc:  # noqa: BLE001 - InputError or anything a template raises: this row's failure
             reason = " ".join(str(exc).split()) or type(exc).__name__
             return self._row_result(row, CallResult(status="failed", error=f"cannot render the prompt: {reason}")), "render"
@@ -334,6 +346,7 @@ def run_rate(
     progress: bool = True,
     lease_s: Optional[float] = None,
     max_outage_s: float = DEFAULT_MAX_OUTAGE_S,
+    render_time_limit_s: float = RENDER_TIME_LIMIT_S,
 ) -> dict[str, Any]:
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
@@ -351,6 +364,9 @@ def run_rate(
     (response_a = the model's, response_b = the baseline's, ``baseline_side`` 'b').
     ``max_outage_s``: seconds the run may wait, in all, for an endpoint that stopped
     answering before connection failures fail their rows (0: never wait).
+    ``render_time_limit_s``: seconds one row's prompt may take to render (the sandbox's
+    size and step limits apply too: :mod:`judgecal.judge.sandbox`); a row over it fails
+    with the reason, counted under ``failed_by_cause.render``.
 
     Summary keys: judge_id, judge_key, judge, judge_name, endpoint, prompt, prompt_sha256,
     mode, baseline, worker, this_run (ok/unparsed/failed/attempts), failed_by_cause
@@ -367,6 +383,8 @@ def run_rate(
         raise UsageError("--limit and --items must be >= 1")
     if not max_outage_s >= 0 or math.isinf(max_outage_s):
         raise UsageError("--max-outage must be a finite number of seconds >= 0")
+    if not render_time_limit_s > 0 or math.isinf(render_time_limit_s):
+        raise UsageError("the render time limit must be a finite number of seconds > 0")
     if baseline is not None:
         if not baseline.strip():
             raise UsageError("--baseline needs a model name")
@@ -411,7 +429,7 @@ def run_rate(
                          temperature=temperature, max_tokens=max_tokens, logprobs=logprobs)
         start = time.perf_counter()
         runner, interrupted = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress,
-                                                 max_outage_s)
+                                                 max_outage_s, render_time_limit_s)
         elapsed = time.perf_counter() - start
         totals = queue.counts(engine, plan)
     finally:
@@ -432,10 +450,15 @@ def run_rate(
 
 
 def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, show,
-                       max_outage_s: float = DEFAULT_MAX_OUTAGE_S) -> tuple[_Runner, Optional[str]]:
+                       max_outage_s: float = DEFAULT_MAX_OUTAGE_S,
+                       render_time_limit_s: float = RENDER_TIME_LIMIT_S) -> tuple[_Runner, Optional[str]]:
     """Run the runner under a progress bar; returns it and the name of the signal that
     interrupted the run (SIGINT, SIGTERM) or None. Both signals cancel the run: finished
-    results are written and the other claimed rows handed back to 'pending'."""
+    results are written and the other claimed rows handed back to 'pending'.
+
+    A render runs inside the event loop, so a signal that arrives during a slow render is
+    seen by the loop only when the render ends: the Python-level handler therefore also sets
+    the runner's ``abort`` event, which stops the render at its next step."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -444,7 +467,7 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
                    TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
                    TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[counts]}"),
                    console=console, disable=not show, transient=False)
-    runner = _Runner(engine, plan, tmpl, client_kw, concurrency, key, max_outage_s)
+    runner = _Runner(engine, plan, tmpl, client_kw, concurrency, key, max_outage_s, render_time_limit_s)
     caught: list[str] = []
     with bar:
         task_id = bar.add_task("rating", total=todo, counts=runner._count_text(), rate="")
@@ -455,12 +478,21 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
             current = asyncio.current_task()
 
             def on_signal(sig: signal.Signals) -> None:
-                caught.append(sig.name)
+                if sig.name not in caught:
+                    caught.append(sig.name)
                 current.cancel()  # type: ignore[union-attr]
+
+            def abort_renders(signum: int, frame: Any) -> None:
+                # runs between two bytecodes of the main thread, even inside a render; the
+                # loop still gets the signal through its wakeup fd and calls on_signal
+                runner.abort.set()
+                if signal.Signals(signum).name not in caught:
+                    caught.append(signal.Signals(signum).name)
 
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
                     loop.add_signal_handler(sig, on_signal, sig)
+                    signal.signal(sig, abort_renders)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
 

@@ -213,6 +213,54 @@ def test_include_inside_the_prompts_folder_is_hashed(tmp_path):
         load_prompt(str(sub))
 
 
+# a template that stays under the sandbox's size and step limits but renders for ~1000 s
+SLOW = "{% set s=question*7000 %}{% for a in s[:50000] %}{{ s|wordcount }}{% endfor %}{{ question }} {{ response }}"
+
+
+def test_render_over_its_time_limit_fails_the_row(seeded, tmp_path):
+    tmpl = _template(tmp_path, SLOW)
+    with StubServer() as s:
+        start = time.time()
+        summary = _rate(seeded, s, prompt=str(tmpl), render_time_limit_s=0.2, limit=3)
+        assert time.time() - start < 20 and s.requests == 0
+    assert summary["this_run"] == {"ok": 0, "unparsed": 0, "failed": 3, "attempts": 0}
+    assert summary["failed_by_cause"]["render"] == 3
+    eng = create_engine(seeded)
+    with eng.connect() as conn:
+        errors = [e for (e,) in conn.execute(text("SELECT error FROM rating"))]
+    eng.dispose()
+    assert errors == [f"cannot render the prompt: {tmpl}: the template went over a limit: the template took longer "
+                      "than 0.2 s to render"] * 3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_during_a_slow_render_hands_rows_back(seeded, tmp_path, sig):
+    """The render holds the event loop; the signal still stops it at once (not after the
+    render's 10 s time limit), and every claimed row goes back to 'pending'."""
+    tmpl = _template(tmp_path, SLOW)
+    with StubServer() as s:
+        proc = subprocess.Popen(rate_command(seeded, judge="stub-judge", base_url=s.base_url, task_family=FAMILY,
+                                             prompt=str(tmpl), concurrency=2),
+                                env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        eng = create_engine(seeded)
+        end = time.time() + 60
+        while time.time() < end and not (_states(seeded).get("running")):
+            time.sleep(0.1)
+        eng.dispose()
+        time.sleep(0.5)  # inside the first render now
+        sent = time.time()
+        proc.send_signal(sig)
+        out, errtext = proc.communicate(timeout=60)
+        took = time.time() - sent
+        assert s.requests == 0
+    assert proc.returncode == 128 + sig, errtext
+    assert took < 5, took
+    summary = json.loads(out[out.index("{"):])
+    assert summary["interrupted"] == sig.name and summary["this_run"]["failed"] == 0
+    assert summary["handed_back"] == 17 and "Traceback" not in errtext
+    assert _states(seeded) == {"pending": 17}
+
+
 # ------------------------------------------------------------------ signals
 def _wait_ok(url, n, deadline=60.0):
     eng = create_engine(url)

@@ -18,26 +18,31 @@ a template once used is never edited; a change is a new file. Rendering uses
 
 Templates come from many people into one shared database, so they are untrusted code:
 
-- they are compiled and rendered in Jinja2's own sandbox
-  (``jinja2.sandbox.ImmutableSandboxedEnvironment``: no access to ``_``-prefixed attributes,
-  function internals or mutation of the values passed in) with NO globals (no ``range``,
-  ``cycler``, ``namespace``, ``lipsum``...), so nothing reaches the process, its
-  environment variables or the API key;
-- at load time the template is checked and refused with one line naming the file when it
-  uses a variable other than the documented ones (:data:`VARIABLES`, plus names it sets
-  itself), touches an attribute or key starting with ``_``, or includes/imports/extends a
-  file that is not a constant name of a file in the template's own folder (Jinja2's
-  ``FileSystemLoader`` rules: no absolute paths, no ``..``; a symlink leading out of the
-  folder is refused too). Included files are checked by the same rules and their bytes are
-  part of the prompt's SHA-256;
+- they are compiled and rendered in :class:`judgecal.judge.sandbox.BoundedSandbox`
+  (Jinja2's ``ImmutableSandboxedEnvironment`` with NO globals, only a fixed set of methods,
+  only plain values printable, and every render bounded in size, steps and time: see that
+  module), so nothing reaches the process, its environment variables or the API key, and
+  no template can hang or exhaust memory;
+- at load time the template is checked and refused with one line naming the file and line
+  when it uses a variable other than the documented ones (:data:`VARIABLES`, plus names it
+  sets itself), touches an attribute or key starting with ``_`` (also as an attribute name
+  given to a filter, or inside a constant format string), reads a method without calling
+  it or names one that is not available, uses ``self``, an unknown filter or test or a
+  recursive loop, includes/imports/extends a file that is not a constant name of a file in
+  the template's own folder (Jinja2's ``FileSystemLoader`` rules: no absolute paths, no
+  ``..``; a symlink leading out of the folder is refused too), or provably goes over a
+  limit whatever the variables hold (:func:`judgecal.judge.sandbox.static_limits`).
+  Included files are checked by the same rules and their bytes are part of the prompt's
+  SHA-256;
 - a template that still fails while rendering (an error in an expression, a sandbox
-  refusal, an oversized repetition) raises :class:`~judgecal.errors.InputError`: in
-  ``judgecal rate`` that row fails with the reason, and the run goes on.
+  refusal, a limit gone over, its time limit) raises :class:`~judgecal.errors.InputError`:
+  in ``judgecal rate`` that row fails with the reason, and the run goes on.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -50,39 +55,22 @@ import yaml
 
 from judgecal import config
 from judgecal.errors import InputError
+from judgecal.judge import sandbox
+from judgecal.judge.sandbox import MAX_TEXT, RENDER_TIME_LIMIT_S, LimitError, RenderAborted
 
 VERDICTS = {"pointwise": "[[rating]]", "pairwise": "[[A]]/[[B]]/[[C]]"}
 ROLES = ("system", "user", "assistant")
 VARIABLES = ("question", "response", "reference", "response_a", "response_b")
-MAX_REPEAT_CHARS = 1_000_000  # `text * n` may build at most this many characters
 
 
-class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """Jinja2's immutable sandbox, without globals, with ``*`` and ``**`` bounded (a template
-    cannot exhaust memory with ``question * 10**9``)."""
-
-    intercepted_binops = frozenset(["*", "**"])
-
-    def call_binop(self, context, operator, left, right):
-        if operator == "**" and isinstance(right, (int, float)) and abs(right) > 100:
-            raise jinja2.sandbox.SecurityError("the power operator is limited to exponents up to 100")
-        if operator == "*":
-            for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT_CHARS:
-                    raise jinja2.sandbox.SecurityError(f"a repetition may build at most {MAX_REPEAT_CHARS} items")
-        return super().call_binop(context, operator, left, right)
+_ENVS: dict[str, sandbox.BoundedSandbox] = {}
 
 
-_ENVS: dict[str, jinja2.Environment] = {}
-
-
-def _env(folder: str) -> jinja2.Environment:
-    """The sandboxed environment of templates in ``folder`` (includes resolve there only)."""
+def _env(folder: str) -> sandbox.BoundedSandbox:
+    """The bounded sandbox of templates in ``folder`` (includes resolve there only)."""
     if folder not in _ENVS:
-        env = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False,
-                       loader=jinja2.FileSystemLoader(folder, followlinks=False))
-        env.globals.clear()
-        _ENVS[folder] = env
+        _ENVS[folder] = sandbox.BoundedSandbox(keep_trailing_newline=False,
+                                               loader=jinja2.FileSystemLoader(folder, followlinks=False))
     return _ENVS[folder]
 
 
@@ -101,35 +89,55 @@ class Prompt:
     path: str
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def render(self, **variables: Any) -> list[dict[str, str]]:
+    def render(self, *, time_limit_s: Optional[float] = RENDER_TIME_LIMIT_S,
+               abort: Optional[threading.Event] = None, **variables: Any) -> list[dict[str, str]]:
         """Chat messages ``[{"role": ..., "content": ...}, ...]`` in ``roles`` order.
 
         Variables: ``question``, ``response``, ``reference``, ``response_a``, ``response_b``
-        (pass what the template uses; None values count as missing). Raises InputError naming
-        the file when the template needs a variable that was not given, for an unknown
-        variable name, and for any error the template raises while rendering."""
+        (pass what the template uses; None values count as missing). The render is bounded
+        (:mod:`judgecal.judge.sandbox`): at most ``time_limit_s`` seconds (None: no time
+        limit), the sandbox's size and step limits, and at most
+        :data:`~judgecal.judge.sandbox.MAX_TEXT` characters for all messages together.
+        Raises InputError naming the file when the template needs a variable that was not
+        given, for an unknown variable name, for a limit gone over, and for any error the
+        template raises while rendering; RenderAborted (not the template's fault) when
+        ``abort`` is set during the render."""
         given = {k: v for k, v in variables.items() if v is not None}
         unknown = sorted(set(given) - set(VARIABLES))
         if unknown:
             raise InputError(f"unknown template variable(s) {', '.join(unknown)} (documented: {', '.join(VARIABLES)})",
                              source=self.path)
         template = _compiled(self.text, self.path)
-        ctx = template.new_context(given)
         messages = []
-        for spec in self.roles:
-            role, block = _role_block(spec)
-            try:
-                content = "".join(template.blocks[block](ctx))
-            except jinja2.UndefinedError as exc:
-                raise InputError(f"prompt needs a value that was not given ({exc.message})", source=self.path) from None
-            except jinja2.sandbox.SecurityError as exc:
-                raise InputError(f"the template did something the sandbox forbids: {_one_line(exc)}", source=self.path) from None
-            except RecursionError:
-                raise InputError("the template recurses too deeply while rendering", source=self.path) from None
-            except Exception as exc:  # noqa: BLE001 - any error in a user's template is that render's failure
-                raise InputError(f"cannot render block {block!r}: {type(exc).__name__}: {_one_line(exc)}",
-                                 source=self.path) from None
-            messages.append({"role": role, "content": content.strip()})
+        total = 0
+        with sandbox.limits(time_limit_s, abort):
+            ctx = template.new_context(given)
+            for spec in self.roles:
+                role, block = _role_block(spec)
+                parts: list[str] = []
+                try:
+                    for chunk in template.blocks[block](ctx):
+                        total += len(chunk)
+                        if total > MAX_TEXT:
+                            raise LimitError(f"the rendered prompt has more than {MAX_TEXT:,} characters")
+                        parts.append(chunk)
+                except RenderAborted:
+                    raise
+                except jinja2.UndefinedError as exc:
+                    raise InputError(f"prompt needs a value that was not given ({exc.message})", source=self.path) from None
+                except LimitError as exc:
+                    raise InputError(f"the template went over a limit: {_one_line(exc)}", source=self.path) from None
+                except jinja2.sandbox.SecurityError as exc:
+                    raise InputError(f"the template did something the sandbox forbids: {_one_line(exc)}",
+                                     source=self.path) from None
+                except RecursionError:
+                    raise InputError("the template recurses too deeply while rendering", source=self.path) from None
+                except MemoryError:
+                    raise InputError("the template needs more memory than there is", source=self.path) from None
+                except Exception as exc:  # noqa: BLE001 - any error in a user's template is that render's failure
+                    raise InputError(f"cannot render block {block!r}: {type(exc).__name__}: {_one_line(exc)}",
+                                     source=self.path) from None
+                messages.append({"role": role, "content": "".join(parts).strip()})
         return messages
 
 
@@ -158,7 +166,7 @@ def _compiled(text: str, path: str) -> jinja2.Template:
         env = _env(_folder(path))
         offset = _front_lines(text)
         try:
-            ast = env.parse(body)
+            ast = env.parse_raw(body)
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"Jinja2 syntax error: {exc.message}", source=path, line=(exc.lineno or 0) + offset) from None
         _check(ast, path, offset, env, set())
@@ -179,27 +187,13 @@ def _check(ast: jinja2.nodes.Template, path: str, offset: int, env: jinja2.Envir
     try:
         extra = sorted(jinja2.meta.find_undeclared_variables(ast) - set(VARIABLES))
     except jinja2.TemplateSyntaxError as exc:  # an unknown filter or test
+        _check_nodes(ast, refuse, env)  # names it in one line
         raise InputError(f"Jinja2 error: {exc.message}", source=path, line=(exc.lineno + offset) if exc.lineno else None) from None
     if extra:
         names = [n for n in ast.find_all(jinja2.nodes.Name) if n.name in extra]
         raise refuse(names[0] if names else ast, f"uses {', '.join(repr(e) for e in extra)}; a prompt may use only "
                      f"{', '.join(VARIABLES)} and names it sets itself")
-    for node in ast.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem, jinja2.nodes.Filter)):
-        if isinstance(node, jinja2.nodes.Getattr):
-            name = node.attr
-        elif isinstance(node, jinja2.nodes.Getitem):
-            name = node.arg.value if isinstance(node.arg, jinja2.nodes.Const) else None
-        else:
-            if node.name not in env.filters:
-                raise refuse(node, f"unknown filter {node.name!r}")
-            if node.name != "attr":
-                continue
-            arg = node.args[0] if node.args else None
-            if not isinstance(arg, jinja2.nodes.Const):
-                raise refuse(node, "the 'attr' filter needs a constant attribute name")
-            name = arg.value
-        if isinstance(name, str) and name.startswith("_"):
-            raise refuse(node, f"access to {name!r} (names starting with '_' are internals)")
+    _check_nodes(ast, refuse, env)
     included: list[str] = []
     for node in ast.find_all((jinja2.nodes.Include, jinja2.nodes.Import, jinja2.nodes.FromImport, jinja2.nodes.Extends)):
         kind = type(node).__name__.lower()
@@ -219,11 +213,148 @@ def _check(ast: jinja2.nodes.Template, path: str, offset: int, env: jinja2.Envir
         seen.add(str(real))
         included.append(str(real))
         try:
-            sub = env.parse(source)
+            sub = env.parse_raw(source)
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"Jinja2 syntax error: {exc.message}", source=str(real), line=exc.lineno) from None
         included += _check(sub, str(real), 0, env, seen)
+    over = sandbox.static_limits(ast, env, VARIABLES)
+    if over is not None:
+        raise refuse(over[0], f"{over[1]} (whatever the variables hold)")
     return included
+
+
+_ALLOWED_METHODS = sandbox.STR_METHODS | sandbox.SEQ_METHODS | sandbox.DICT_METHODS | sandbox.LOOP_METHODS
+_SPECIAL = {"loop": "use loop.index, loop.first... or call loop.cycle(...)", "super": "call it: super()",
+            "caller": "call it: caller()"}
+
+
+def _is_method_read(node: jinja2.nodes.Getattr) -> bool:
+    """Whether ``x.name`` surely reads a method: ``x`` is text (a documented variable or a
+    constant string) and ``name`` one of its methods, or ``x`` is ``loop`` and ``name``
+    ``cycle`` / ``changed`` (a dict made by the template may have keys of any name)."""
+    obj = node.node
+    if isinstance(obj, jinja2.nodes.Name) and obj.name == "loop":
+        return node.attr in sandbox.LOOP_METHODS
+    text = (isinstance(obj, jinja2.nodes.Name) and obj.name in VARIABLES) or (
+        isinstance(obj, jinja2.nodes.Const) and isinstance(obj.value, str))
+    return text and node.attr in sandbox.STR_METHODS
+
+
+def _check_nodes(ast: jinja2.nodes.Template, refuse: Any, env: jinja2.Environment) -> None:
+    """The per-node rules of :func:`_check`: internals (``_`` names, also as attribute names
+    given to filters and inside format strings), methods that are not available or read
+    without being called, the template object ``self``, unknown filters and tests, recursive
+    loops, and constant widths over :data:`~judgecal.judge.sandbox.MAX_TEXT` in ``%`` and
+    ``str.format`` strings."""
+    N = jinja2.nodes
+    parent: dict[int, jinja2.nodes.Node] = {}
+    for node in [ast, *ast.find_all(N.Node)]:
+        for child in node.iter_child_nodes():
+            parent[id(child)] = node
+
+    def used_as(node: jinja2.nodes.Node, kinds: tuple, field: str = "node") -> bool:
+        up = parent.get(id(node))
+        return isinstance(up, kinds) and getattr(up, field, None) is node
+
+    def internal(name: Any, node: jinja2.nodes.Node, what: str) -> None:
+        if isinstance(name, str) and name.startswith("_"):
+            raise refuse(node, f"access to {name!r}{what} (names starting with '_' are internals)")
+
+    def attribute_arg(arg: Optional[jinja2.nodes.Node], node: jinja2.nodes.Filter) -> None:
+        if arg is None:
+            return
+        if not isinstance(arg, N.Const):
+            raise refuse(node, f"the {node.name!r} filter needs a constant attribute name")
+        for part in str(arg.value).split("."):
+            internal(part, node, f" in the {node.name!r} filter")
+            if part in sandbox.METHOD_NAMES and part not in _ALLOWED_METHODS:
+                raise refuse(node, f"method {part!r} (in the {node.name!r} filter) is not available in prompt templates")
+
+    def named(arg: Optional[jinja2.nodes.Node], node: jinja2.nodes.Filter, table: dict, kind: str) -> Optional[str]:
+        if arg is None:
+            return None
+        if not isinstance(arg, N.Const) or not isinstance(arg.value, str):
+            raise refuse(node, f"the {node.name!r} filter needs a constant {kind} name")
+        if arg.value not in table:
+            raise refuse(node, f"unknown {kind} {arg.value!r} (in the {node.name!r} filter)")
+        return arg.value
+
+    def filter_args(name: str, args: list, kwargs: dict, node: jinja2.nodes.Filter) -> None:
+        if name not in env.filters:
+            extra = " (not available in prompt templates)" if name in sandbox.REMOVED_FILTERS else ""
+            raise refuse(node, f"unknown filter {name!r}{extra}")
+        if name == "map" and "attribute" not in kwargs and args:
+            inner = named(args[0], node, env.filters, "filter")
+            filter_args(inner, args[1:], kwargs, node)  # type: ignore[arg-type]
+            return
+        if name in ("select", "reject"):
+            named(args[0] if args else None, node, env.tests, "test")
+        if name in ("selectattr", "rejectattr"):
+            named(args[1] if len(args) > 1 else None, node, env.tests, "test")
+        if name in sandbox.ATTRIBUTE_ARGS:
+            pos, kw = sandbox.ATTRIBUTE_ARGS[name]
+            attribute_arg(kwargs.get(kw) if kw else None, node)
+            if pos is not None and len(args) > pos:
+                attribute_arg(args[pos], node)
+        if name == "format" and isinstance(node.node, N.Const) and isinstance(node.node.value, str):
+            printf(node.node.value, node)
+
+    def printf(fmt: str, node: jinja2.nodes.Node) -> None:
+        for m in sandbox._PRINTF.finditer(fmt):
+            sizes = [sandbox._num(x) for x in m.group(3, 4) if x and x != "*"]
+            if sum(sizes) > MAX_TEXT:
+                raise refuse(node, f"the %-format {m.group(0)[:30]!r} asks for {sum(sizes):,.0f} characters; "
+                             f"a template may build at most {MAX_TEXT:,}")
+
+    def str_format(fmt: str, node: jinja2.nodes.Node) -> None:
+        try:
+            fields = list(sandbox.format_fields(fmt))
+        except ValueError as exc:
+            raise refuse(node, f"malformed format string {fmt[:40]!r}: {exc}") from None
+        for field, spec in fields:
+            for part in sandbox.field_parts(field):
+                internal(part, node, " in a format string")
+                if part in sandbox.METHOD_NAMES:
+                    raise refuse(node, f"the format field {{{field}}} reads the method {part!r}, which a format "
+                                 "string cannot call")
+            size = sandbox.format_spec_size(spec)
+            if size > MAX_TEXT:
+                raise refuse(node, f"the format spec {spec[:30]!r} asks for {size:,.0f} characters; a template "
+                             f"may build at most {MAX_TEXT:,}")
+
+    for node in ast.find_all(N.Node):
+        if isinstance(node, N.Name):
+            if node.name == "self":
+                raise refuse(node, "'self' (the template object) is not available in prompt templates")
+            if node.name in _SPECIAL and node.ctx == "load" and not used_as(node, (N.Getattr, N.Getitem, N.Call)):
+                raise refuse(node, f"{node.name!r} alone is not a value a template can print or pass "
+                             f"({_SPECIAL[node.name]})")
+        elif isinstance(node, N.Getattr):
+            internal(node.attr, node, "")
+            if node.attr in sandbox.METHOD_NAMES:
+                if node.attr not in _ALLOWED_METHODS:
+                    raise refuse(node, f"method {node.attr!r} is not available in prompt templates (a dict key of "
+                                 f"that name: ['{node.attr}'])")
+                if not used_as(node, (N.Call,)) and _is_method_read(node):
+                    raise refuse(node, f"'.{node.attr}' is a method: a template may call it ('.{node.attr}(...)'), "
+                                 "not print or pass it")
+                if (node.attr in ("format", "format_map") and isinstance(node.node, N.Const)
+                        and isinstance(node.node.value, str)):
+                    str_format(node.node.value, node)
+        elif isinstance(node, N.Getitem):
+            if isinstance(node.arg, N.Const):
+                internal(node.arg.value, node, "")
+        elif isinstance(node, N.Filter):
+            filter_args(node.name, list(node.args), {k.key: k.value for k in node.kwargs}, node)
+        elif isinstance(node, N.Test):
+            if node.name not in env.tests:
+                raise refuse(node, f"unknown test {node.name!r}")
+        elif isinstance(node, N.BinExpr):
+            if node.operator == "%" and isinstance(node.left, N.Const) and isinstance(node.left.value, str):
+                printf(node.left.value, node)
+        elif isinstance(node, N.For):
+            if node.recursive:
+                raise refuse(node, "recursive loops are not available in prompt templates")
 
 
 def _identity(data: bytes, text: str, path: str) -> str:
@@ -231,7 +362,7 @@ def _identity(data: bytes, text: str, path: str) -> str:
     order, each included file's name and bytes (so editing an included file is a new prompt)."""
     _, body = _split(text, path)
     env = _env(_folder(path))
-    included = _check(env.parse(body), path, _front_lines(text), env, set())
+    included = _check(env.parse_raw(body), path, _front_lines(text), env, set())
     h = hashlib.sha256(data)
     for inc in included:
         h.update(b"\0" + Path(inc).name.encode("utf-8") + b"\0" + Path(inc).read_bytes())
