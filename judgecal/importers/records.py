@@ -5,7 +5,9 @@ Every reader reports a bad record as ``InputError("FILE:LINE: reason")``."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -141,23 +143,73 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
+MAX_FILE_BYTES = 2 * 1024**3  # the largest file an importer reads (2 GiB; docs/data-formats.md)
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a non-regular file is (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
 def read_text(path: Path) -> str:
     """File text as UTF-8 (a BOM is dropped), byte for byte: line ends are NOT translated
-    (``\\r\\n`` stays ``\\r\\n`` inside a CSV field). Raises InputError for a missing,
-    unreadable (a symlink loop, a device...) or undecodable file."""
+    (``\\r\\n`` stays ``\\r\\n`` inside a CSV field).
+
+    Only a regular file of at most :data:`MAX_FILE_BYTES` bytes is read: a device
+    (``/dev/zero`` would be read until memory runs out), a FIFO (would wait for a writer
+    forever), a socket or a folder is refused from its ``stat`` BEFORE it is opened (a
+    symlink is followed first), and the opened file is checked again (it cannot be swapped
+    in between). Raises InputError naming the file for those, a missing, unreadable (a
+    symlink loop, no permission...) or undecodable file."""
+    src = str(path)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
+        st = os.stat(path)
     except FileNotFoundError:
-        raise InputError("no such file", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, expected a file", source=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
-    except MemoryError:
-        raise InputError("file too large to load into memory", source=str(path)) from None
+        raise InputError("no such file", source=src) from None
     except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=str(path)) from None
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=src) from None
+    kind = _not_regular(st.st_mode)
+    if kind == "a folder":
+        raise InputError("is a folder, expected a file", source=src)
+    if kind:
+        raise InputError(f"is {kind}, not a regular file: judgecal reads only regular files", source=src)
+    if st.st_size > MAX_FILE_BYTES:
+        raise InputError(f"the file has {st.st_size:,} bytes; judgecal reads files of at most {MAX_FILE_BYTES:,} "
+                         "bytes (2 GiB): split it", source=src)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=src) from None
+    try:
+        kind = _not_regular(os.fstat(fd).st_mode)
+        if kind:
+            raise InputError(f"is {kind}, not a regular file: judgecal reads only regular files", source=src)
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(f"the file has more than {MAX_FILE_BYTES:,} bytes; judgecal reads files of at most "
+                             f"{MAX_FILE_BYTES:,} bytes (2 GiB): split it", source=src)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=src) from None
+    except MemoryError:
+        raise InputError("file too large to load into memory", source=src) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=src) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
