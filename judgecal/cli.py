@@ -751,9 +751,13 @@ def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
               help="Output format (default: from the file extension, else jsonl).")
-@click.option("--task-family", "families", multiple=True, metavar="NAME", help="leaderboard: task families (default: all).")
-@click.option("--judge", default=None, metavar="NAME|ID", help="leaderboard: the judge (default: the only one with ratings).")
-@click.option("--calibration", default="latest", show_default=True, metavar="ID|latest", help="leaderboard: calibration to apply.")
+@click.option("--task-family", "families", multiple=True, metavar="NAME",
+              help="Only these task families (every kind; default: all).")
+@click.option("--judge", default=None, metavar="NAME|ID",
+              help="Only this judge's rows: ratings, verdicts, calibrations; leaderboard: its judge (default: the only "
+                   "one with ratings). Refused for responses, labels, pairs (no judge).")
+@click.option("--calibration", default=None, metavar="ID|latest",
+              help="leaderboard only: calibration to apply (default: latest).")
 @pass_ctx
 def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge, calibration) -> None:
     """Write KIND to FILE (`-` for standard output). ratings, labels, pairs, responses and
@@ -763,8 +767,7 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
     from judgecal.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
-    options = {"families": list(families), "judge": judge, "calibration": calibration} if kind == "leaderboard" else {}
-    n = export(kind, fmt, file, ctx.url, **options)
+    n = export(kind, fmt, file, ctx.url, families=families, judge=judge, calibration=calibration)
     if str(file) == "-":
         err.print(f"wrote {n} {kind} rows to standard output", highlight=False)
     else:

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from judgecal.db import exporting
+from judgecal.db import exporting, queries
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import UsageError
 from judgecal.importers.records import neutralise_cell
@@ -43,31 +43,52 @@ KINDS = (*ROUND_TRIP, "calibrations", "leaderboard")
 _QUOTE_CHARS = frozenset(',"\r\n')
 
 
-def export(kind: str, fmt: str, path: Path, url: str | None = None, **options) -> int:
+def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families: Iterable[str] = (),
+           judge: str | None = None, calibration: str | None = None) -> int:
     """Write the ``kind`` rows to ``path`` as ``fmt`` (jsonl or csv); returns the row count.
-    Raises UsageError for an unknown kind or format, a missing folder, or a target that
+
+    ``families``: only these task families (every kind; unknown names raise NotFoundError).
+    ``judge`` (name, model or id): only that judge's rows, for ratings, verdicts,
+    calibrations and the leaderboard (its judge). ``calibration``: the leaderboard's
+    calibration (default latest). Nothing is silently ignored: ``judge`` for a kind without a
+    judge (responses, labels, pairs) and ``calibration`` for any kind but the leaderboard
+    raise UsageError, as do an unknown kind or format, a missing folder, or a target that
     exists and is not a regular file."""
     if kind not in KINDS:
         raise UsageError(f"unknown export kind {kind!r} (expected one of {', '.join(KINDS)})")
     if fmt not in ("jsonl", "csv"):
         raise UsageError(f"--format must be jsonl or csv, got {fmt!r}")
+    families = list(families or ())
+    if judge is not None and kind in ROUND_TRIP and kind not in exporting.JUDGED:
+        raise UsageError(f"--judge: {kind} have no judge (--judge selects the rows of ratings, verdicts, calibrations "
+                         "and leaderboard)")
+    if calibration is not None and kind != "leaderboard":
+        raise UsageError(f"--calibration applies to the leaderboard export only, not to {kind}")
     path = Path(path)
     check_target(path)
     if kind in ROUND_TRIP:
         engine = get_engine(url)
         try:
             with session_scope(engine) as s:
-                return write_rows(ROUND_TRIP[kind](s), path, fmt, columns=exporting.COLUMNS[kind])
+                fam_ids = queries.family_ids(s, families) if families else None
+                judge_id = queries.judge_by_name(s, str(judge)).id if judge is not None else None
+                rows = ROUND_TRIP[kind](s, families=fam_ids, judge_id=judge_id)
+                return write_rows(rows, path, fmt, columns=exporting.COLUMNS[kind])
         finally:
             engine.dispose()
     if kind == "calibrations":
         from judgecal.fitting import list_fits
 
-        rows = list_fits(url=url)
+        if families:
+            rows = sorted((r for f in dict.fromkeys(families) for r in list_fits(family=f, judge=judge, url=url)),
+                          key=lambda r: r["id"])
+        else:
+            rows = list_fits(judge=judge, url=url)
     else:
         from judgecal.leaderboard import build_leaderboard
 
-        rows = build_leaderboard(url=url, **options)["rows"]
+        rows = build_leaderboard(url=url, families=families, judge=judge,
+                                 calibration=calibration if calibration is not None else "latest")["rows"]
     return write_rows(rows, path, fmt)
 
 

@@ -60,3 +60,72 @@ def test_socket_symlink_and_size_limit(tmp_path, monkeypatch):
     ok = tmp_path / "ok.csv"
     ok.write_bytes("\ufeffa,b\r\n\"x\r\ny\",2\r\n".encode("utf-8"))
     assert records.read_text(ok) == "a,b\r\n\"x\r\ny\",2\r\n"  # BOM dropped, line ends kept
+
+
+# ------------------------------------------------------------------ case 4: export options honoured or refused
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def two_judges(db_url, tmp_path, run_cli):
+    """Two families x two models, rated by judges j1 and j2; a label, a pair and a verdict each."""
+    rows = [{"task_family": fam, "prompt": f"{fam} q", "model": mo, "response": f"{fam} {mo} answer", "judge": j,
+             "scale_min": 1, "scale_max": 10, "score": s}
+            for fam in ("fa", "fb") for mo, s in (("m1", 3), ("m2", 7)) for j in ("j1", "j2")]
+    r = run_cli("--database-url", db_url, "import", "jsonl", _jsonl(tmp_path / "r.jsonl", rows), "--kind", "ratings")
+    assert r.exit_code == 0, r.stderr
+    pair = [{"task_family": fam, "prompt": f"{fam} q", "model_a": "m1", "response_a": f"{fam} m1 answer", "model_b": "m2",
+             "response_b": f"{fam} m2 answer", "preference": "a"} for fam in ("fa", "fb")]
+    assert run_cli("--database-url", db_url, "import", "jsonl", _jsonl(tmp_path / "l.jsonl", pair),
+                   "--kind", "labels").exit_code == 0
+    verdicts = [{**{k: v for k, v in p.items() if k != "preference"}, "judge": j, "verdict": "a"}
+                for p in pair for j in ("v1", "v2")]
+    assert run_cli("--database-url", db_url, "import", "jsonl", _jsonl(tmp_path / "v.jsonl", verdicts),
+                   "--kind", "verdicts").exit_code == 0
+    vpairs = [{"task_family": fam, "prompt": f"{fam} q", "concise_model": "m1", "concise": f"{fam} m1 answer",
+               "verbose_model": "m2", "verbose": f"{fam} m2 answer"} for fam in ("fa", "fb")]
+    assert run_cli("--database-url", db_url, "import", "jsonl", _jsonl(tmp_path / "p.jsonl", vpairs),
+                   "--kind", "pairs").exit_code == 0
+    return db_url
+
+
+def _export(run_cli, url, tmp_path, *args) -> list[dict]:
+    out = tmp_path / "out.jsonl"
+    r = run_cli("--database-url", url, "export", *args[:1], out, *args[1:])
+    assert r.exit_code == 0, r.stderr
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def test_export_judge_and_family_select_rows(two_judges, tmp_path, run_cli):
+    url = two_judges
+    everything = _export(run_cli, url, tmp_path, "ratings")
+    assert len(everything) == 8
+    only = _export(run_cli, url, tmp_path, "ratings", "--judge", "j1")
+    assert len(only) == 4 and {r["judge"] for r in only} == {"j1"}
+    both = _export(run_cli, url, tmp_path, "ratings", "--judge", "j2", "--task-family", "fb")
+    assert [(r["task_family"], r["model"], r["judge"], r["score"]) for r in both] == [("fb", "m1", "j2", 3.0),
+                                                                                     ("fb", "m2", "j2", 7.0)]
+    v = _export(run_cli, url, tmp_path, "verdicts", "--judge", "v2")
+    assert len(v) == 2 and {r["judge"] for r in v} == {"v2"} and {r["task_family"] for r in v} == {"fa", "fb"}
+    for kind, n in (("responses", 2), ("labels", 1), ("pairs", 1), ("verdicts", 2), ("ratings", 4)):
+        rows = _export(run_cli, url, tmp_path, kind, "--task-family", "fa")
+        assert len(rows) == n and {r["task_family"] for r in rows} == {"fa"}, kind
+    assert _export(run_cli, url, tmp_path, "calibrations", "--judge", "j1", "--task-family", "fa") == []
+
+
+@pytest.mark.parametrize("args,message", [
+    (("responses", "--judge", "j1"), "error: --judge: responses have no judge"),
+    (("labels", "--judge", "j1"), "error: --judge: labels have no judge"),
+    (("pairs", "--judge", "j1"), "error: --judge: pairs have no judge"),
+    (("ratings", "--calibration", "3"), "error: --calibration applies to the leaderboard export only, not to ratings"),
+    (("calibrations", "--calibration", "latest"), "error: --calibration applies to the leaderboard export only"),
+    (("ratings", "--judge", "nobody"), "error: no judge named 'nobody' (known judges: j1, j2, v1, v2)"),
+    (("ratings", "--task-family", "nope"), "error: task family 'nope' does not exist"),
+])
+def test_export_options_a_kind_cannot_honour_are_refused(two_judges, tmp_path, run_cli, args, message):
+    out = tmp_path / "o.jsonl"
+    r = run_cli("--database-url", two_judges, "export", args[0], out, *args[1:])
+    assert r.exit_code == 2 and r.stderr.startswith(message) and "\n" not in r.stderr.strip(), r.stderr
+    assert not out.exists()

@@ -1,15 +1,19 @@
 """Rows for ``judgecal export``, in judgecal's generic import format (docs/data-formats.md),
 so an export imports into another database unchanged.
 
-Every kind is a generator that STREAMS from the database (``yield_per``: a server-side cursor
+Every kind is a generator ``kind(session, families=None, judge_id=None)`` that STREAMS from the database (``yield_per``: a server-side cursor
 on PostgreSQL, SQLite's own cursor), selecting plain columns rather than ORM objects, so the
 memory an export needs does not grow with the number of rows (docs/performance.md). Each
 kind also declares its columns in :data:`COLUMNS` (the CSV header, known before the first
-row). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`."""
+row). ``families``: task family ids to keep (None: all; a label or verdict belongs to the
+family of its first response's item); ``judge_id``: only that judge's rows, for the kinds in
+:data:`JUDGED` (the others have no judge; :func:`judgecal.export.export` refuses ``--judge``
+for them). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Optional
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
@@ -50,11 +54,21 @@ def _stream(s: Session, q):
     return s.execute(q.execution_options(yield_per=YIELD_PER))
 
 
-def responses(s: Session) -> Iterator[dict]:
+def _scope(q, families: Optional[list[int]], judge_col=None, judge_id: Optional[int] = None):
+    """``q`` restricted to the task families (ids) and the judge, where given."""
+    if families is not None:
+        q = q.where(m.TaskFamily.id.in_(families))
+    if judge_id is not None and judge_col is not None:
+        q = q.where(judge_col == judge_id)
+    return q
+
+
+def responses(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
     """Every response: task_family, prompt, model, response (+ item_id, reference)."""
     R, I, F = m.Response, m.Item, m.TaskFamily
     q = (select(*_item_cols(), R.model, R.text).select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id)
          .order_by(R.id))
+    q = _scope(q, families)
     for fam, prompt, ext, ref, model, text in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text}
 
@@ -67,20 +81,21 @@ def _judges(s: Session) -> dict[int, dict]:
             for j in s.scalars(select(m.Judge))}
 
 
-def ratings(s: Session) -> Iterator[dict]:
+def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
     """Every finished rating (ok, unparsed, failed) with its judge's identity."""
     R, I, F, T = m.Response, m.Item, m.TaskFamily, m.Rating
     judges = _judges(s)
     q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.raw_output, T.error)
          .select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id).join(T, T.response_id == R.id)
          .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.id))
+    q = _scope(q, families, T.judge_id, judge_id)
     for fam, prompt, ext, ref, model, text, jid, sample, status, score, raw, error in _stream(s, q):
         judge = {k: v for k, v in judges[jid].items() if k != "judge_mode"}
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text, **judge,
                "sample_index": sample, "status": status, "score": score, "raw_output": raw, "error": error}
 
 
-def labels(s: Session) -> Iterator[dict]:
+def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
     """Every expert label, pointwise and pairwise."""
     E, I, F = m.ExpertLabel, m.Item, m.TaskFamily
     ra, rb, rp = aliased(m.Response), aliased(m.Response), aliased(m.Response)
@@ -94,6 +109,7 @@ def labels(s: Session) -> Iterator[dict]:
          .join(first, first.id == func.coalesce(E.response_a_id, E.response_id))
          .join(I, I.id == first.item_id).join(F, F.id == I.task_family_id)
          .order_by(E.id))
+    q = _scope(q, families)
     for kind, score, lo, hi, pref, annotator, source, am, at, bm, bt, pm, pt, fam, prompt, ext, ref in _stream(s, q):
         row = _item_fields(fam, prompt, ext, ref)
         if kind == "pairwise":
@@ -104,18 +120,19 @@ def labels(s: Session) -> Iterator[dict]:
         yield row
 
 
-def pairs(s: Session) -> Iterator[dict]:
+def pairs(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
     """Every verbosity pair."""
     V, I, F = m.VerbosityPair, m.Item, m.TaskFamily
     rc, rv = aliased(m.Response), aliased(m.Response)
     q = (select(*_item_cols(), rc.model, rc.text, rv.model, rv.text).select_from(V)
          .join(rc, rc.id == V.concise_response_id).join(rv, rv.id == V.verbose_response_id)
          .join(I, I.id == V.item_id).join(F, F.id == I.task_family_id).order_by(V.id))
+    q = _scope(q, families)
     for fam, prompt, ext, ref, cm, ct, vm, vt in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt}
 
 
-def verdicts(s: Session) -> Iterator[dict]:
+def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
     """Every finished pairwise verdict (ok, unparsed, failed; collected or imported) with
     every column of ``pairwise_judgment`` but ids and claims: the two responses by their
     natural keys (item of response_a), the judge's identity (``judge_mode`` pairwise),
@@ -130,6 +147,7 @@ def verdicts(s: Session) -> Iterator[dict]:
          .select_from(P).join(ra, ra.id == P.response_a_id).join(rb, rb.id == P.response_b_id)
          .join(I, I.id == ra.item_id).join(F, F.id == I.task_family_id)
          .where(P.status.in_(("ok", "unparsed", "failed"))).order_by(P.id))
+    q = _scope(q, families, P.judge_id, judge_id)
     for (fam, prompt, ext, ref, am, at, bm, bt, jid, sample, position, status, verdict, pref, side, source, raw, error,
          attempts, latency, pt, ct) in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "model_a": am, "response_a": at, "model_b": bm, "response_b": bt,
@@ -139,3 +157,4 @@ def verdicts(s: Session) -> Iterator[dict]:
 
 
 KINDS = {"responses": responses, "ratings": ratings, "labels": labels, "pairs": pairs, "verdicts": verdicts}
+JUDGED = frozenset({"ratings", "verdicts"})  # the kinds whose rows have a judge
