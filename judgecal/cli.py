@@ -19,7 +19,8 @@ from judgecal.errors import JudgecalError
 from judgecal.secrets import scrub
 
 # wide tables stay readable in logs and pipes (rich would use 80 columns there)
-_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+# (sys.stdout is None when the process started with standard output closed: main() refuses to run)
+_WIDTH = None if sys.stdout is not None and sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
 out = Console(soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -777,6 +778,10 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
 # ---------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, turning every error into one line and an exit status."""
+    if sys.stdout is None:  # started with standard output closed (`judgecal stats >&-`)
+        err.print("error: standard output is closed; judgecal writes its results there (redirect it to a file "
+                  "or /dev/null)", highlight=False, markup=False)
+        sys.exit(2)
     try:
         cli.main(args=argv, prog_name="judgecal", standalone_mode=False)
     except click.exceptions.Abort:

@@ -129,3 +129,13 @@ def test_export_options_a_kind_cannot_honour_are_refused(two_judges, tmp_path, r
     r = run_cli("--database-url", two_judges, "export", args[0], out, *args[1:])
     assert r.exit_code == 2 and r.stderr.startswith(message) and "\n" not in r.stderr.strip(), r.stderr
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ case 6: standard output closed
+@pytest.mark.parametrize("args", [["stats"], ["--version"], ["export", "ratings", "-"]])
+def test_closed_stdout_is_one_line_and_a_nonzero_exit(tmp_path, args):
+    argv = " ".join([sys.executable, "-m", "judgecal", "--database-url", f"sqlite:///{tmp_path / 'x.db'}", *args])
+    proc = subprocess.run(["bash", "-c", f"{argv} >&-"], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == ("error: standard output is closed; judgecal writes its results there (redirect it to a file "
+                           "or /dev/null)\n")
