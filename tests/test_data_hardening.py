@@ -139,3 +139,37 @@ def test_closed_stdout_is_one_line_and_a_nonzero_exit(tmp_path, args):
     assert proc.returncode == 2
     assert proc.stderr == ("error: standard output is closed; judgecal writes its results there (redirect it to a file "
                            "or /dev/null)\n")
+
+
+# ------------------------------------------------------------------ case 7: ratings JSONL round trip byte for byte
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_collected_ratings_round_trip_byte_identical(db_url, tmp_path, fmt):
+    """Ratings collected by `judgecal rate` (judge_params built as temperature, max_tokens)
+    exported, imported into a fresh database and exported again: the same bytes."""
+    from stub_openai import StubServer
+
+    from judgecal import importing
+    from judgecal.export import export
+    from judgecal.rate import run_rate
+
+    responses = [{"task_family": "f", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in range(3)]
+    importing.import_generic(_jsonl(tmp_path / "r.jsonl", responses), "responses", "jsonl", url=db_url)
+    with StubServer() as s:
+        out = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False, temperature=0.5,
+                       max_tokens=64)
+    assert out["this_run"]["ok"] == 3
+    first = tmp_path / f"first.{fmt}"
+    export("ratings", fmt, first, db_url)
+    text = first.read_text(encoding="utf-8")
+    params = '{"max_tokens": 64, "temperature": 0.5}' if fmt == "jsonl" else '"{""max_tokens"": 64, ""temperature"": 0.5}"'
+    assert text.count(params) == 3
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    importing.import_generic(first, "ratings", fmt, url=fresh)
+    second = tmp_path / f"second.{fmt}"
+    export("ratings", fmt, second, fresh)
+    assert second.read_bytes() == first.read_bytes()
+    # and back into the database it came from: nothing added, the same bytes again
+    assert importing.import_generic(second, "ratings", fmt, url=db_url)["added"]["rating"] == 0
+    third = tmp_path / f"third.{fmt}"
+    export("ratings", fmt, third, db_url)
+    assert third.read_bytes() == first.read_bytes()

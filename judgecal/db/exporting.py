@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from judgecal.db import models as m
+from judgecal.db import queries as q
 
 YIELD_PER = 2000
 ITEM_COLUMNS = ["task_family", "prompt", "item_id", "reference"]
@@ -76,7 +77,7 @@ def responses(s: Session, families: Optional[list[int]] = None, judge_id: Option
 def _judges(s: Session) -> dict[int, dict]:
     """{judge id: the judge's identity fields as exported} (judges are few: read once)."""
     return {j.id: {"judge": j.name, "judge_model": j.model, "judge_endpoint": j.endpoint, "judge_prompt": j.prompt_name,
-                   "judge_prompt_sha256": j.prompt_sha256, "judge_params": j.params or {},
+                   "judge_prompt_sha256": j.prompt_sha256, "judge_params": q.canonical(j.params or {}),
                    "scale_min": j.scale_min, "scale_max": j.scale_max, "judge_mode": j.mode}
             for j in s.scalars(select(m.Judge))}
 

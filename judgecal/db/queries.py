@@ -215,10 +215,23 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
     return found[0]
 
 
+def canonical(obj: Any) -> Any:
+    """A JSON value with every object's keys in sorted order (nested ones too), so that it
+    serialises to the same bytes however it was built: ``{"temperature": 0, "max_tokens": 9}``
+    -> ``{"max_tokens": 9, "temperature": 0}``."""
+    if isinstance(obj, dict):
+        return {k: canonical(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [canonical(v) for v in obj]
+    return obj
+
+
 def get_or_create_judge(session: Session, **fields: Any) -> m.Judge:
     """The Judge row with these identity fields (model, endpoint, prompt_name, prompt_sha256,
     mode, params, scale_min, scale_max, name); inserted on first use. The key is the SHA-256
-    of the identity (name excluded), so the same settings always map to one row."""
+    of the identity (name excluded), so the same settings always map to one row. ``params``
+    is stored canonical (keys sorted: :func:`canonical`), so exports of it are byte-stable."""
+    fields = dict(fields, params=canonical(fields.get("params") or {}))
     ident = {k: fields[k] for k in ("model", "endpoint", "prompt_sha256", "mode", "params", "scale_min", "scale_max")}
     judge_key = key_of(ident)
     row = dict(fields, judge_key=judge_key, created_at=m.utcnow())
