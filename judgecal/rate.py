@@ -385,6 +385,10 @@ def run_rate(
         raise UsageError("--max-outage must be a finite number of seconds >= 0")
     if not render_time_limit_s > 0 or math.isinf(render_time_limit_s):
         raise UsageError("the render time limit must be a finite number of seconds > 0")
+    if not judge.strip():
+        raise UsageError("--judge needs the judge model's name")
+    if model_filter is not None:
+        queries.check_model_filter(model_filter)  # an empty filter is refused before any work
     if baseline is not None:
         if not baseline.strip():
             raise UsageError("--baseline needs a model name")
@@ -409,7 +413,7 @@ def run_rate(
             judge_id, judge_key = jrow.id, jrow.judge_key
             sel = queue.response_selection(session, list(task_families or ()), model_filter, items, exclude_model=baseline)
             plan = queue.plan_for(session, judge_id=judge_id, pairwise=pairwise, selection=sel,
-                                  filtered=bool(task_families or model_filter or items), baseline=baseline)
+                                  filtered=bool(task_families or model_filter is not None or items), baseline=baseline)
             if baseline is not None:
                 found = queue.baseline_pairs(session, sel, baseline, limit)
                 if not found.baseline_items:

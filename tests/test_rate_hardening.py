@@ -382,3 +382,16 @@ def test_model_filter_one_meaning_on_both_dialects(db_url, tmp_path, pattern, ex
         got = set(s.scalars(select(m.Response.model).where(m.Response.id.in_(sel))))
     eng.dispose()
     assert got == expected
+
+
+@pytest.mark.parametrize("opts,message", [
+    (("--model-filter", ""), "error: --model-filter '': an empty filter matches no model name"),
+    (("--model-filter", "  "), "error: --model-filter '  ': an empty filter matches no model name"),
+    (("--judge", " "), "error: --judge needs the judge model's name"),
+])
+def test_empty_filter_or_judge_is_refused(tmp_path, run_cli, opts, message):
+    with StubServer() as s:
+        args = ["--database-url", f"sqlite:///{tmp_path / 'x.db'}", "rate", "--base-url", s.base_url]
+        res = run_cli(*args, *(("--judge", "j") if opts[0] != "--judge" else ()), *opts)
+        assert s.requests == 0
+    assert res.exit_code == 2 and res.stderr.startswith(message) and res.stderr.count("\n") == 1, res.stderr

@@ -122,6 +122,14 @@ def _pg_copy_insert(conn, table, rows: Sequence[dict]) -> int:
     return max(added, 0)
 
 
+def check_model_filter(pattern: str) -> None:
+    """Raise UsageError for an empty or blank ``--model-filter`` (no model name is empty,
+    and an empty filter must never be read as "no filter")."""
+    if not pattern.strip():
+        raise UsageError(f"--model-filter {pattern!r}: an empty filter matches no model name (give a model name or a "
+                         "glob such as 'gpt-*'; leave the option out for every model)")
+
+
 def model_filter_clause(column, pattern: str, dialect: str):
     """A WHERE clause matching ``column`` against a ``--model-filter`` value, with one meaning
     on every dialect: ``*`` matches any run of characters (also none); every other character,
@@ -131,9 +139,11 @@ def model_filter_clause(column, pattern: str, dialect: str):
 
     SQLite: ``GLOB`` (case-sensitive, unlike SQLite's ``LIKE``) with ``?`` and ``[`` written as
     the one-character classes ``[?]`` and ``[[]``. Other dialects: ``LIKE ... ESCAPE '\\'``
-    with ``%``, ``_`` and ``\\`` escaped."""
+    with ``%``, ``_`` and ``\\`` escaped. Raises UsageError for an empty (or blank) pattern:
+    no model has an empty name, and an empty filter must not be read as "no filter"."""
     from sqlalchemy import func, literal
 
+    check_model_filter(pattern)
     if "*" not in pattern:
         return column == pattern
     if dialect == "sqlite":

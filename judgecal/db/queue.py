@@ -95,7 +95,7 @@ def response_selection(session, families: list[str], model_filter: Optional[str]
         if families:
             first = first.where(m.Item.task_family_id.in_(queries.family_ids(session, families)))
         q = q.where(m.Item.id.in_(first.scalar_subquery()))
-    if model_filter:
+    if model_filter is not None:  # '' is refused there, never read as "no filter"
         q = q.where(queries.model_filter_clause(m.Response.model, model_filter, session.get_bind().dialect.name))
     if exclude_model is not None:
         q = q.where(m.Response.model != exclude_model)
