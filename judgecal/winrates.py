@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
+from threadpoolctl import threadpool_limits
 
 from judgecal.calibrate import glm_lc
 from judgecal.calibrate.ranking import ranks
@@ -201,8 +202,11 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
         gamed_models = [baseline + VERBOSE, baseline + CONCISE]
         gamed_outputs = vq.model_outputs(s, fid, [baseline] + gamed_models, "chars")
     engine.dispose()
-    return _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs, weights,
-                    external, compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items)
+    # thousands of tiny L-BFGS-B problems: BLAS threads only add synchronisation (measured 4x
+    # slower with 2 threads on a busy 2-core machine), so the fits run single-threaded
+    with threadpool_limits(1):
+        return _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs,
+                        weights, external, compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items)
 
 
 def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs, weights,
