@@ -173,3 +173,66 @@ def test_collected_ratings_round_trip_byte_identical(db_url, tmp_path, fmt):
     third = tmp_path / f"third.{fmt}"
     export("ratings", fmt, third, db_url)
     assert third.read_bytes() == first.read_bytes()
+
+
+# ------------------------------------------------------------------ case 9: real importers, names and duplicates
+def _json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return path
+
+
+LONG = "g" * 201
+
+
+@pytest.mark.parametrize("name,records,message", [
+    ("outputs.json", [{"instruction": "i", "output": "o", "generator": LONG}],
+     "outputs.json:2: field 'generator' is 201 characters long; at most 200 are stored"),
+    ("annotations.json", [{"instruction": "i", "output_1": "a", "generator_1": "base", "output_2": "b",
+                           "generator_2": LONG, "annotator": "ann", "preference": 2}],
+     "annotations.json:2: field 'generator_2' is 201 characters long; at most 200 are stored"),
+    ("annotations.json", [{"instruction": "i", "output_1": "a", "generator_1": LONG, "output_2": "b",
+                           "generator_2": "m", "annotator": "ann", "preference": 2}],
+     "annotations.json:2: field 'generator_1' is 201 characters long; at most 200 are stored"),
+    ("annotations.json", [{"instruction": "i", "output_1": "a", "generator_1": "base", "output_2": "b",
+                           "generator_2": "m", "annotator": "a" * 301, "preference": 2}],
+     "annotations.json:2: field 'annotator' is 301 characters long; at most 300 are stored"),
+])
+def test_alpaca_eval_over_long_names_are_file_line_errors(db_url, tmp_path, run_cli, name, records, message):
+    f = _json(tmp_path / name, records)
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", f)
+    assert r.exit_code == 2 and r.stderr.strip() == f"error: {tmp_path}/{message}", r.stderr
+
+
+@pytest.mark.parametrize("command", ["pandalm", "alpaca-eval"])
+def test_over_long_task_family_is_refused(db_url, tmp_path, run_cli, command):
+    f = _json(tmp_path / "x.json", [{"instruction": "i", "output": "o", "generator": "g"}])
+    r = run_cli("--database-url", db_url, "import", command, f, "--task-family", "f" * 201)
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "error: --task-family must be a non-empty name of at most 200 characters (got 201)"
+
+
+PANDALM = {"idx": 1, "motivation_app": "x", "cmp_key": "alpha_beta", "instruction": "Say hi", "input": "",
+           "response1": "hi", "response2": "hello there", "annotator1": 1, "annotator2": 1, "annotator3": 0}
+
+
+def test_pandalm_conflicting_duplicate_names_the_earlier_line(db_url, tmp_path, run_cli):
+    other = dict(PANDALM, idx=2, instruction="Other", annotator1=2)
+    f = _json(tmp_path / "p.json", [PANDALM, other, dict(PANDALM, annotator1=2)])
+    r = run_cli("--database-url", db_url, "import", "pandalm", f)
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.strip() == (f"error: {f}:26: record conflicts with line 2 (same instruction, input, models and "
+                                'responses, different values: {"annotator1": "a", "annotator2": "a", "annotator3": '
+                                '"tie"} there, {"annotator1": "b", "annotator2": "a", "annotator3": "tie"} here); remove '
+                                "one of them"), r.stderr
+    assert "\n" not in r.stderr.strip()
+    r = run_cli("--database-url", db_url, "stats", "--format", "json")
+    assert json.loads(r.stdout) == []  # nothing written: no task family at all
+
+
+def test_pandalm_exact_repeats_are_kept_once_with_a_warning(db_url, tmp_path, run_cli):
+    f = _json(tmp_path / "p.json", [PANDALM, dict(PANDALM, idx=7), PANDALM])
+    r = run_cli("--database-url", db_url, "import", "pandalm", f, "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["added"]["expert_label"] == 3 and out["added"]["response"] == 2
+    assert f"{f}: 2 record(s) repeat an earlier record exactly and were imported once (lines 14, 26)" in out["warnings"]

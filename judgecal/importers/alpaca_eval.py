@@ -27,7 +27,17 @@ import json
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_json_array
+from judgecal.importers.records import (
+    JUDGE_NAME_MAX,
+    NAME_MAX,
+    SOURCE_MAX,
+    Fields,
+    ImportBatch,
+    JudgeSpec,
+    RespRef,
+    check_family,
+    read_json_array,
+)
 
 ANNOTATION_KEYS = ("output_1", "output_2", "generator_1", "generator_2")
 
@@ -66,6 +76,7 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
 
     Returns an ImportBatch (responses, verbosity pairs, pairwise verdicts; skipped records
     counted with reason and FILE:LINE). Raises InputError naming FILE:LINE for a bad record."""
+    check_family(family)
     batch = ImportBatch(source="alpaca_eval")
     files = expand(list(paths)) + [Path(p) for pair in pairs for p in pair]
     files = list(dict.fromkeys(files))
@@ -89,7 +100,7 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
                 raise f.fail("an annotation record in a model-outputs file (the first record has no "
                              "output_1/output_2/generator_1/generator_2)")
             instruction = f.text("instruction", allow_empty=False)
-            ref = batch.add_response(RespRef(family, instruction, f.text("generator", allow_empty=False), f.text("output")))
+            ref = batch.add_response(RespRef(family, instruction, f.name("generator"), f.text("output")))
             if instruction in seen:
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
             seen[instruction] = ref
@@ -139,12 +150,15 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
     for line, obj in records:
         f = Fields(obj, str(path), line)
         instruction = f.text("instruction", allow_empty=False)
-        base = f.text("generator_1", allow_empty=False)
-        model = f.text("generator_2", allow_empty=False)
+        base = f.name("generator_1")
+        model = f.name("generator_2")
         if folder_model and model != folder_model and model != base:
+            if len(folder_model) > NAME_MAX:
+                raise f.fail(f"the results folder's name {folder_model[:40]!r}... (the model's name) is "
+                             f"{len(folder_model)} characters long; at most {NAME_MAX} are stored")
             renamed.setdefault(model, []).append(line)
             model = folder_model
-        annotator = f.text("annotator", required=False)
+        annotator = f.text("annotator", required=False, max_len=JUDGE_NAME_MAX)
         if not annotator:
             unnamed.append(line)
             annotator = default_annotator
@@ -172,7 +186,7 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
         if latency is not None and latency < 0:
             raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency:g}")
         row = {"judge": judge, "a": a, "b": b, "position": "na", "sample_index": 0, "baseline_side": "b",
-               "source": str(path), "raw_output": _raw_output(obj), "latency_s": latency}
+               "source": str(path)[:SOURCE_MAX], "raw_output": _raw_output(obj), "latency_s": latency}
         if pref is None:
             row.update(status="unparsed", verdict=None, preference=None, error="null preference in the annotations file")
             batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{line}")

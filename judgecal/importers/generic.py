@@ -46,14 +46,16 @@ from pathlib import Path
 from judgecal.errors import InputError, UsageError
 from judgecal.importers.records import (
     JUDGE_NAME_MAX,
-    NAME_MAX,
     SOURCE_MAX,
     Fields,
     ImportBatch,
     JudgeSpec,
     RespRef,
+    Seen,
+    check_family,
     read_csv,
     read_jsonl,
+    show_value,
 )
 
 KINDS = ("responses", "ratings", "labels", "pairs", "verdicts")
@@ -76,47 +78,19 @@ PREFERENCE = {"a": "a", "b": "b", "tie": "tie"}
 STATUS = {"ok": "ok", "unparsed": "unparsed", "failed": "failed"}
 
 
-class _Seen:
-    """First line of every natural key met in the file, and the value it had: conflicts are
-    refused, exact repeats counted (see the module doc)."""
-
-    def __init__(self) -> None:
-        self.first: dict[tuple, tuple[int, object]] = {}
-        self.repeats: list[int] = []
-
-    def check(self, f: Fields, key: tuple, value: object, what: str) -> bool:
-        """True the first time ``key`` is met; False for an exact repeat (counted); raises
-        InputError at FILE:LINE when ``key`` came earlier with another value."""
-        if key not in self.first:
-            self.first[key] = (f.line, value)
-            return True
-        line, before = self.first[key]
-        if before != value:
-            raise f.fail(f"{what} conflicts with line {line} (same {what}, different values: {_show(before)} "
-                         f"there, {_show(value)} here); remove one of them")
-        self.repeats.append(f.line)
-        return False
-
-
-def _show(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
     """Parse a generic JSONL (``fmt='jsonl'``) or CSV (``fmt='csv'``) file of ``kind``.
     Raises UsageError for a bad kind or --task-family, InputError naming FILE:LINE for a bad
     or conflicting record (module doc)."""
     if kind not in KINDS:
         raise UsageError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    if family is not None and (not family.strip() or len(family) > NAME_MAX):
-        raise UsageError(f"--task-family must be a non-empty name of at most {NAME_MAX} characters")
+    check_family(family)
     path = Path(path)
     reader = read_jsonl if fmt == "jsonl" else read_csv
     batch = ImportBatch(source=f"{fmt}:{kind}")
     n = 0
     unknown: dict[str, int] = {}
-    seen = _Seen()
+    seen = Seen()
     items: dict[tuple, tuple[int, dict]] = {}
     ids: dict[tuple[str, str], tuple[int, str]] = {}
     handler = {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind]
@@ -142,10 +116,7 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         batch.warnings.append(
             f"{path}:{first}: fields not used by --kind {kind} were ignored: {', '.join(sorted(unknown))} "
             "(is --kind right? fields: docs/data-formats.md)")
-    if seen.repeats:
-        shown = ", ".join(str(x) for x in seen.repeats[:10]) + (", ..." if len(seen.repeats) > 10 else "")
-        batch.warnings.append(f"{path}: {len(seen.repeats)} record(s) repeat an earlier record exactly and were "
-                              f"imported once (lines {shown})")
+    seen.warn_repeats(batch, path)
     return batch
 
 
@@ -159,7 +130,7 @@ def _check_item(f: Fields, items: dict, ids: dict, fam: str, prompt: str, ext: s
         if cur[name] is None:
             cur[name] = value
         elif cur[name] != value:
-            raise f.fail(f"the item's {name} conflicts with line {line} ({_show(cur[name])} there, {_show(value)} here)")
+            raise f.fail(f"the item's {name} conflicts with line {line} ({show_value(cur[name])} there, {show_value(value)} here)")
     if ext is not None:
         where, other = ids.setdefault((fam, ext), (f.line, prompt))
         if other != prompt:

@@ -9,22 +9,29 @@ expert label (0 = tie, 1 = response1 better, 2 = response2 better).
 
 Records whose response is not a string (the real file has six whose response is the JSON
 value ``true``) are REJECTED one by one with a warning naming FILE:LINE and the reason; the rest
-of the file is imported. Every other bad record aborts the whole import.
+of the file is imported. Every other bad record aborts the whole import: among them a model
+name (from ``cmp_key``), an ``idx`` or a ``--task-family`` over 200 characters (the database
+column's size, refused on SQLite and PostgreSQL alike), and a record that repeats an earlier
+one (same prompt, models and responses) with other annotations (FILE:LINE naming the earlier
+line). A record that repeats an earlier one exactly is imported once, and one warning gives
+the count and the lines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, read_json_array
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_json_array
 
 ANNOTATION = {"0": "tie", "1": "a", "2": "b"}
 
 
 def parse(path: Path, family: str) -> ImportBatch:
     """Parse the PandaLM JSON into an ImportBatch for ``family``. Raises InputError."""
+    check_family(family)
     path = Path(path)
     batch = ImportBatch(source=f"pandalm/{path.name}")
+    seen = Seen()
     for line, obj in read_json_array(path):
         f = Fields(obj, str(path), line)
         bad = [k for k in ("response1", "response2") if k in obj and not isinstance(obj[k], str)]
@@ -45,11 +52,17 @@ def parse(path: Path, family: str) -> ImportBatch:
         external_id = None if obj.get("idx") is None else str(obj.get("idx"))
         if external_id is not None and len(external_id) > NAME_MAX:
             raise f.fail(f"field 'idx' is {len(external_id)} characters long; at most {NAME_MAX} are stored")
+        a = RespRef(family, prompt, model_a, f.text("response1"))
+        b = RespRef(family, prompt, model_b, f.text("response2"))
+        labels = {k: f.choice(k, ANNOTATION) for k in ("annotator1", "annotator2", "annotator3")}
+        if not seen.check(f, (a, b), labels, "record", same="instruction, input, models and responses"):
+            continue
         batch.add_item(family, prompt, external_id=external_id)
-        a = batch.add_response(RespRef(family, prompt, model_a, f.text("response1")))
-        b = batch.add_response(RespRef(family, prompt, model_b, f.text("response2")))
-        for k in ("annotator1", "annotator2", "annotator3"):
-            batch.pair_labels.append((a, b, f.choice(k, ANNOTATION), f"pandalm-{k}", batch.source))
+        batch.add_response(a)
+        batch.add_response(b)
+        for k, pref in labels.items():
+            batch.pair_labels.append((a, b, pref, f"pandalm-{k}", batch.source))
+    seen.warn_repeats(batch, path)
     return batch
 
 

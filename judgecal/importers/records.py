@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from judgecal.errors import InputError
+from judgecal.errors import InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -428,3 +428,49 @@ class Fields:
         if key not in allowed:
             raise self.fail(f"field {name!r}: unknown value {json.dumps(value)} (expected one of {', '.join(allowed)})")
         return allowed[key]
+
+
+def check_family(family: str | None) -> None:
+    """Raise UsageError for a ``--task-family`` that is empty or longer than :data:`NAME_MAX`
+    characters (the column's size: PostgreSQL would refuse it, SQLite store it)."""
+    if family is not None and (not family.strip() or len(family) > NAME_MAX):
+        raise UsageError(f"--task-family must be a non-empty name of at most {NAME_MAX} characters"
+                         + (f" (got {len(family)})" if family.strip() else ""))
+
+
+def show_value(value: object) -> str:
+    """A value as an error message shows it (at most 80 characters)."""
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Seen:
+    """First line of every natural key met in a file, and the value it had: a conflict (the
+    same key with another value) is refused at FILE:LINE naming the earlier line, an exact
+    repeat is counted (:meth:`warn_repeats`). docs/data-formats.md, "Duplicates inside one
+    file"."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple, tuple[int, object]] = {}
+        self.repeats: list[int] = []
+
+    def check(self, f: Fields, key: tuple, value: object, what: str, same: str | None = None) -> bool:
+        """True the first time ``key`` is met; False for an exact repeat (counted); raises
+        InputError at FILE:LINE when ``key`` came earlier with another value (``same``: what
+        the key is, in the message; default ``what``)."""
+        if key not in self.first:
+            self.first[key] = (f.line, value)
+            return True
+        line, before = self.first[key]
+        if before != value:
+            raise f.fail(f"{what} conflicts with line {line} (same {same or what}, different values: {show_value(before)} "
+                         f"there, {show_value(value)} here); remove one of them")
+        self.repeats.append(f.line)
+        return False
+
+    def warn_repeats(self, batch: ImportBatch, path: Path) -> None:
+        """Add the one warning about exact repeats (count and first ten lines) to ``batch``."""
+        if self.repeats:
+            shown = ", ".join(str(x) for x in self.repeats[:10]) + (", ..." if len(self.repeats) > 10 else "")
+            batch.warnings.append(f"{path}: {len(self.repeats)} record(s) repeat an earlier record exactly and were "
+                                  f"imported once (lines {shown})")
