@@ -113,6 +113,8 @@ def test_render_can_be_aborted_from_outside(tmp_path):
     ("{{ question|indent(400000000) }}", "indent width 400,000,000"),
     ("{{ [1]|batch(400000000, 'x')|list }}", "batch size 400,000,000"),
     ("{{ [1]|slice(400000000)|list }}", "number of slices 400,000,000"),
+    ("{{ (' ' * 500000)|wordwrap(1) }}", "wordwrap at width 1 of a run of 500,000 characters without (or of) spaces "
+                                         "would copy 250,000,500,000 characters; at most 200,000,000"),
 ])
 def test_huge_strings_refused_at_load(tmp_path, body, reason):
     assert reason in _load_error(tmp_path, body)
@@ -124,6 +126,10 @@ def test_huge_strings_refused_at_load(tmp_path, body, reason):
     ("{{ (question*100000)|replace('', question) }}", "replace() would hold 21,000,014 characters"),
     ("{{ question.replace(' ', question*100000) }}", "replace() would hold 5,600,010 characters"),
     ("{{ (question*100000)|wordwrap(1, wrapstring=question) }}", "wordwrap would hold"),
+    # textwrap is quadratic in a long run: refused before it starts, not after minutes
+    ("{{ ((question|replace(' ', '')) * 100000)|wordwrap(5) }}", "wordwrap at width 5 of a run of 1,000,000 characters"),
+    ("{{ question|map('upper')|list|length }}{{ (question * 100000)|map('upper')|list|length }}",
+     "more than 1,000,000 steps"),
     ("{% set w = question|length * 30000000 %}{{ question.ljust(w) }}", "ljust() width 420,000,000"),
     ("{% set w = question|length * 30000000 %}{{ '{:>{w}}'.format(question, w=w) }}",
      "the format spec '>420000000' asks for 420,000,000 characters"),

@@ -13,8 +13,8 @@ this module adds what it lacks, so that a render is bounded in memory and time:
   ``replace``, ``format``, ``batch``, ``slice``, ``wordwrap``); lists made of references
   count every reference (``['x' * 1000000] * 1000`` weighs a thousand million);
 - integers hold at most :data:`MAX_INT_BITS` bits (repeated squaring, chained ``**``);
-- one render may run at most :data:`MAX_STEPS` steps (a loop iteration or a method call is
-  one step, a macro call :data:`MACRO_STEPS`) and build at most :data:`MAX_BUILT` characters in all its operations, and may take at most
+- one render may run at most :data:`MAX_STEPS` steps (a loop iteration, a filter or method
+  call is one step, a macro call :data:`MACRO_STEPS`) and build at most :data:`MAX_BUILT` characters in all its operations, and may take at most
   its time limit (:data:`RENDER_TIME_LIMIT_S` by default);
 - the rendered prompt (all its messages together) has at most :data:`MAX_TEXT` characters;
 - only plain values (text, numbers, booleans, None, lists, tuples and dicts of them) can
@@ -55,10 +55,11 @@ from jinja2.runtime import LoopContext, Macro, Undefined
 
 MAX_TEXT = 2_000_000  # characters (or items) of any value a template builds, and of the rendered prompt
 MAX_BUILT = 20_000_000  # characters all the operations of one render may build together
-MAX_STEPS = 1_000_000  # loop iterations plus calls (macros, methods) in one render
+MAX_STEPS = 1_000_000  # loop iterations plus calls (filters, methods; a macro counts MACRO_STEPS) in one render
 MACRO_STEPS = 10  # steps a macro call counts (a call costs about ten loop iterations)
 MAX_INT_BITS = 10_000  # bits of any integer a template computes (about 3000 decimal digits)
 RENDER_TIME_LIMIT_S = 10.0  # default time limit of one render, seconds
+MAX_WRAP_COPIES = 200_000_000  # characters textwrap may copy in one wordwrap (it is quadratic in a long run)
 
 STR_METHODS = frozenset(
     "capitalize casefold center count endswith expandtabs find format format_map index isalnum isalpha isascii "
@@ -402,6 +403,9 @@ def _pre_slice(value: Any, slices: Any = 1, fill_with: Any = None) -> None:
     _int_arg(slices, "number of slices")
 
 
+_RUN = re.compile(r"\S+|\s+")
+
+
 def _pre_wordwrap(s: Any, width: Any = 79, break_long_words: bool = True, wrapstring: Any = None,
                   break_on_hyphens: bool = True) -> None:
     if isinstance(s, str) and isinstance(width, int) and width > 0:
@@ -410,6 +414,13 @@ def _pre_wordwrap(s: Any, width: Any = 79, break_long_words: bool = True, wrapst
         size = len(s) + lines * sep
         if size > MAX_TEXT:
             raise _too_big(size, "wordwrap")
+        # textwrap cuts a run longer than the width one line at a time, copying the rest of
+        # the run each time: about (run / width) * run characters copied, in pure Python
+        longest = max((m.end() - m.start() for m in _RUN.finditer(s)), default=0)
+        cost = (longest // width + 1) * longest
+        if cost > MAX_WRAP_COPIES:
+            raise LimitError(f"wordwrap at width {width} of a run of {longest:,} characters without (or of) spaces "
+                             f"would copy {cost:,} characters; at most {MAX_WRAP_COPIES:,}")
 
 
 _FILTER_PRECHECK: dict[str, Callable[..., None]] = {
@@ -447,7 +458,7 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         rest = args[1:] if pass_arg is not None else args
-        budget().tick(0)
+        budget().tick(1)
         for a in (*rest, *kwargs.values()):
             check_size(a, f"an argument of the {name!r} filter")
         if plain is not None and rest:
