@@ -226,6 +226,8 @@ def test_format_string_from_a_variable_cannot_reach_internals(tmp_path):
     ("{{ response.expandtabs(4) }} {{ reference.zfill(3) }} {{ reference.center(5, '*') }}", "It is 4.    Four. 004 **4**"),
     ("{{ 3**4 }} {{ 2**100 }} {{ (question*1000)|length }}", "81 1267650600228229401496703205376 14000"),
     ("{{ [question, reference]|map('length')|list }} {{ {'a': 1}.items()|list }}", "[14, 1] [('a', 1)]"),
+    ("{{ [[1], [2, 3]]|sum(start=[]) }} {{ [(1,), (2,)]|sum(start=()) }} {{ [1.5, 2]|sum }} {{ [{'n': 4}]|sum('n') }}",
+     "[1, 2, 3] (1, 2) 3.5 4"),
 ])
 def test_ordinary_templates_render(tmp_path, body, expected):
     p = load_prompt(str(_file(tmp_path, body)))
@@ -238,3 +240,12 @@ def test_shipped_prompts_render_under_the_limits():
         msgs = p.render(question="Q" * 300_000, response="R" * 300_000, reference="F", response_a="A" * 400_000,
                         response_b="B" * 400_000)
         assert sum(len(m["content"]) for m in msgs) < sandbox.MAX_TEXT
+
+
+def test_sum_of_lists_is_linear(tmp_path):
+    """Python's sum() of 240 000 one-item lists copies the running total each time (minutes,
+    in C, beyond the time limit); the sandbox's sum concatenates in one pass."""
+    p = load_prompt(str(_file(tmp_path, "{% set l = [[1]] * 240000 %}{{ l|sum(start=[])|length }}")))
+    t0 = time.perf_counter()
+    assert p.render(**VARS) == [{"role": "user", "content": "240000"}]
+    assert time.perf_counter() - t0 < 3.0
