@@ -249,3 +249,13 @@ def test_sum_of_lists_is_linear(tmp_path):
     t0 = time.perf_counter()
     assert p.render(**VARS) == [{"role": "user", "content": "240000"}]
     assert time.perf_counter() - t0 < 3.0
+
+
+def test_prompt_files_over_one_mib_are_refused(tmp_path):
+    f = _file(tmp_path, "x" * (1024 * 1024))
+    with pytest.raises(InputError, match=r"t\.md: the prompt file has 1,048,7\d\d bytes; a prompt template may have at "
+                                         r"most 1,048,576$"):
+        load_prompt(str(f))
+    (tmp_path / "big.txt").write_text("y" * (1024 * 1024 + 1), encoding="utf-8")
+    line = _load_error(tmp_path, "{% include 'big.txt' %}")
+    assert line.endswith("include of 'big.txt': the file has 1,048,577 bytes; a prompt template may have at most 1,048,576")

@@ -61,6 +61,7 @@ from judgecal.judge.sandbox import MAX_TEXT, RENDER_TIME_LIMIT_S, LimitError, Re
 VERDICTS = {"pointwise": "[[rating]]", "pairwise": "[[A]]/[[B]]/[[C]]"}
 ROLES = ("system", "user", "assistant")
 VARIABLES = ("question", "response", "reference", "response_a", "response_b")
+MAX_PROMPT_FILE_BYTES = 1024 * 1024  # a template file (and each file it includes): 1 MiB
 
 
 _ENVS: dict[str, sandbox.BoundedSandbox] = {}
@@ -201,6 +202,10 @@ def _check(ast: jinja2.nodes.Template, path: str, offset: int, env: jinja2.Envir
         if not isinstance(target, jinja2.nodes.Const) or not isinstance(target.value, str):
             raise refuse(node, f"{kind} of a computed name (only a constant file name in the prompt's folder)")
         try:
+            candidate = Path(env.loader.searchpath[0], target.value)  # type: ignore[union-attr]
+            if candidate.is_file() and candidate.stat().st_size > MAX_PROMPT_FILE_BYTES:
+                raise refuse(node, f"{kind} of {target.value!r}: the file has {candidate.stat().st_size:,} bytes; a "
+                             f"prompt template may have at most {MAX_PROMPT_FILE_BYTES:,}")
             source, filename, _ = env.loader.get_source(env, target.value)  # type: ignore[union-attr]
         except jinja2.TemplateNotFound:
             raise refuse(node, f"{kind} of {target.value!r}: no such file in the prompt's folder "
@@ -405,6 +410,10 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
     the sandbox rules refuse (one line naming the file and, where known, the line)."""
     path = resolve(name_or_path)
     src = str(path)
+    size = path.stat().st_size
+    if size > MAX_PROMPT_FILE_BYTES:
+        raise InputError(f"the prompt file has {size:,} bytes; a prompt template may have at most "
+                         f"{MAX_PROMPT_FILE_BYTES:,}", source=src)
     data = path.read_bytes()
     try:
         text = data.decode("utf-8")
