@@ -11,7 +11,8 @@ verbosity win-rate; optionally rank correlations with an external ranking (``com
 from __future__ import annotations
 
 import csv
-from collections import Counter, defaultdict
+import io
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import InputError, NotFoundError, UsageError
+from judgecal.importers.records import read_text
 
 COLUMNS = ("raw", "lc", "calibrated")
 VERBOSE, CONCISE = "_verbose", "_concise"
@@ -71,25 +73,25 @@ def _pick_family(s, families: list[str], judge_id: int, baseline: str) -> tuple[
 
 def read_weights(path: Path) -> dict[str, tuple[float, float, float]]:
     """AlpacaEval's GLM weights CSV (``length_controlled_v1/baseline_<model>.csv``): {model:
-    (w_len, w_diff, w_bias)}. Raises InputError naming FILE:LINE for a bad row."""
+    (w_len, w_diff, w_bias)}. Raises InputError naming FILE:LINE for a bad row, or the file for
+    one that is not a readable regular UTF-8 file."""
     out: dict[str, tuple[float, float, float]] = {}
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or len(header) < 4:
-                raise InputError("expected AlpacaEval GLM weights: a model column and 3 weight columns", source=str(path), line=1)
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                try:
-                    out[row[0]] = (float(row[1]), float(row[2]), float(row[3]))
-                except (ValueError, IndexError):
-                    raise InputError("expected a model name and three numbers", source=str(path), line=line) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=str(path)) from None
+        reader = csv.reader(io.StringIO(read_text(path), newline=""))
+        header = next(reader, None)
+        if not header or len(header) < 4:
+            raise InputError("expected AlpacaEval GLM weights: a model column and 3 weight columns", source=str(path), line=1)
+        for line, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            try:
+                out[row[0]] = (float(row[1]), float(row[2]), float(row[3]))
+            except (ValueError, IndexError):
+                raise InputError("expected a model name and three numbers", source=str(path), line=line) from None
+            if not all(np.isfinite(out[row[0]])):
+                raise InputError("the three weights must be finite numbers", source=str(path), line=line)
+    except csv.Error as exc:
+        raise InputError(f"invalid CSV: {exc}", source=str(path)) from None
     return out
 
 
@@ -98,7 +100,7 @@ def read_ranking(path: Path, column: str | None = None) -> dict[str, float]:
     column (``column``, else ``score``, else the only other numeric column). {model: score}.
     Raises InputError naming FILE:LINE for a non-numeric score, or the file for a missing column."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with io.StringIO(read_text(path), newline="") as fh:
             reader = csv.DictReader(fh)
             fields = reader.fieldnames or []
             if not fields:
@@ -133,10 +135,6 @@ def read_ranking(path: Path, column: str | None = None) -> dict[str, float]:
                     raise InputError(f"column {scol!r}: {val[:40]!r} is not a number", source=str(path), line=line) from None
                 if not np.isfinite(out[name]):
                     raise InputError(f"column {scol!r}: {val!r} is not a finite number", source=str(path), line=line)
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", source=str(path)) from None
     except csv.Error as exc:
         raise InputError(f"invalid CSV: {exc}", source=str(path)) from None
     return out

@@ -47,3 +47,17 @@ def test_judgebench_long_model_name_refused(db_url, tmp_path, run_cli):
     f.write_text(json.dumps(rec) + "\n")
     r = run_cli("--database-url", db_url, "import", "judgebench", str(f))
     assert r.exit_code != 0 and f"{f}:1" in r.stderr and "response_model" in r.stderr and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("kind", ["autoj", "judgebench"])
+def test_long_task_family_option_refused(sqlite_url, tmp_path, run_cli, kind):
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    f = _autoj(tmp_path, [_row()])
+    r = run_cli("--database-url", sqlite_url, "import", kind, str(f), "--task-family", "x" * 201)
+    assert r.exit_code == 2 and "--task-family" in r.stderr and "Traceback" not in r.output
+
+
+def test_winrate_csv_options_refuse_devices(sqlite_url, run_cli):
+    for opt in (["--lc-weights", "/dev/zero"], ["--compare-to", "/dev/zero"]):
+        r = run_cli("--database-url", sqlite_url, "leaderboard", "--baseline", "b", *opt)
+        assert r.exit_code != 0 and "/dev/zero" in r.stderr and "regular file" in r.stderr, r

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, read_jsonl
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, read_jsonl, check_family
 
 LABELS = {"0": "a", "1": "b", "2": "tie"}
 
@@ -22,6 +22,7 @@ LABELS = {"0": "a", "1": "b", "2": "tie"}
 def parse(path: Path, family: str | None = None) -> ImportBatch:
     """Parse the Auto-J pairwise file. ``family`` None: ``autoj/<scenario>`` per record.
     Raises InputError naming FILE:LINE and the field for a bad record."""
+    check_family(family)
     path = Path(path)
     batch = ImportBatch(source=f"autoj/{path.name}")
     n = 0

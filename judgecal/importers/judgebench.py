@@ -37,7 +37,7 @@ import math
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, JudgeSpec, RespRef, read_jsonl
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, JudgeSpec, RespRef, read_jsonl, check_family
 
 LABELS = {"a>b": "a", "b>a": "b", "a=b": "tie"}
 UNBOUNDED = (-math.inf, math.inf)
@@ -65,6 +65,7 @@ def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
     A reward-model score that is not a finite JSON number is an InputError (:func:`_score`); a
     judgment without ``judge_model`` is filed under judge ``reward_model`` and counted in a
     warning; a file without a record is a warning. Raises InputError naming FILE:LINE and the field."""
+    check_family(family)
     fam = family or "judgebench"
     batch = ImportBatch(source="judgebench")
     judges: dict[str, JudgeSpec] = {}

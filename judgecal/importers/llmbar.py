@@ -38,7 +38,7 @@ import ast
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_json_array
+from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_json_array, check_family
 
 LABELS = {"1": "a", "2": "b"}
 SCALE = (0.0, 10.0)
@@ -65,6 +65,7 @@ def set_folders(root: Path) -> list[tuple[Path, str]]:
 def parse_any(folder: Path, family: str | None = None) -> ImportBatch:
     """Every LLMBar set found under ``folder`` (see :func:`set_folders`) in one batch. A given
     ``family`` files a single set under that name (refused for several sets). Raises InputError."""
+    check_family(family)
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError("not a folder (expected an LLMBar set folder, Dataset/LLMBar or the repository root)",
