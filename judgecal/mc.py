@@ -70,12 +70,20 @@ def task_kind(task: str | Path, loader: str = "auto") -> str:
             lmeval_tasks.require()
             return "lm-eval"
         return "lm-eval" if lmeval_tasks.available() else "native"
-    if loader == "native" or spec.lower().endswith(_NATIVE_SUFFIXES) or os.sep in spec:
+    looks_like_file = spec.lower().endswith(_NATIVE_SUFFIXES) or os.sep in spec
+    if loader == "native" and not looks_like_file:
+        raise UsageError(f"--loader native reads judgecal task files (JSONL, HellaSwag text, simple YAML) and "
+                         f"{spec!r} is not a file; an lm-eval task name needs --loader auto or lm-eval")
+    if loader == "native" or looks_like_file:
         raise InputError("task file does not exist", source=spec)
     if not lmeval_tasks.available():
         raise UsageError(f"--task {spec!r} is not a file; lm-eval task names need lm-evaluation-harness: "
                          f"{lmeval_tasks.LM_EVAL_HINT}")
     return "lm-eval"
+
+
+def _verb(options: Sequence[str]) -> str:
+    return "applies" if len(options) == 1 else "apply"
 
 
 def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str = "float32",
@@ -102,12 +110,12 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
     if kind == "native":
         wrong = [OPTION_NAMES[o] for o in LM_EVAL_OPTIONS if o in given]
         if wrong:
-            raise UsageError(f"{', '.join(wrong)} apply to lm-eval tasks (a task name or YAML config), "
+            raise UsageError(f"{', '.join(wrong)} {_verb(wrong)} to lm-eval tasks (a task name or YAML config), "
                              f"not to the judgecal task file {task_path}")
     else:
         wrong = [OPTION_NAMES[o] for o in NATIVE_OPTIONS if o in given]
         if wrong:
-            raise UsageError(f"{', '.join(wrong)} apply to judgecal task files only: an lm-eval task builds its own "
+            raise UsageError(f"{', '.join(wrong)} {_verb(wrong)} to judgecal task files only: an lm-eval task builds its own "
                              "prompts, and computes PMI (acc_mutual_info, against lm-eval's unconditional context) "
                              "when its metric_list names it")
     folder = None
@@ -219,12 +227,46 @@ COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format"
                      "fewshot_as_multiturn", "system_instruction")
 
 
+def _item_sets(a: Mapping[str, Any], b: Mapping[str, Any], same_dataset: bool) -> str | None:
+    """None when runs ``a`` and ``b`` (stored-run dicts) scored the same items, else one clause
+    saying how their items differ: the same data with another number of items (``--limit``),
+    other data, or (runs stored before ``documents_sha256`` existed) other items, the data
+    unknown. The stored ``dataset_sha256`` is, for a judgecal task file, the SHA-256 of the
+    file (a ``--limit`` does not change it), and for an lm-eval task that of the scored
+    documents (it changes with ``--limit``); ``settings.documents_sha256`` (lm-eval tasks) is
+    that of every evaluation document, whatever the limit."""
+    na, nb = a["n_items"], b["n_items"]
+    if same_dataset and na == nb:
+        return None
+    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    count = f"{na} vs {nb} items" + (f", --limit {sa.get('limit')} vs {sb.get('limit')}"
+                                     if sa.get("limit") != sb.get("limit") else "")
+    if same_dataset:
+        return f"the runs scored different numbers of items of the same dataset ({count})"
+    lm_eval = sa.get("task_format") == "lm-eval" and sb.get("task_format") == "lm-eval"
+    if not lm_eval:
+        return f"the runs scored different dataset files (SHA-256 differs; {count}): deltas mix items"
+    da, db = sa.get("documents_sha256"), sb.get("documents_sha256")
+    if da and db and da == db:
+        return f"the runs scored different items of the same data ({count}): deltas mix items"
+    if da and db:
+        return f"the runs scored different data (SHA-256 of the task's documents differs; {count}): deltas mix items"
+    if na != nb or sa.get("limit") != sb.get("limit"):
+        return (f"the runs scored different item sets ({count}); whether their data differ too is unknown (a run "
+                "stored without documents_sha256 hashes the scored items only)")
+    return f"the runs scored different items (SHA-256 of the scored documents differs; {count}): deltas mix items"
+
+
 def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
     """Compare two stored runs: metric deltas (b - a) with stderr, the acc/acc_norm
-    opposite-direction flag, and ``same_dataset`` (equal dataset SHA-256). ``warning`` (one
-    line) names what makes the deltas mix different things: another dataset file, another
-    number of items, different COMPARED_SETTINGS, metrics present in one run only. Raises
-    NotFoundError."""
+    opposite-direction flag, ``same_dataset`` (equal dataset SHA-256) and ``same_items``.
+    ``warning`` (one line) names what makes the deltas mix different things: other items
+    (:func:`_item_sets`: the same data with another ``--limit``, or other data), different
+    COMPARED_SETTINGS, metrics present in one run only. When the runs scored different items
+    the opposite-direction flag is not raised (acc and acc_norm moving apart across different
+    items says nothing about the output distribution's shape): ``opposite_directions`` is
+    False and ``opposite_directions_withheld`` says why (None when nothing was withheld).
+    Raises NotFoundError."""
     a = load_run(run_a_id, db_url, items=False)
     b = load_run(run_b_id, db_url, items=False)
     cmp = M.compare_runs(a["metrics"], b["metrics"])
@@ -232,12 +274,19 @@ def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
                run_b={k: b[k] for k in ("id", "model", "task", "n_items")},
                same_dataset=a["dataset_sha256"] == b["dataset_sha256"])
     problems = []
-    if not cmp["same_dataset"]:
-        problems.append("the runs scored different dataset files (SHA-256 differs): deltas mix items")
-    if a["n_items"] != b["n_items"]:
-        problems.append(f"the runs scored different numbers of items ({a['n_items']} vs {b['n_items']})")
+    items = _item_sets(a, b, cmp["same_dataset"])
+    cmp["same_items"] = items is None
+    cmp["opposite_directions_withheld"] = None
+    if items is not None:
+        problems.append(items)
+        if cmp["opposite_directions"]:
+            cmp["opposite_directions_withheld"] = ("acc and acc_norm moved in opposite directions, but over different "
+                                                   "items: that says nothing about the output distribution's shape")
+            cmp["opposite_directions"], cmp["message"] = False, None
+            problems.append("the acc/acc_norm opposite-directions diagnosis is withheld (the runs scored different items)")
     sa, sb = a.get("settings") or {}, b.get("settings") or {}
-    differ = [k for k in COMPARED_SETTINGS if sa.get(k) != sb.get(k)]
+    differ = [k for k in COMPARED_SETTINGS if sa.get(k) != sb.get(k)
+              and not (k == "requests_sha256" and items is not None)]  # other items: other requests, said above
     if differ:
         problems.append("the runs differ in " + ", ".join(f"{k} ({sa.get(k)!r} vs {sb.get(k)!r})" for k in differ))
     only = sorted(set(a["metrics"]) ^ set(b["metrics"]))
