@@ -82,6 +82,7 @@ def test_unknown_name_missing_data_and_bad_files_are_one_line(tmp_path):
     with pytest.raises(InputError, match=r"--task 'arc_esy' is neither a file nor an lm-eval task.*closest: arc_easy"):
         LT.load_tasks("arc_esy")
     y = _yaml(tmp_path, "arc.yaml", "include: arc_easy.yaml\ndataset_path: nobody/no_such_dataset\n")
+    (tmp_path / "mirror").mkdir()  # a --data-dir that does not exist is refused before (test_mc_lmeval_breakit.py)
     with pytest.raises(LT.DataNotFoundError) as info:
         LT.load_tasks(y, data_dir=tmp_path / "mirror")
     msg = str(info.value)
@@ -146,7 +147,7 @@ def test_kind_and_option_checks_need_no_model(tmp_path):
         mc.task_kind(tmp_path / "missing.jsonl")
     with pytest.raises(UsageError, match="--num-fewshot, --data-dir apply to lm-eval tasks"):
         mc.score(jsonl, "smollm2", given={"num_fewshot", "data_dir"}, store=False)
-    with pytest.raises(UsageError, match="--prompt apply to judgecal task files only"):
+    with pytest.raises(UsageError, match="--prompt applies to judgecal task files only"):
         mc.score("arc_easy", "smollm2", given={"prompt"}, store=False)
 
 
@@ -177,4 +178,4 @@ def test_cli_refusals_are_one_line(run_cli, tmp_path):
     assert r.exit_code == 2 and "OWNER/NAME=FOLDER" in r.stderr
     jsonl = _rows(tmp_path, [{"query": "q", "choices": ["a", "b"], "gold": 0}], "t.jsonl")
     r = run_cli("mc", "score", "--model", "smollm2", "--task", str(jsonl), "--num-fewshot", "5")
-    assert r.exit_code == 2 and "--num-fewshot apply to lm-eval tasks" in r.stderr
+    assert r.exit_code == 2 and "--num-fewshot applies to lm-eval tasks" in r.stderr

@@ -19,7 +19,10 @@ What judgecal adds around it:
   such as ``arc/arc_easy.yaml``, or a file name found once there, such as ``arc_easy.yaml``);
   and a relative ``dataset_path``, ``dataset_kwargs.data_files`` or ``dataset_kwargs.data_dir``
   that does not exist relative to the working directory but does relative to the YAML file is
-  taken relative to the YAML file.
+  taken relative to the YAML file. YAMLs in ``include_paths`` get the same ``include:``
+  fallback (lm-eval's index would drop them); those that do not load at all are refused when
+  they define the requested name, else skipped with a note (:func:`_rescue_include_paths`).
+  A ``!function`` module that raises on import is one line naming the YAML and the module.
 - **Offline data.** While tasks load, ``HF_DATASETS_OFFLINE``/``HF_HUB_OFFLINE`` are on, so
   nothing is downloaded: data come from the datasets library's local formats (json, csv,
   parquet with ``data_files``), a local folder (``dataset_path: /path/to/copy``), the local copy
@@ -29,7 +32,9 @@ What judgecal adds around it:
   the data cannot be found, one line names the dataset, the config and where it looked
   (:class:`DataNotFoundError`).
 - **Checks.** Only ``output_type: multiple_choice`` tasks are scored (others are refused by
-  name). Items whose gold lm-eval scores but judgecal's own formats would refuse (several gold
+  name, from the configs, before any data are read); ``--data-dir``/``--dataset`` folders
+  must exist and every ``--dataset`` key must be read by some task; a few-shot count larger
+  than the few-shot pool is refused before the model loads (:func:`check_fewshot_pool`). Items whose gold lm-eval scores but judgecal's own formats would refuse (several gold
   answers, a gold string that is not a choice, an index out of range) are scored as lm-eval
   scores them and counted in the notes.
 - **Extras.** judgecal's metrics that the task's metric_list does not name (acc_norm,
@@ -49,9 +54,10 @@ import json
 import logging
 import os
 import random
+import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from judgecal.errors import InputError, JudgecalError, UsageError
 
@@ -127,25 +133,104 @@ def _find_include(inc: str, base: Path, src: str) -> Path:
                      source=src)
 
 
-def _load_yaml(path: Path, *, recursive: bool) -> dict:
-    """lm-eval's ``load_yaml`` (``!function`` resolved beside the file) with one-line errors."""
+def _user_frame(exc: BaseException) -> tuple[str, int] | None:
+    """The innermost traceback frame of ``exc`` in a task's own Python code (a ``utils.py`` beside
+    a YAML, or one of lm-eval's shipped task modules), as (file, line); None when every frame
+    is in installed libraries, the standard library or judgecal."""
+    import sysconfig
+    import traceback
+
+    skip = {str(Path(v).resolve()) for k, v in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib", "purelib",
+                                                                                        "platlib")}
+    skip.add(str(Path(__file__).resolve().parents[1]))  # judgecal itself
+    skip.add(str(shipped_tasks_dir().parent))  # lm-eval itself (its tasks folder excepted below)
+    tasks = str(shipped_tasks_dir()) + os.sep
+    found = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        f = frame.f_code.co_filename
+        if not f.endswith(".py"):
+            continue
+        if f.startswith(tasks) or not any(f.startswith(d + os.sep) for d in skip):
+            found = (f, line)
+    return found
+
+
+def function_import_error(exc: BaseException) -> tuple[str | None, str] | None:
+    """When ``exc`` was raised while lm-eval imported the module of a ``!function`` (its
+    ``_import_func_in_yml``/``_load_module_with_cache``): (the YAML that names the function or
+    None, a one-line reason naming the function, the module file and the exception, with the
+    module's line where known). None for any other exception."""
+    import traceback
+
+    yaml_path = qual = module = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        name, loc = frame.f_code.co_name, frame.f_locals
+        if name == "load_yaml" and "path" in loc:
+            yaml_path = str(loc["path"])
+        elif name == "_import_func_in_yml":
+            qual = loc.get("qual")
+        elif name in ("_load_module_with_cache", "_import_fun_from_str") and loc.get("module_path") is not None:
+            module = str(loc["module_path"])
+    if module is None:
+        return None
+    where = _user_frame(exc)
+    at = f" (at {where[0]}:{where[1]})" if where and where[0] == module else ""
+    what = f"!function {qual}" if qual else "!function"
+    return yaml_path, f"{what}: importing {module} raised {_one_line(exc)[:300]}{at}"
+
+
+def _load_yaml(path: Path, *, recursive: bool, resolve_func: bool = True) -> dict:
+    """lm-eval's ``load_yaml`` (``!function`` resolved beside the file unless ``resolve_func``
+    is False) with one-line errors: ``FILE[:LINE]: reason``; an exception raised while a
+    ``!function`` module is imported names the YAML, the module file and the exception."""
     import yaml
     from lm_eval.tasks._yaml_loader import load_yaml
 
     src = str(path)
     try:
-        cfg = load_yaml(path, resolve_func=True, recursive=recursive)
+        cfg = load_yaml(path, resolve_func=resolve_func, recursive=recursive)
     except OSError as exc:
         raise InputError(f"cannot read task file: {exc.strerror or exc}", source=src) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", source=src,
                          line=mark.line + 1 if mark else None) from None
-    except (ImportError, AttributeError) as exc:  # a !function that cannot be imported
-        raise InputError(f"!function: {_one_line(exc)}", source=src) from None
-    except ValueError as exc:  # not a mapping, include cycle, bad !function reference
-        raise InputError(_one_line(exc), source=src) from None
+    except (Exception, SystemExit) as exc:  # a !function module that fails to import, include cycle, ...
+        hit = function_import_error(exc)
+        if hit is not None:
+            raise InputError(hit[1], source=hit[0] or src) from None
+        if isinstance(exc, (ImportError, AttributeError)):  # a !function that cannot be found
+            raise InputError(f"!function: {_one_line(exc)}", source=src) from None
+        if isinstance(exc, ValueError):  # not a mapping, include cycle, bad !function reference
+            raise InputError(_one_line(exc), source=src) from None
+        raise InputError(f"cannot load task file: {_one_line(exc)[:300]}", source=src) from None
+    if not isinstance(cfg, dict):  # lm-eval checks this too; kept for older versions
+        raise InputError(f"not a YAML mapping ({type(cfg).__name__})", source=src)
     return cfg
+
+
+def load_yaml_tree(path: str | Path, *, resolve_func: bool = True, _chain: tuple[Path, ...] = ()) -> dict:
+    """A task YAML with its ``include:`` chain merged as lm-eval's ``load_yaml(recursive=True)``
+    merges it (included files first, in order, then the file's own keys; an included file's
+    ``task_list`` dropped), except that an ``include:`` not found beside the including file is
+    looked up among lm-eval's shipped task files (:func:`_find_include`), at every level.
+    ``resolve_func``: import ``!function`` values (else they stay path strings, as in lm-eval's
+    index). Raises InputError ``FILE[:LINE]: reason`` (an include cycle included)."""
+    path = Path(path).expanduser().resolve()
+    if path in _chain:
+        raise InputError(f"include cycle: {' -> '.join(str(p) for p in (*_chain, path))}", source=str(_chain[-1]))
+    cfg = _load_yaml(path, recursive=False, resolve_func=resolve_func)
+    includes = cfg.pop("include", None)
+    if includes is None:
+        return cfg
+    merged: dict = {}
+    for inc in includes if isinstance(includes, list) else [includes]:
+        inc_cfg = load_yaml_tree(_find_include(inc, path.parent, str(path)), resolve_func=resolve_func,
+                                 _chain=(*_chain, path))
+        inc_cfg.pop("task_list", None)  # lm-eval: task_list defines tasks of the included file only
+        merged.update(inc_cfg)
+    merged.update(cfg)
+    return merged
 
 
 def _local_first(value: Any, base: Path) -> Any:
@@ -163,16 +248,7 @@ def load_task_file(path: str | Path) -> dict:
     functions. Raises InputError ``FILE[:LINE]: reason``."""
     path = Path(path).expanduser().resolve()
     src = str(path)
-    cfg = _load_yaml(path, recursive=False)
-    includes = cfg.pop("include", None)
-    if includes is not None:
-        merged: dict = {}
-        for inc in includes if isinstance(includes, list) else [includes]:
-            inc_cfg = _load_yaml(_find_include(inc, path.parent, src), recursive=True)
-            inc_cfg.pop("task_list", None)  # lm-eval: task_list defines tasks of the included file only
-            merged.update(inc_cfg)
-        merged.update(cfg)
-        cfg = merged
+    cfg = load_yaml_tree(path)
     base = path.parent
     if "dataset_path" in cfg:
         cfg["dataset_path"] = _local_first(cfg["dataset_path"], base)
@@ -198,17 +274,125 @@ def load_task_file(path: str | Path) -> dict:
     return cfg
 
 
+@dataclasses.dataclass(frozen=True)
+class YamlLoadFailure:
+    """A YAML file in an include path that neither lm-eval nor judgecal could read: ``path``,
+    ``message`` (one line, ``FILE[:LINE]: reason``) and ``names`` (the task, group or tag names
+    its text appears to define, found by a line pattern since the file does not load)."""
+
+    path: Path
+    message: str
+    names: tuple[str, ...]
+
+
+_NAME_LINE = re.compile(r"^\s*(?:task|group|tag)\s*:\s*[\"']?([A-Za-z0-9_.:\-]+)[\"']?\s*(?:#.*)?$", re.M)
+
+
+def _names_in_text(path: Path) -> tuple[str, ...]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    return tuple(dict.fromkeys(_NAME_LINE.findall(text)))
+
+
+def _rescue_include_paths(tm: Any, roots: Sequence[Path]) -> list[YamlLoadFailure]:
+    """Give the YAML files of ``roots`` (the include paths of ``tm``) that lm-eval's index
+    skipped because they do not load the same ``include:`` fallback as a task file
+    (:func:`load_yaml_tree`), and list those that still do not load.
+
+    lm-eval's ``TaskIndex`` drops any YAML that raises while it reads it, with a debug log line
+    only: an ``include: arc_easy.yaml`` that is not beside the file, a syntax error. Here every
+    YAML under ``roots`` that is not in the index and that lm-eval's own ``load_yaml`` cannot
+    read is read again with :func:`load_yaml_tree`; a task or group found so is added to
+    ``tm``'s index (a later include path overrides an earlier one, as in lm-eval; a tag's tasks
+    are merged) and built from the same loader (a ``TaskFactory`` whose ``_load_full_config``
+    uses it for those files); the files that still fail are returned. A YAML that loads but
+    defines no task or group (a template) is left alone, as lm-eval leaves it."""
+    from lm_eval.tasks._factory import TaskFactory
+    from lm_eval.tasks._index import Kind, TaskIndex
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    index = tm.task_index
+    resolved = [r.resolve() for r in roots]
+
+    def rank(p: Path | None) -> int:  # -1: lm-eval's shipped tasks, else the include path's position
+        if p is None:
+            return -1
+        for i in range(len(resolved) - 1, -1, -1):
+            if p.resolve().is_relative_to(resolved[i]):
+                return i
+        return -1
+
+    indexed = {e.yaml_path.resolve() for e in index.values() if e.yaml_path is not None}
+    failures: list[YamlLoadFailure] = []
+    rescued: set[Path] = set()
+    for i, root in enumerate(resolved):
+        found: dict = {}
+        for f in TaskIndex._iter_yaml_files(root):
+            if f.resolve() in indexed:
+                continue
+            try:
+                load_yaml(f, resolve_func=False, recursive=True)
+                continue  # lm-eval reads it and left it out on purpose (no task key, a duplicate name)
+            except Exception:  # noqa: BLE001 - read again below, with the reason kept
+                pass
+            try:
+                cfg = load_yaml_tree(f, resolve_func=False)
+                TaskIndex._kind_of(cfg)
+            except InputError as exc:
+                failures.append(YamlLoadFailure(f, str(exc), _names_in_text(f)))
+                continue
+            except ValueError:
+                continue  # loads, but neither a task nor a group: a template for include:
+            TaskIndex.process_cfg(cfg, f, found)
+            rescued.add(f)
+        for name, entry in found.items():
+            old = index.get(name)
+            if entry.kind == Kind.TAG and old is not None and old.kind == Kind.TAG:
+                old.tags.update(entry.tags)
+            elif old is None or rank(old.yaml_path) < i:
+                index[name] = entry
+    if rescued:
+        class _Factory(TaskFactory):
+            def _load_full_config(self, entry: Any, overrides: dict | None = None) -> dict:
+                if entry.yaml_path is None or entry.yaml_path not in rescued:
+                    return super()._load_full_config(entry, overrides)
+                full = load_yaml_tree(entry.yaml_path, resolve_func=True)
+                cfg = super()._load_full_config(dataclasses.replace(entry, yaml_path=None, cfg=full), overrides)
+                cfg["metadata"]["config_source"] = str(entry.yaml_path)
+                return cfg
+
+        tm._factory = _Factory(meta=tm.metadata)
+        kinds: dict = {}
+        for name, e in index.items():
+            kinds.setdefault(e.kind, []).append(name)
+        tm._all_tasks = sorted(index)
+        tm._all_subtasks = sorted(kinds.get(Kind.TASK, []) + kinds.get(Kind.PY_TASK, []))
+        tm._all_groups = sorted(kinds.get(Kind.GROUP, []))
+        tm._all_tags = sorted(kinds.get(Kind.TAG, []))
+    return failures
+
+
 @functools.lru_cache(maxsize=8)
 def _task_manager(include_paths: tuple[str, ...], include_defaults: bool):
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_path=list(include_paths) or None, include_defaults=include_defaults)
+    logged: Counter[str] = Counter()
+    with quiet_lm_eval(logged):  # lm-eval's index warnings (a name overriding another) go to the run's notes
+        tm = TaskManager(include_path=list(include_paths) or None, include_defaults=include_defaults)
+    tm.judgecal_load_failures = _rescue_include_paths(tm, [Path(p) for p in include_paths])
+    tm.judgecal_warnings = logged
+    return tm
 
 
 def task_manager(include_paths: Sequence[str | Path] = (), *, include_defaults: bool = True):
     """An lm-eval ``TaskManager`` over the shipped tasks (``include_defaults``) and
     ``include_paths``, built once per process for the same arguments (indexing the shipped
-    tasks takes seconds). Raises InputError for an include path that is not a folder."""
+    tasks takes seconds). YAMLs in ``include_paths`` get the shipped ``include:`` fallback of
+    task files (:func:`_rescue_include_paths`); those that still do not load are listed in the
+    manager's ``judgecal_load_failures`` (:class:`YamlLoadFailure`), since lm-eval skips them
+    without a word. Raises InputError for an include path that is not a folder."""
     paths = []
     for p in include_paths:
         q = Path(p).expanduser()
@@ -224,6 +408,11 @@ def _hub_id(path: Any) -> bool:
     or a datasets builder (json, csv, parquet, ...)."""
     if not isinstance(path, str) or not path or path.startswith((".", "/", "~")) or os.path.exists(path):
         return False
+    if "/" not in path:
+        from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+        if path in _PACKAGED_DATASETS_MODULES:  # the datasets library's own builders: json, csv, parquet, ...
+            return False
     return path.count("/") <= 1 and all(part for part in path.split("/"))
 
 
@@ -244,14 +433,17 @@ def local_cache_dir(folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def offline_data(data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None) -> Iterator[None]:
+def offline_data(data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None,
+                 sources: dict[str, str] | None = None) -> Iterator[None]:
     """While active: Hub and datasets offline (nothing is downloaded), ``datasets.load_dataset``
     reads a Hub dataset ``owner/name`` from ``datasets_map[owner/name]`` or
     ``data_dir/owner/name`` where that folder exists (else from the datasets cache; a local
     folder is cached under :func:`local_cache_dir`), and a
     dataset that cannot be loaded raises :class:`DataNotFoundError` naming the dataset, its
     config and where it looked. lm-eval's logging and progress bars are silenced (its warnings
-    are collected by :func:`quiet_lm_eval`)."""
+    are collected by :func:`quiet_lm_eval`). ``sources``: a dict that receives, for every
+    ``path`` asked of ``datasets.load_dataset`` (the Hub id, builder or folder, as given),
+    where it was read from (a folder, "the datasets cache", or the path itself)."""
     import datasets
     import huggingface_hub.constants as hub_constants
 
@@ -278,7 +470,10 @@ def offline_data(data_dir: str | Path | None = None, datasets_map: Mapping[str, 
         if isinstance(use, str) and Path(use).expanduser().is_dir() and "cache_dir" not in kwargs:
             kwargs["cache_dir"] = str(local_cache_dir(Path(use).expanduser()))
         try:
-            return original(use, name, *args, **kwargs)
+            out = original(use, name, *args, **kwargs)
+            if sources is not None and isinstance(path, str):
+                sources[path] = str(use) if use != path else "the datasets cache" if _hub_id(path) else str(path)
+            return out
         except (FileNotFoundError, ConnectionError, ValueError, datasets.exceptions.DatasetNotFoundError) as exc:
             what = f"dataset {path!r}" + (f" (config {name!r})" if name else "")
             raise DataNotFoundError(f"{what} not found offline: looked in {'; '.join(looked)} "
@@ -348,13 +543,18 @@ class LoadedTasks:
     """What ``TaskManager.load`` built for one spec: ``name`` (the task, group or tag),
     ``kind`` ("task", "group", "tag"), ``task_dict`` (lm-eval's ``{"tasks", "groups",
     "group_map"}``), ``path`` (the YAML file, or None for a name), ``config_sha256`` (resolved
-    configs before run-time settings; see :func:`config_sha256`)."""
+    configs before run-time settings; see :func:`config_sha256`), ``notes`` (one line each,
+    carried into the run's notes: YAMLs of an include path that do not load and were skipped,
+    an unused ``--data-dir``), ``data_sources`` (each dataset asked of ``datasets.load_dataset``
+    -> the folder, "the datasets cache" or the builder/path it was read from)."""
 
     name: str
     kind: str
     task_dict: dict
     path: Path | None
     config_sha256: str
+    notes: list[str] = dataclasses.field(default_factory=list)
+    data_sources: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def tasks(self) -> dict:
@@ -404,6 +604,155 @@ def config_sha256(task_dict: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _leaf_configs(tm: Any, what: str | dict) -> tuple[dict[str, dict], bool, list[str]]:
+    """The raw configs (``include:`` merged, ``!function`` unresolved) of every leaf task that
+    ``tm.load([what])`` will build, worked out from lm-eval's index without building anything
+    (so without loading any data): group members with the group's task-level keys and the
+    member's own overrides merged as lm-eval's ``TaskFactory`` merges them, tags expanded.
+    Returns (task name -> config, whether some leaf is a Python task class whose config is
+    unknown here, member names a group lists that are in no index)."""
+    from lm_eval.tasks._factory import GROUP_FIELD_NAMES
+    from lm_eval.tasks._index import Kind, TaskIndex
+
+    registry = tm.task_index
+    out: dict[str, dict] = {}
+    state = {"python": False}
+    unknown: list[str] = []
+
+    def entry_cfg(entry: Any) -> dict:
+        if entry.cfg is not None:
+            return dict(entry.cfg)
+        return load_yaml_tree(entry.yaml_path, resolve_func=False) if entry.yaml_path else {}
+
+    def leaf(entry: Any, overrides: Mapping | None) -> None:
+        if entry.kind == Kind.PY_TASK:
+            state["python"] = True
+            return
+        cfg = {**entry_cfg(entry), **(overrides or {})}
+        out[str(cfg.get("task", entry.name))] = cfg
+
+    def build(entry: Any, overrides: Mapping | None, depth: int) -> None:
+        if depth > 20:
+            raise ValueError("groups nested more than 20 deep")
+        if entry.kind == Kind.TAG:
+            for n in sorted(entry.tags):
+                if n in registry:
+                    leaf(registry[n], overrides)
+        elif entry.kind == Kind.GROUP:
+            group(entry.name, entry_cfg(entry), overrides, depth)
+        else:
+            leaf(entry, overrides)
+
+    def group(name: str, raw: dict, overrides: Mapping | None, depth: int) -> None:
+        merged = {**{k: v for k, v in raw.items() if k not in GROUP_FIELD_NAMES}, **(overrides or {})}
+        members = raw.get("task")
+        for item in members if isinstance(members, list) else []:
+            if isinstance(item, dict) and "group" in item:
+                if item["group"] in registry:
+                    build(registry[item["group"]], {**merged, **{k: v for k, v in item.items() if k != "group"}},
+                          depth + 1)
+                else:
+                    group(f"{name}::{item['group']}", item, merged, depth + 1)
+                continue
+            if isinstance(item, dict):
+                base, item_over = item.get("task"), {**merged, **item}
+            else:
+                base, item_over = item, merged
+            if base not in registry:
+                if isinstance(item, str):
+                    unknown.append(item)
+                out[f"{name}::{base}"] = {**item_over, "task": f"{name}::{base}"}
+                continue
+            child = registry[base]
+            if child.kind == Kind.TAG:
+                for t in sorted(child.tags):
+                    if t in registry:
+                        leaf(registry[t], {"task": t, **item_over})
+            elif child.kind == Kind.GROUP:
+                build(child, item_over, depth + 1)
+            else:
+                leaf(child, {"task": base, **item_over})
+
+    if isinstance(what, dict):
+        kind = TaskIndex._kind_of(what)
+        if kind == Kind.GROUP:
+            group(str(what["group"]), what, None, 0)
+        elif kind == Kind.PY_TASK:
+            state["python"] = True
+        else:
+            out[str(what["task"])] = dict(what)
+    else:
+        build(registry[what], None, 0)
+    return out, state["python"], unknown
+
+
+def _failure_line(failures: Sequence[YamlLoadFailure], shown: int = 3) -> str:
+    more = f" (+{len(failures) - shown} more)" if len(failures) > shown else ""
+    return "; ".join(f.message for f in failures[:shown]) + more
+
+
+def _check_planned(name: str, leaves: Mapping[str, dict], python: bool, datasets_map: Mapping[str, Any] | None,
+                   src: str | None) -> None:
+    """Refusals that need only the configs, before any data are read: a leaf whose
+    ``output_type`` is not multiple_choice (lm-eval's default is generate_until), a
+    ``--dataset`` key that no task reads."""
+    bad = {n: c.get("output_type", "generate_until") for n, c in leaves.items()
+           if c.get("output_type", "generate_until") != "multiple_choice"}
+    if bad:
+        shown = ", ".join(f"{n} ({o})" for n, o in list(bad.items())[:5])
+        raise InputError(f"judgecal mc scores output_type multiple_choice only; {len(bad)} task(s) of {name!r} are not: "
+                         f"{shown}", source=src)
+    if datasets_map and not python:
+        _check_dataset_keys(name, datasets_map, {c.get("dataset_path") for c in leaves.values()})
+
+
+def _check_dataset_keys(name: str, datasets_map: Mapping[str, Any], used: Iterable[Any]) -> None:
+    hub = sorted({u for u in used if _hub_id(u)})
+    extra = sorted(k for k in datasets_map if k not in hub)
+    if extra:
+        reads = f"its tasks read {', '.join(hub)}" if hub else "its tasks read no Hub dataset"
+        raise UsageError(f"--dataset {', '.join(extra)}: no task of {name!r} reads "
+                         f"{'that dataset' if len(extra) == 1 else 'those datasets'}; {reads}")
+
+
+def _probe_missing(leaves: Mapping[str, dict], data_dir: Any, datasets_map: Any) -> list[tuple[str, str | None]]:
+    """The (dataset_path, dataset_name) pairs of ``leaves`` that cannot be loaded offline
+    (each distinct pair loaded once through :func:`offline_data`; other errors are not counted)."""
+    import datasets
+
+    missing: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
+    with offline_data(data_dir, datasets_map):
+        for cfg in leaves.values():
+            path, dname = cfg.get("dataset_path"), cfg.get("dataset_name")
+            kwargs = cfg.get("dataset_kwargs") if isinstance(cfg.get("dataset_kwargs"), dict) else {}
+            key = json.dumps([path, dname, kwargs], sort_keys=True, default=str)
+            if not isinstance(path, str) or key in seen:
+                continue
+            seen.add(key)
+            try:
+                datasets.load_dataset(path=path, name=dname, **kwargs)
+            except DataNotFoundError:
+                missing.append((path, dname))
+            except Exception:  # noqa: BLE001 - only what is missing is listed here
+                pass
+    return missing
+
+
+def _missing_line(name: str, leaves: Mapping[str, dict], missing: Sequence[tuple[str, str | None]],
+                  first: str, shown: int = 8) -> str:
+    total = len({(c.get("dataset_path"), c.get("dataset_name")) for c in leaves.values()})
+    by_path: dict[str, list[str]] = {}
+    for path, dname in missing:
+        by_path.setdefault(path, []).append(repr(dname) if dname else "(default)")
+    parts = []
+    for path, names in by_path.items():
+        more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
+        parts.append(f"{path!r} config(s) {', '.join(names[:shown])}{more}")
+    return (f"lm-eval task {name!r}: {len(missing)} of {total} datasets not found offline: {'; '.join(parts)}; "
+            f"the first: {first}")
+
+
 def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), data_dir: str | Path | None = None,
                datasets_map: Mapping[str, str | Path] | None = None,
                warnings: Counter[str] | None = None) -> LoadedTasks:
@@ -412,13 +761,27 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
     offline (:func:`offline_data` with ``data_dir``/``datasets_map``). Sets lm-eval's global
     seeds first (:func:`set_lm_eval_seeds`). Only multiple_choice tasks are accepted.
 
-    Raises UsageError (lm-eval missing), InputError (unknown name, bad YAML, a task that is not
-    multiple_choice, anything lm-eval refuses while building, as one line),
-    DataNotFoundError."""
+    Before any data are read: ``data_dir`` and every ``datasets_map`` folder must exist; the
+    leaf configs (:func:`_leaf_configs`) must all be multiple_choice and every
+    ``datasets_map`` key must be a dataset some task reads; a YAML of an include path that
+    does not load is refused when it defines the requested name (or a member a group lists
+    that is nowhere else) and otherwise skipped with a note (``LoadedTasks.notes``). When data
+    are missing, every missing dataset of the spec is listed (not only the first).
+
+    Raises UsageError (lm-eval missing, a missing folder, an unused ``--dataset`` key),
+    InputError (unknown name, bad YAML, a ``!function`` module that fails to import, a task
+    that is not multiple_choice, anything lm-eval refuses while building, as one line naming
+    the file), DataNotFoundError."""
     require()
     spec = str(spec)
     warnings = warnings if warnings is not None else Counter()
+    if data_dir is not None and not Path(data_dir).expanduser().is_dir():
+        raise UsageError(f"--data-dir {data_dir}: not a folder")
+    for key, folder in (datasets_map or {}).items():
+        if not Path(folder).expanduser().is_dir():
+            raise UsageError(f"--dataset {key}={folder}: {folder} is not a folder")
     path: Path | None = None
+    src: str | None = None
     if _is_task_file(spec) or Path(spec).expanduser().is_file():
         path = Path(spec).expanduser()
         if not path.is_file():
@@ -428,36 +791,83 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
         tm = task_manager([*include_paths, path.resolve().parent] if group else include_paths, include_defaults=group)
         name = str(cfg.get("group") if group else cfg.get("task") or cfg.get("group"))
         what: Any = cfg
+        src = str(path)
     else:
         tm = task_manager(include_paths)
+        failures = list(getattr(tm, "judgecal_load_failures", []))
+        defining = [f for f in failures if spec in f.names]
+        if defining:
+            other = tm.task_index.get(spec)
+            instead = (f"; lm-eval would silently use the definition in {other.yaml_path} instead"
+                       if other is not None and other.yaml_path is not None else "")
+            raise InputError(f"--task {spec!r}: {defining[0].message} (this YAML in --include-path defines "
+                             f"{spec!r} and does not load{instead})")
         if spec not in tm.task_index:
-            close = difflib.get_close_matches(spec, tm.all_tasks, n=3)
+            close = difflib.get_close_matches(spec, list(tm.task_index), n=3)
             raise InputError(f"--task {spec!r} is neither a file nor an lm-eval task, group or tag name"
                              + (f" (closest: {', '.join(close)})" if close else "")
-                             + ("" if include_paths else "; tasks of your own: --include-path DIR"))
+                             + ("" if include_paths else "; tasks of your own: --include-path DIR")
+                             + (f"; {len(failures)} YAML file(s) in --include-path do not load: {_failure_line(failures)}"
+                                if failures else ""))
         name = spec
         what = spec
-    set_lm_eval_seeds()
+        entry = tm.task_index[spec]
+        src = str(entry.yaml_path) if entry.yaml_path is not None else None
+    failures = list(getattr(tm, "judgecal_load_failures", []))
+    warnings.update(getattr(tm, "judgecal_warnings", {}))
     try:
-        with offline_data(data_dir, datasets_map), quiet_lm_eval(warnings):
-            loaded = tm.load([what])
-    except DataNotFoundError as exc:
-        raise DataNotFoundError(f"lm-eval task {name!r}: {exc}") from None
+        leaves, python, unknown = _leaf_configs(tm, what)
     except JudgecalError:
         raise
-    except Exception as exc:  # lm-eval's own refusals (bad config values, templates, process_docs)
-        raise InputError(f"lm-eval could not build task {name!r}: {_one_line(exc)[:500]}",
-                         source=str(path) if path else None) from None
+    except Exception:  # noqa: BLE001 - lm-eval refuses the same config below, with its own reason
+        leaves, python, unknown = {}, True, []
+    for ref in unknown:
+        hit = [f for f in failures if ref in f.names]
+        if hit:
+            raise InputError(f"{name!r} lists {ref!r}: {hit[0].message} (this YAML defines {ref!r} and does not load)")
+    _check_planned(name, leaves, python, datasets_map, src)
+    notes = []
+    if failures:
+        notes.append(f"{len(failures)} YAML file(s) in the include path(s) do not load and were skipped "
+                     f"(lm-eval skips them silently): {_failure_line(failures)}")
+    set_lm_eval_seeds()
+    sources: dict[str, str] = {}
+    try:
+        with offline_data(data_dir, datasets_map, sources), quiet_lm_eval(warnings):
+            loaded = tm.load([what])
+    except DataNotFoundError as exc:
+        first = str(exc)
+        missing = _probe_missing(leaves, data_dir, datasets_map) if len(leaves) > 1 else []
+        if len(missing) > 1:
+            raise DataNotFoundError(_missing_line(name, leaves, missing, first)) from None
+        raise DataNotFoundError(f"lm-eval task {name!r}: {first}") from None
+    except JudgecalError:
+        raise
+    except (Exception, SystemExit) as exc:  # lm-eval's own refusals (bad config values, templates, process_docs)
+        hit = function_import_error(exc)
+        if hit is not None:
+            raise InputError(hit[1], source=hit[0] or src) from None
+        where = _user_frame(exc)
+        at = f" (at {where[0]}:{where[1]})" if where else ""
+        raise InputError(f"lm-eval could not build task {name!r}: {_one_line(exc)[:500]}{at}", source=src) from None
+    if datasets_map:
+        _check_dataset_keys(name, datasets_map, sources)
+    if data_dir is not None:
+        root = Path(data_dir).expanduser().resolve()
+        if not any(Path(v).expanduser().resolve().is_relative_to(root) for v in sources.values()
+                   if v != "the datasets cache"):
+            read = ", ".join(f"{k} from {v}" for k, v in sources.items()) or "nothing through datasets.load_dataset"
+            notes.append(f"--data-dir {data_dir} was not used: no task read a dataset from it (read: {read})")
     if not loaded["tasks"]:
         raise InputError(f"lm-eval task {name!r} has no tasks")
     bad = {n: t.OUTPUT_TYPE for n, t in loaded["tasks"].items() if t.OUTPUT_TYPE != "multiple_choice"}
     if bad:
         shown = ", ".join(f"{n} ({o})" for n, o in list(bad.items())[:5])
         raise InputError(f"judgecal mc scores output_type multiple_choice only; {len(bad)} task(s) of {name!r} are not: "
-                         f"{shown}", source=str(path) if path else None)
+                         f"{shown}", source=src)
     kind = "group" if name in loaded["groups"] else "task" if name in loaded["tasks"] and len(loaded["tasks"]) == 1 \
         else "tag"
-    return LoadedTasks(name, kind, loaded, path, config_sha256(loaded))
+    return LoadedTasks(name, kind, loaded, path, config_sha256(loaded), notes, sources)
 
 
 # ---------------------------------------------------------------- running
@@ -481,6 +891,42 @@ def apply_fewshot(lt: LoadedTasks, num_fewshot: int | None, fewshot_seed: int | 
     return notes
 
 
+def check_fewshot_pool(lt: LoadedTasks, option: str = "--num-fewshot") -> None:
+    """After :func:`apply_fewshot`: refuse (one line) a task whose few-shot pool is too small
+    for its num_fewshot, before any model is loaded (lm-eval would fail later with Python's
+    "Sample larger than population"). The pool is what lm-eval's sampler draws from (the
+    ``fewshot_split``, else training, validation or test docs; ``fewshot_config.samples``);
+    when it is the evaluation split itself lm-eval draws n + 1 and drops the document being
+    scored, so n + 1 are needed (the first_n sampler: n besides that document). Raises
+    InputError naming the option, the task, the split and its size."""
+    from lm_eval.api.samplers import FirstNSampler
+
+    for name, task in lt.tasks.items():
+        n = task.get_config("num_fewshot") or 0
+        if n <= 0:
+            continue
+        sampler = getattr(task, "sampler", None)
+        split = getattr(getattr(task, "fewshot_cfg", None), "split", None)
+        test_split = getattr(task.config, "test_split", None)
+        if sampler is None:
+            raise InputError(f"{option} {n}: task {name!r} has no few-shot documents (no fewshot_split, training, "
+                             "validation or test split)")
+        pool = len(sampler.df) if isinstance(sampler, FirstNSampler) else len(sampler.fewshot_docs())
+        same = split is not None and split == test_split
+        need = n + 1 if same else n
+        if pool < need:
+            if split is None and getattr(task.fewshot_cfg, "samples", None) is not None and task.config.fewshot_config:
+                where = "fewshot_config samples"
+            else:
+                split = split or (task.config.training_split if task.has_training_docs() else
+                                  task.config.validation_split if task.has_validation_docs() else test_split)
+                where = f"few-shot split {split!r}"
+            also = " (it is also the evaluation split: the scored document is left out, so n + 1 are needed)" \
+                if same else ""
+            raise InputError(f"{option} {n}: task {name!r} has only {pool} document(s) in its {where}{also}; "
+                             f"at most {pool - 1 if same else pool} shot(s) are possible")
+
+
 def run_tasks(lt: LoadedTasks, lm: Any, *, limit: int | None = None, apply_chat_template: bool = False,
               fewshot_as_multiturn: bool = False, system_instruction: str | None = None,
               bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS, warnings: Counter[str] | None = None) -> dict:
@@ -501,7 +947,15 @@ def run_tasks(lt: LoadedTasks, lm: Any, *, limit: int | None = None, apply_chat_
     except NotImplementedError as exc:
         raise InputError(f"lm-eval task {lt.name!r}: {_one_line(exc)}") from None
     except (ValueError, KeyError, TypeError, AssertionError, IndexError) as exc:
-        raise InputError(f"lm-eval could not run task {lt.name!r}: {_one_line(exc)[:500]}") from None
+        where = _user_frame(exc)
+        at = f" (at {where[0]}:{where[1]})" if where else ""
+        raise InputError(f"lm-eval could not run task {lt.name!r}: {_one_line(exc)[:500]}{at}") from None
+    except Exception as exc:  # a task's own function (doc_to_text, process_results) raising anything else
+        where = _user_frame(exc)
+        if where is None:
+            raise
+        raise InputError(f"lm-eval could not run task {lt.name!r}: {_one_line(exc)[:500]} "
+                         f"(at {where[0]}:{where[1]})") from None
 
 
 # ---------------------------------------------------------------- results -> judgecal
@@ -637,6 +1091,7 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
         notes.append(f"{count} item(s) {labels[why]}")
     for tname, why in fewshot_notes.items():
         notes.append(f"--num-fewshot not applied to {tname}: {why}")
+    notes.extend(lt.notes)
     if len(filters_seen) > 1:
         notes.append(f"tasks define several filters ({', '.join(sorted(filters_seen))}); items use the first of each task")
     if warnings:
@@ -650,13 +1105,33 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
         gap = top["acc_norm"]["value"] - top["acc"]["value"]
     diags["acc_norm_minus_acc"] = gap
     nf = {t: v["num_fewshot"] for t, v in by_task.items()}
+    docs_sha, docs_n = documents_sha256(lt)
     settings = {**settings, "num_fewshot": next(iter(nf.values())) if len(set(nf.values())) == 1 else nf,
+                "documents_sha256": docs_sha, "documents": docs_n, "data_sources": dict(lt.data_sources),
                 "task_config_sha256": lt.config_sha256, "requests_sha256": req_hash.hexdigest(),
                 "target_delimiter": _single({t: task.config.target_delimiter for t, task in lt.tasks.items()}),
                 "fewshot_delimiter": _single({t: task.config.fewshot_delimiter for t, task in lt.tasks.items()})}
     res = McResult(lt.name, model, backend, settings, items, top, diags)
     res.dataset_sha256 = doc_hash.hexdigest()
     return res
+
+
+def documents_sha256(lt: LoadedTasks) -> tuple[str, int]:
+    """SHA-256 of every evaluation document of every task (tasks in lm-eval's order, each
+    name then its documents' hashes as lm-eval computes ``doc_hash``: SHA-256 of the document's
+    JSON with indent 2), whatever ``--limit`` scored, and the number of documents. Two runs
+    with equal values read the same data, even when they scored different numbers of items."""
+    from lm_eval.utils import handle_non_serializable, hash_string
+
+    h = hashlib.sha256()
+    n = 0
+    for tname, task in lt.tasks.items():
+        h.update(tname.encode() + b"\0")
+        for doc in task.eval_docs:
+            h.update(hash_string(json.dumps(doc, indent=2, default=handle_non_serializable,
+                                            ensure_ascii=False)).encode() + b"\n")
+            n += 1
+    return h.hexdigest(), n
 
 
 def _single(values: Mapping[str, Any]) -> Any:
@@ -698,6 +1173,8 @@ def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, s
     warnings: Counter[str] = Counter()
     lt = load_tasks(spec, include_paths=include_paths, data_dir=data_dir, datasets_map=datasets_map,
                     warnings=warnings)
+    notes = apply_fewshot(lt, num_fewshot, fewshot_seed)
+    check_fewshot_pool(lt, "--num-fewshot" if num_fewshot is not None else "num_fewshot")
     if base_url is not None:
         if not endpoint_model:
             raise UsageError("--base-url needs the served model name (--model NAME)")
@@ -710,7 +1187,6 @@ def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, s
         model_name, backend = (str(model_folder) if model_folder is not None else "(loaded)"), "hf"
     if apply_chat_template and lm.tokenizer is not None and not getattr(lm.tokenizer, "chat_template", None):
         raise UsageError("--apply-chat-template: the model's tokenizer has no chat template")
-    notes = apply_fewshot(lt, num_fewshot, fewshot_seed)
     t0 = time.perf_counter()
     results = run_tasks(lt, lm, limit=limit, apply_chat_template=apply_chat_template,
                         fewshot_as_multiturn=fewshot_as_multiturn, system_instruction=system_instruction,
