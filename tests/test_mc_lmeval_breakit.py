@@ -382,3 +382,19 @@ def test_task_function_raising_while_requests_are_built_names_its_line(hub, fold
                 "--task", str(y), "--data-dir", str(hub), "--limit", "2")
     assert _one_line_error(r) == (f"error: lm-eval could not run task 't_fnreq': RuntimeError: no text "
                                   f"(at {utils.resolve()}:3)\n")
+
+
+def test_group_yaml_file_builds_its_members(hub, tmp_path):
+    """A group config given as a file (lm-eval's TaskManager.load of the group dict passed the
+    whole group config, aggregate_metric_list included, to each member's TaskConfig)."""
+    g = _write(tmp_path / "grp" / "g.yaml", "group: my_group\ntask:\n  - arc_easy\n  - arc_challenge\n"
+                                            "aggregate_metric_list:\n  - metric: acc\n")
+    lt = LT.load_tasks(g, data_dir=hub)
+    assert (lt.name, lt.kind, list(lt.tasks)) == ("my_group", "group", ["arc_easy", "arc_challenge"])
+    assert lt.groups["my_group"].to_dict()["aggregate_metric_list"] == [
+        {"metric": "acc", "filter_list": None, "aggregation": "mean", "weight_by_size": True}]
+    assert lt.data_sources == {"allenai/ai2_arc": str(hub / "allenai" / "ai2_arc")}
+    bad = _write(tmp_path / "grp2" / "g.yaml", "group: my_group2\ntask:\n  - arc_easy\n  - arc_esy\n")
+    with pytest.raises(InputError, match=r"g\.yaml: group 'my_group2' lists 'arc_esy', which is no lm-eval task, "
+                                         r"group or tag \(closest: arc_easy"):
+        LT.load_tasks(bad, data_dir=hub)

@@ -150,7 +150,8 @@ def _user_frame(exc: BaseException) -> tuple[str, int] | None:
         f = frame.f_code.co_filename
         if not f.endswith(".py"):
             continue
-        if f.startswith(tasks) or not any(f.startswith(d + os.sep) for d in skip):
+        task_module = f.startswith(tasks) and os.sep in f[len(tasks):]  # lm_eval/tasks/<task>/utils.py
+        if task_module or not any(f.startswith(d + os.sep) for d in skip):
             found = (f, line)
     return found
 
@@ -792,6 +793,15 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
         name = str(cfg.get("group") if group else cfg.get("task") or cfg.get("group"))
         what: Any = cfg
         src = str(path)
+        if group:  # by name from the file's own folder (an include path here): lm-eval builds a group dict's
+            # members with the whole group config as their overrides (aggregate_metric_list -> TaskConfig)
+            entry = tm.task_index.get(name)
+            if entry is None or entry.yaml_path is None or entry.yaml_path.resolve() != path.resolve():
+                failing = [f for f in getattr(tm, "judgecal_load_failures", []) if f.path.resolve() == path.resolve()]
+                raise InputError(failing[0].message if failing else
+                                 f"group {name!r} is defined twice in {path.resolve().parent}; "
+                                 f"lm-eval's index took {entry.yaml_path if entry else None}", source=src)
+            what = name
     else:
         tm = task_manager(include_paths)
         failures = list(getattr(tm, "judgecal_load_failures", []))
@@ -825,6 +835,10 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
         hit = [f for f in failures if ref in f.names]
         if hit:
             raise InputError(f"{name!r} lists {ref!r}: {hit[0].message} (this YAML defines {ref!r} and does not load)")
+        close = difflib.get_close_matches(ref, list(tm.task_index), n=3)
+        raise InputError(f"group {name!r} lists {ref!r}, which is no lm-eval task, group or tag"
+                         + (f" (closest: {', '.join(close)})" if close else "")
+                         + " (lm-eval would build it as an empty inline task)", source=src)
     _check_planned(name, leaves, python, datasets_map, src)
     notes = []
     if failures:
