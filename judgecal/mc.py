@@ -239,10 +239,11 @@ def _item_sets(a: Mapping[str, Any], b: Mapping[str, Any], same_dataset: bool) -
     if same_dataset and na == nb:
         return None
     sa, sb = a.get("settings") or {}, b.get("settings") or {}
-    count = f"{na} vs {nb} items" + (f", --limit {sa.get('limit')} vs {sb.get('limit')}"
-                                     if sa.get("limit") != sb.get("limit") else "")
+    limits = f"--limit {sa.get('limit')} vs {sb.get('limit')}" if sa.get("limit") != sb.get("limit") else ""
+    count = f"{na} vs {nb} items" + (f", {limits}" if limits else "")
     if same_dataset:
-        return f"the runs scored different numbers of items of the same dataset ({count})"
+        return f"the runs scored different numbers of items ({na} vs {nb}) of the same dataset" + (
+            f" ({limits})" if limits else "")
     lm_eval = sa.get("task_format") == "lm-eval" and sb.get("task_format") == "lm-eval"
     if not lm_eval:
         return f"the runs scored different dataset files (SHA-256 differs; {count}): deltas mix items"

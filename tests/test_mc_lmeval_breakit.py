@@ -316,7 +316,7 @@ def test_item_set_wording():
 
     assert mc._item_sets(run(5, "a"), run(5, "a"), True) is None
     assert mc._item_sets(run(2, "f", "jsonl", 2), run(5, "f", "jsonl", 5), True) == (
-        "the runs scored different numbers of items of the same dataset (2 vs 5 items, --limit 2 vs 5)")
+        "the runs scored different numbers of items (2 vs 5) of the same dataset (--limit 2 vs 5)")
     assert mc._item_sets(run(5, "f", "jsonl"), run(5, "g", "jsonl"), False).startswith(
         "the runs scored different dataset files (SHA-256 differs; 5 vs 5 items)")
     assert mc._item_sets(run(5, "a", docs="D"), run(5, "b", docs="E"), False).startswith(
