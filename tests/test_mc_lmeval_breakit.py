@@ -27,7 +27,6 @@ lm_eval = pytest.importorskip("lm_eval")
 from judgecal.loglik import lmeval_tasks as LT  # noqa: E402
 from test_mc_lmeval_layout import DATA, build_hub_mirror  # noqa: E402
 
-needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"real data folder absent: {DATA}")
 
 
 @pytest.fixture(scope="module")
