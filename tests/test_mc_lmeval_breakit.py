@@ -28,7 +28,6 @@ from judgecal.loglik import lmeval_tasks as LT  # noqa: E402
 from test_mc_lmeval_layout import DATA, build_hub_mirror  # noqa: E402
 
 
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory) -> Path:
     if not DATA.exists():
