@@ -522,19 +522,7 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit, tokenizer=tokenizer,
                                     n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor, p_bounds=tuple(p_bounds),
                                     signed=signed, lc_weights=lc_weights, compare_to=compare_to, compare_column=compare_column)
-        if fmt == "json":
-            emit_json(board)
-        elif fmt == "markdown":
-            click.echo(winboard.winboard_markdown(board))
-        elif fmt == "csv":
-            _emit_csv(board["rows"])
-            for line in winboard.footer_lines(board):
-                warn(line)
-        else:
-            for t in winboard.winboard_tables(board):
-                out.print(t)
-            for line in winboard.footer_lines(board):
-                click.echo(line)
+        _print_board(board, fmt, winboard.winboard_tables, winboard.winboard_markdown, winboard.footer_lines)
         return
     bad = sorted(given & winrate_only)
     if bad:
@@ -545,17 +533,24 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
                               n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference,
                               calibration_from=calibration_from)
+    _print_board(board, fmt, lambda b: [render.leaderboard_table(b)], render.leaderboard_markdown, render.left_out_lines)
+
+
+def _print_board(board: dict, fmt: str, tables, markdown, footer) -> None:
+    """A leaderboard in ``fmt``; the footer lines (notes, rows left out) follow the table, sit
+    in the Markdown and JSON themselves, and go to stderr with CSV."""
     if fmt == "json":
         emit_json(board)
     elif fmt == "markdown":
-        click.echo(render.leaderboard_markdown(board))
+        click.echo(markdown(board))
     elif fmt == "csv":
         _emit_csv(board["rows"])
-        for line in render.left_out_lines(board):
+        for line in footer(board):
             warn(line)
     else:
-        out.print(render.leaderboard_table(board))
-        for line in render.left_out_lines(board):
+        for t in tables(board):
+            out.print(t)
+        for line in footer(board):
             click.echo(line)
 
 
