@@ -23,6 +23,7 @@ from judgecal.calibrate import glm_lc
 from judgecal.calibrate.ranking import ranks
 from judgecal.calibrate.winrate import bootstrap_over_items, discrete_win_rate, rank_correlation, win_rate
 from judgecal.calibrate.winrate_penalty import DEFAULT_FLOOR, DEFAULT_P_BOUNDS, fit_penalty, implied_verbosity_win_rate
+from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
@@ -51,7 +52,7 @@ def _pick_judge(s, judge: str | None) -> m.Judge:
     return found[0]
 
 
-def _pick_family(s, families: list[str], judge_id: int, baseline: str) -> tuple[int, str]:
+def _pick_family(s, families: list[str]) -> tuple[int, str]:
     if len(families) > 1:
         raise UsageError("win-rate mode takes one --task-family at a time")
     if families:
@@ -176,30 +177,27 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     engine = get_engine(url)
     with session_scope(engine) as s:
         jrow = _pick_judge(s, judge)
-        fid, fam = _pick_family(s, list(families or []), jrow.id, baseline)
+        fid, fam = _pick_family(s, list(families or []))
         data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars")
         if not data.rows:
             known = sorted(s.scalars(select(m.Response.model).join(m.Item, m.Item.id == m.Response.item_id)
                                      .where(m.Item.task_family_id == fid).distinct()))
             hint = "" if baseline in known else f" (no model {baseline!r} in {fam}; models: {', '.join(known[:10])}{'...' if len(known) > 10 else ''})"
             raise NotFoundError(f"no verdicts of judge {jrow.name!r} against baseline {baseline!r} in {fam}{hint}")
-        if length_unit != "chars":
-            ids = sorted({r["response_id"] for r in data.rows} | {r["baseline_response_id"] for r in data.rows})
-            lens = vq._lengths(s, ids, length_unit, tokenizer)
-            missing = [i for i in ids if i not in lens]
-            if missing:
-                from judgecal.tokens import fill_lengths
-
-                engine.dispose()
-                fill_lengths(tokenizer, url, response_ids=missing)
-                with session_scope(get_engine(url)) as s2:
-                    lens = vq._lengths(s2, ids, length_unit, tokenizer)
-            unit_len = {i: lens.get(i) for i in ids}
-        else:
-            unit_len = None
+        ids = sorted({r["response_id"] for r in data.rows} | {r["baseline_response_id"] for r in data.rows})
+        unit_len = boarddata.lengths(s, ids, length_unit, tokenizer) if length_unit != "chars" else None
         gamed_models = [baseline + VERBOSE, baseline + CONCISE]
         gamed_outputs = vq.model_outputs(s, fid, [baseline] + gamed_models, "chars")
     engine.dispose()
+    missing = [i for i in ids if i not in unit_len] if unit_len is not None else []
+    if missing:  # token lengths not stored yet: fill them (as `judgecal lengths` does), then read them
+        from judgecal.tokens import fill_lengths
+
+        fill_lengths(tokenizer, url, response_ids=missing)
+        engine = get_engine(url)
+        with session_scope(engine) as s:
+            unit_len = boarddata.lengths(s, ids, length_unit, tokenizer)
+        engine.dispose()
     # thousands of tiny L-BFGS-B problems: BLAS threads only add synchronisation (measured 4x
     # slower with 2 threads on a busy 2-core machine), so the fits run single-threaded
     with threadpool_limits(1):
@@ -282,7 +280,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         sel = np.flatnonzero(model == mcode[mm])
         lc = glm_lc.fit_lc(pref[sel], tanh_len[sel], difficulty[item[sel]], gamed=[] if mm == baseline else gamed)
         raw_wr, raw_ci = bootstrap_over_items(pref[sel], n_bootstrap, seed)
-        lc_wr, lc_ci = bootstrap_over_items(lc.p_lc, n_bootstrap, seed)
+        _, lc_ci = bootstrap_over_items(lc.p_lc, n_bootstrap, seed)
         cal_wr, cal_ci = bootstrap_over_items(pen.p_cal[sel], n_bootstrap, seed)
         lc_wr = lc.lc_win_rate
         per_model_pred[mm] = {"items": item[sel], "raw": smooth.p_cal[sel], "lc": lc.p_lc, "calibrated": pen.p_cal[sel]}

@@ -43,11 +43,14 @@ def board(alpaca_db, data_dir):
                                lc_weights=data_dir / "alpaca_eval" / "length_controlled_v1_weights.csv")
 
 
-def test_import_counts_quirks(alpaca_db):
+def test_import_counts_quirks(alpaca_db, data_dir):
     _, res = alpaca_db
-    # 25 models against the baseline; alpaca-7b_concise 804, alpaca-7b_verbose 802, phi-2 803 rows
-    assert res["added"]["pairwise_judgment"] == 25 * 805 - 1 - 3 - 2
-    assert res["skipped"]["the baseline compared with itself (win rate 50% by construction)"]["count"] == 805
+    n = {f.parent.parent.name: len(json.loads(f.read_text()))
+         for f in (data_dir / "alpaca_eval" / "results").glob("*/*/annotations.json")}
+    # every record of the 25 other models (alpaca-7b_concise 804, alpaca-7b_verbose 802, phi-2 803 rows)
+    assert (n["alpaca-7b_concise"], n["alpaca-7b_verbose"], n["phi-2"]) == (804, 802, 803)
+    assert res["added"]["pairwise_judgment"] == sum(v for k, v in n.items() if k != BASELINE)
+    assert res["skipped"]["the baseline compared with itself (win rate 50% by construction)"]["count"] == n[BASELINE]
     assert any("'example'" in w and "NullModel" in w for w in res["warnings"])
 
 
@@ -84,7 +87,8 @@ def test_verbosity_spreads_shrink(board, data_dir):
     pub = _published(data_dir)
     spreads = {s["family"]: s for s in board["verbosity_spreads"]}
     g = spreads["gpt-3.5-turbo-1106"]
-    assert g["spread_raw"] == pytest.approx(12.7631 - 7.41586, abs=0.01)
+    published = float(pub["gpt-3.5-turbo-1106_verbose"]["win_rate"]) - float(pub["gpt-3.5-turbo-1106_concise"]["win_rate"])
+    assert g["spread_raw"] == pytest.approx(published, abs=0.01)
     assert g["spread_calibrated"] < g["spread_raw"]
     for stem in ("gpt-3.5-turbo-1106", "alpaca-7b"):
         theirs = float(pub[f"{stem}_verbose"]["length_controlled_winrate"]) - float(pub[f"{stem}_concise"]["length_controlled_winrate"])
@@ -189,3 +193,21 @@ def test_markdown_escapes_hostile_model_names(sqlite_url, tmp_path, run_cli):
     r = run_cli("--database-url", sqlite_url, "leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "markdown")
     assert r.exit_code == 0, r
     assert "<script>" not in r.stdout and "&lt;script&gt;" in r.stdout and "\\*\\*c\\*\\*" in r.stdout
+
+
+def test_length_units_and_token_lengths_filled(sqlite_url, tmp_path, run_cli):
+    """--length-unit words reads stored lengths; tokens under a tokenizer with no stored lengths
+    fills them first (the `words` tokenizer: whitespace words), giving the same fit."""
+    res = tmp_path / "results"
+    _write(res / "m1" / "judgeX" / "annotations.json", [_rec(i, [1.0, 1.25, 1.9, 1.5, 1.1][i]) for i in range(5)])
+    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", sqlite_url, "import", "alpaca-eval", str(res)).exit_code == 0
+    out = {}
+    for unit in (["--length-unit", "words"], ["--length-unit", "tokens", "--tokenizer", "words"]):
+        r = run_cli("--database-url", sqlite_url, "leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "json", *unit)
+        assert r.exit_code == 0, r
+        out[unit[1]] = json.loads(r.stdout)
+    assert out["words"]["length_unit"] == "words" and out["tokens"]["tokenizer"] == "words"
+    assert out["tokens"]["calibration"]["gamma"] == pytest.approx(out["words"]["calibration"]["gamma"])
+    r = run_cli("--database-url", sqlite_url, "stats", "--format", "json")
+    assert r.exit_code == 0

@@ -20,23 +20,17 @@ class BaselineVerdicts:
 
     ``rows``: one dict per (model, item): model, item_id, pref (mean P(model preferred) over the
     verdicts' samples and orders, None when none is usable), n_verdicts, len_model,
-    len_baseline (in ``unit``; None when unknown), text_sha256 of the model's answer, positions
-    (set of 'ab'/'ba'/'na'). ``left_out``: {reason: count} of verdict rows not used."""
+    len_baseline (in ``unit``; None when unknown), text_sha256 of the model's answer, the two
+    response ids. ``left_out``: {reason: count} of verdict rows not used."""
 
     rows: list[dict] = field(default_factory=list)
     left_out: dict[str, int] = field(default_factory=dict)
-    missing_lengths: list[int] = field(default_factory=list)
 
 
 def judges_with_verdicts(s: Session) -> list[m.Judge]:
     """Judges that have at least one pairwise verdict, by id."""
     ids = select(m.PairwiseJudgment.judge_id).distinct()
     return list(s.scalars(select(m.Judge).where(m.Judge.id.in_(ids)).order_by(m.Judge.id)))
-
-
-def _lengths(s: Session, ids: list[int], unit: str, tokenizer: str | None) -> dict[int, float]:
-    """{response id: length in unit} (:func:`judgecal.db.boarddata.lengths`)."""
-    return boarddata.lengths(s, ids, unit, tokenizer)
 
 
 def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, unit: str = "chars",
@@ -48,7 +42,7 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     RA, RB = aliased(m.Response), aliased(m.Response)
     PJ = m.PairwiseJudgment
     q = (
-        select(PJ.status, PJ.preference, PJ.position, RA.id, RA.model, RA.text_sha256, RB.id, RB.model, RB.text_sha256, RA.item_id)
+        select(PJ.status, PJ.preference, RA.id, RA.model, RA.text_sha256, RB.id, RB.model, RB.text_sha256, RA.item_id)
         .join(RA, RA.id == PJ.response_a_id)
         .join(RB, RB.id == PJ.response_b_id)
         .join(m.Item, m.Item.id == RA.item_id)
@@ -60,7 +54,7 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     def leave(reason: str) -> None:
         out.left_out[reason] = out.left_out.get(reason, 0) + 1
 
-    for status, pref, pos, ida, ma, sha_a, idb, mb, sha_b, item in s.execute(q):
+    for status, pref, ida, ma, sha_a, idb, mb, sha_b, item in s.execute(q):
         if ma == baseline and mb == baseline:
             leave("the baseline against itself")
             continue
@@ -75,17 +69,15 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
         else:
             model, mid, sha, bid, p = ma, ida, sha_a, idb, pref
         cur = acc.setdefault((model, item), {"model": model, "item_id": item, "sum": 0.0, "n_verdicts": 0,
-                                             "resp": mid, "base": bid, "text_sha256": sha, "positions": set()})
+                                             "resp": mid, "base": bid, "text_sha256": sha})
         cur["sum"] += p
         cur["n_verdicts"] += 1
-        cur["positions"].add(pos)
     ids = sorted({r["resp"] for r in acc.values()} | {r["base"] for r in acc.values()})
-    lens = _lengths(s, ids, unit, tokenizer)
-    out.missing_lengths = [i for i in ids if i not in lens]
+    lens = boarddata.lengths(s, ids, unit, tokenizer)
     for r in acc.values():
         out.rows.append({"model": r["model"], "item_id": r["item_id"], "pref": r["sum"] / r["n_verdicts"],
                          "n_verdicts": r["n_verdicts"], "len_model": lens.get(r["resp"]), "len_baseline": lens.get(r["base"]),
-                         "text_sha256": r["text_sha256"], "positions": sorted(r["positions"]),
+                         "text_sha256": r["text_sha256"],
                          "response_id": r["resp"], "baseline_response_id": r["base"]})
     out.rows.sort(key=lambda r: (r["model"], r["item_id"]))
     return out
@@ -142,7 +134,7 @@ def model_outputs(s: Session, family_id: int, models: list[str], unit: str = "ch
     ids: dict[str, dict[int, int]] = {}
     for model, item, rid in s.execute(q):
         ids.setdefault(model, {}).setdefault(item, rid)
-    lens = _lengths(s, [r for d in ids.values() for r in d.values()], unit, tokenizer)
+    lens = boarddata.lengths(s, [r for d in ids.values() for r in d.values()], unit, tokenizer)
     return {model: {item: lens[r] for item, r in d.items() if r in lens} for model, d in ids.items()}
 
 

@@ -35,6 +35,7 @@ from judgecal.importers.records import (
     ImportBatch,
     JudgeSpec,
     RespRef,
+    Seen,
     check_family,
     read_json_array,
 )
@@ -144,7 +145,7 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
     named = [o.get("annotator") for _, o in records if isinstance(o, dict) and isinstance(o.get("annotator"), str) and o.get("annotator")]
     default_annotator = named[0] if named else (path.parent.name if folder_model else "alpaca_eval")
     unnamed: list[int] = []
-    seen: dict[tuple[str, str, str], tuple[int, float | None]] = {}
+    seen = Seen()
     renamed: dict[str, list[int]] = {}
     judges: dict[str, JudgeSpec] = {}
     for line, obj in records:
@@ -163,15 +164,9 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
             unnamed.append(line)
             annotator = default_annotator
         pref = _preference(f)
-        key = (annotator, model, instruction)
-        if key in seen:
-            first, first_pref = seen[key]
-            if first_pref != pref:
-                raise f.fail(f"a second verdict of {annotator!r} on {model!r} for this instruction "
-                             f"(first at line {first}) with another preference ({first_pref} vs {pref})")
+        if not seen.check(f, (annotator, model, instruction), pref, "verdict", same="annotator, model and instruction"):
             batch.skip("the same verdict appears twice in the file (first kept)", f"{path}:{line}")
             continue
-        seen[key] = (line, pref)
         b = batch.add_response(RespRef(family, instruction, base, f.text("output_1")))
         a = batch.add_response(RespRef(family, instruction, model, f.text("output_2")))
         if model == base:

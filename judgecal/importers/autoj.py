@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, read_jsonl, check_family
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_jsonl
 
 LABELS = {"0": "a", "1": "b", "2": "tie"}
 
@@ -26,7 +26,7 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
     path = Path(path)
     batch = ImportBatch(source=f"autoj/{path.name}")
     n = 0
-    seen: dict[tuple[str, str, str, str], tuple[str, int]] = {}  # (family, prompt, r1, r2) -> (label, line)
+    seen = Seen()
     for line, obj in read_jsonl(path):
         f = Fields(obj, str(path), line)
         fam = family or f"autoj/{f.text('scenario', allow_empty=False).strip()}"  # --task-family: scenario unused
@@ -38,13 +38,9 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
         if r1 == r2:
             batch.skip("the two responses are identical (no preference to learn from)", f"{path}:{line}")
             continue
-        key = (fam, prompt, r1, r2)
-        if key in seen:
-            if seen[key][0] != label:
-                raise f.fail(f"the same pair has label {obj.get('label')!r} here but another label at line {seen[key][1]}")
+        if not seen.check(f, (fam, prompt, r1, r2), label, "label", same="prompt and responses"):
             batch.skip("the same labelled pair repeated in the file (first kept)", f"{path}:{line}")
             continue
-        seen[key] = (label, line)
         a = batch.add_response(RespRef(fam, prompt, "autoj/response_1", r1))
         b = batch.add_response(RespRef(fam, prompt, "autoj/response_2", r2))
         batch.pair_labels.append((a, b, label, "autoj-human", batch.source))
