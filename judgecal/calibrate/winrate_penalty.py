@@ -41,6 +41,13 @@ DEFAULT_P_BOUNDS = (1.0, 1.5)
 GAMMA_MAX = 50.0
 
 
+def _check(floor: float, p: float) -> None:
+    if not 0 < floor <= 1:
+        raise UsageError(f"the short-side floor must be a length ratio in (0, 1], got {floor}")
+    if not p > 0:
+        raise UsageError(f"p must be positive, got {p}")
+
+
 def pair_penalty(len_model, len_baseline, p: float, floor: float = DEFAULT_FLOOR) -> np.ndarray:
     """sign(r) * |r|^p with r = max(ln(L_m / L_b), ln(floor)); lengths floored at 1 unit.
 
@@ -50,10 +57,7 @@ def pair_penalty(len_model, len_baseline, p: float, floor: float = DEFAULT_FLOOR
     Returns: shape (n,) penalty in units of |ln ratio|^p (nats^p).
     Raises: UsageError for floor outside (0, 1] or p <= 0.
     Source: DESIGN.md seed formula with L_ref = the baseline's length on the same item."""
-    if not 0 < floor <= 1:
-        raise UsageError(f"the short-side floor must be a length ratio in (0, 1], got {floor}")
-    if not p > 0:
-        raise UsageError(f"p must be positive, got {p}")
+    _check(floor, p)
     lm = np.maximum(np.asarray(len_model, dtype=float), 1.0)
     lb = np.maximum(np.asarray(len_baseline, dtype=float), 1.0)
     r = np.maximum(np.log(lm / lb), np.log(floor))
@@ -102,7 +106,7 @@ def fit_penalty(model, pref, len_model, len_baseline, difficulty, n_models: int,
     mo, yo, do = m[ok], y[ok], d[ok]
     lmo, lbo = np.asarray(len_model, dtype=float)[ok], np.asarray(len_baseline, dtype=float)[ok]
     M = n_models
-    pair_penalty(lmo[:1], lbo[:1], lo, floor)  # validates floor and p
+    _check(floor, lo)
     r = np.maximum(np.log(np.maximum(lmo, 1.0) / np.maximum(lbo, 1.0)), np.log(floor))
     if no_short_credit is not None:
         r = np.where(np.asarray(no_short_credit, dtype=bool)[ok], np.maximum(r, 0.0), r)
