@@ -5,30 +5,45 @@ and a database error rolls the transaction back, so an import is all or nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import DatabaseError
-from judgecal.db.ingest import write_batch
+from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch
 
 
 def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
-    """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "source": ...}."""
+    """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "skipped": {...}, "source": ...}."""
+    return import_batches(batch.source, [batch], url)
+
+
+def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None = None) -> dict:
+    """Write ``batches`` (one per file, parsed while earlier ones are written) in ONE
+    transaction: an error raised while parsing or writing any of them rolls everything back.
+    Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}}, "source": ...}."""
     engine = get_engine(url)
+    warnings: list[str] = []
+    skipped_at: dict[str, list[str]] = {}
     try:
         with session_scope(engine) as session:
-            added = write_batch(session, batch)
+            writer = Writer(session)
+            for batch in batches:
+                writer.write(batch)
+                warnings.extend(batch.warnings)
+                for reason, where in batch.skipped.items():
+                    skipped_at.setdefault(reason, []).extend(where)
     except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise DatabaseError(f"{batch.source}: the database refused the import, nothing was written: {reason}") from None
+        raise DatabaseError(f"{source}: the database refused the import, nothing was written: {reason}") from None
     finally:
         engine.dispose()
-    skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in batch.skipped.items()}
-    return {"source": batch.source, "added": added, "warnings": batch.warnings, "skipped": skipped}
+    skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
+    return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
@@ -60,10 +75,15 @@ def import_pandalm(path: Path, family: str | None = None, url: str | None = None
     return import_batch(pandalm.parse(Path(path), family or "pandalm"), url)
 
 
-def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None, url: str | None = None) -> dict:
+def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None,
+                       url: str | None = None, *, workers: int | None = None) -> dict:
     """Import AlpacaEval model_outputs.json / annotations.json files or results folders, and
-    verbosity pairs. Family default: ``alpaca_eval``."""
-    return import_batch(alpaca_eval.parse(list(paths), family or "alpaca_eval", list(pairs)), url)
+    verbosity pairs. Family default: ``alpaca_eval``. Files are parsed by up to ``workers``
+    processes while earlier ones are written (None: automatic, 0: none;
+    :mod:`judgecal.importers.parallel`)."""
+    family = family or "alpaca_eval"
+    alpaca_eval.check_family(family)  # before the database is opened
+    return import_batches("alpaca_eval", alpaca_eval.batches(list(paths), family, list(pairs), workers=workers), url)
 
 
 def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, url: str | None = None) -> dict:

@@ -22,88 +22,115 @@ def lengths(text: str) -> dict[str, int]:
     return {"n_bytes": len(text.encode("utf-8")), "n_chars": len(text), "n_words": len(text.split())}
 
 
+_META_MEMO: dict[str, tuple[str, int, int, int]] = {}
+_META_MEMO_MAX = 50_000  # texts remembered by one process (a baseline's answers repeat in every file)
+
+
+def text_meta(text: str) -> tuple[str, int, int, int]:
+    """(text SHA-256, n_bytes, n_chars, n_words) of a response text, remembered for the
+    texts met last in this process (:data:`_META_MEMO_MAX`)."""
+    found = _META_MEMO.get(text)
+    if found is None:
+        n = lengths(text)
+        found = (q.sha256_text(text), n["n_bytes"], n["n_chars"], n["n_words"])
+        if len(_META_MEMO) >= _META_MEMO_MAX:
+            _META_MEMO.clear()
+        _META_MEMO[text] = found
+    return found
+
+
+def prepare(batch: ImportBatch) -> None:
+    """Compute every response's text SHA-256 and lengths into ``batch.response_meta`` (done
+    by a parsing process, so that the writing one does not)."""
+    meta = batch.response_meta
+    for ref in batch.responses:
+        if ref not in meta:
+            meta[ref] = text_meta(ref.text)
+
+
 def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
     """Insert everything in ``batch`` that is not there yet; {table: rows added}."""
-    now = m.utcnow()
-    added: dict[str, int] = {}
-    families = {fam for fam, _ in batch.items} | {r.family for r in batch.responses}
-    existing = set(q.family_ids(session, None))
-    fam_ids = {fam: q.family_id(session, fam, create=True) for fam in sorted(families)}
-    added["task_family"] = len(set(fam_ids.values()) - existing)
+    writer = Writer(session)
+    writer.write(batch)
+    return writer.added
 
-    item_rows = []
-    for (fam, prompt), extra in batch.items.items():
-        item_rows.append(
-            {
-                "task_family_id": fam_ids[fam],
-                "prompt": prompt,
-                "prompt_sha256": q.sha256_text(prompt),
-                "external_id": extra["external_id"],
-                "reference": extra["reference"],
-                "source": batch.source,
-                "created_at": now,
-            }
-        )
-    added["item"] = q.insert_ignore(session, m.Item, item_rows)
-    item_of: dict[tuple[str, str], int] = {}
-    for fam, fid in fam_ids.items():
-        hashes = {r["prompt_sha256"]: r["prompt"] for r in item_rows if r["task_family_id"] == fid}
-        for sha, iid in q.item_ids(session, fid, hashes).items():
-            item_of[(fam, hashes[sha])] = iid
 
-    resp_rows = []
-    key_of_ref: dict[RespRef, tuple[int, str, str]] = {}
-    for ref in batch.responses:
-        key = (item_of[(ref.family, ref.prompt)], ref.model, q.sha256_text(ref.text))
-        key_of_ref[ref] = key
-        resp_rows.append(
-            {"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": key[2], "created_at": now, **lengths(ref.text)}
-        )
-    added["response"] = q.insert_ignore(session, m.Response, resp_rows)
-    needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
-    ids = q.response_ids(session, key_of_ref.values()) if needs_ids else {}
+class Writer:
+    """Writes the ImportBatches of one import (one per file) in one session/transaction,
+    remembering the ids of families, items, responses and judges met in earlier batches (a
+    baseline's answers repeated in every annotations file are inserted and looked up once).
+    ``added``: {table: rows added} over every batch written."""
 
-    def rid(ref: RespRef) -> int:
-        return ids[key_of_ref[ref]]
+    def __init__(self, session: Session):
+        self.session = session
+        self.added: dict[str, int] = dict.fromkeys(
+            ("task_family", "item", "response", "expert_label", "rating", "verbosity_pair", "pairwise_judgment"), 0)
+        self.fam_ids: dict[str, int] = {}
+        self.item_of: dict[tuple[str, str], int] = {}
+        self.resp_ids: dict[RespRef, int] = {}
+        self.judges: dict[JudgeSpec, int] = {}
 
-    label_rows: list[dict[str, Any]] = []
-    for a, b, pref, annotator, source in batch.pair_labels:
-        ra, rb = rid(a), rid(b)
-        label_rows.append(
-            {
-                "label_key": q.key_of("pairwise", ra, rb, annotator, source),
-                "kind": "pairwise",
-                "response_a_id": ra,
-                "response_b_id": rb,
-                "preference": pref,
-                "annotator": annotator,
-                "source": source,
-                "created_at": now,
-            }
-        )
-    for ref, score, lo, hi, annotator, source in batch.point_labels:
-        r = rid(ref)
-        label_rows.append(
-            {
-                "label_key": q.key_of("pointwise", r, annotator, source),
-                "kind": "pointwise",
-                "response_id": r,
-                "score": score,
-                "scale_min": lo,
-                "scale_max": hi,
-                "annotator": annotator,
-                "source": source,
-                "created_at": now,
-            }
-        )
-    added["expert_label"] = _insert_labels(session, label_rows)
+    def _count(self, table: str, n: int) -> None:
+        self.added[table] += n
 
-    judges: dict[JudgeSpec, int] = {}
+    def write(self, batch: ImportBatch) -> None:
+        """Insert everything in ``batch`` that is not there yet (counted in ``added``)."""
+        session, now = self.session, m.utcnow()
+        families = ({fam for fam, _ in batch.items} | {r.family for r in batch.responses}) - set(self.fam_ids)
+        if families:
+            existing = set(q.family_ids(session, None))
+            for fam in sorted(families):
+                self.fam_ids[fam] = q.family_id(session, fam, create=True)
+            self._count("task_family", len({self.fam_ids[f] for f in families} - existing))
+        fam_ids = self.fam_ids
 
-    def judge_id(spec: JudgeSpec) -> int:
-        if spec not in judges:
-            judges[spec] = q.get_or_create_judge(
-                session,
+        item_rows = []
+        for (fam, prompt), extra in batch.items.items():
+            if (fam, prompt) in self.item_of:
+                continue
+            item_rows.append(
+                {
+                    "task_family_id": fam_ids[fam],
+                    "prompt": prompt,
+                    "prompt_sha256": q.sha256_text(prompt),
+                    "external_id": extra["external_id"],
+                    "reference": extra["reference"],
+                    "source": batch.source,
+                    "created_at": now,
+                }
+            )
+        self._count("item", q.insert_ignore(session, m.Item, item_rows))
+        item_of = self.item_of
+        for fam, fid in fam_ids.items():
+            hashes = {r["prompt_sha256"]: r["prompt"] for r in item_rows if r["task_family_id"] == fid}
+            if hashes:
+                for sha, iid in q.item_ids(session, fid, hashes).items():
+                    item_of[(fam, hashes[sha])] = iid
+
+        resp_rows = []
+        key_of_ref: dict[RespRef, tuple[int, str, str]] = {}
+        meta = batch.response_meta
+        for ref in batch.responses:
+            if ref in self.resp_ids:
+                continue
+            sha, n_bytes, n_chars, n_words = meta.get(ref) or text_meta(ref.text)
+            key = (item_of[(ref.family, ref.prompt)], ref.model, sha)
+            key_of_ref[ref] = key
+            resp_rows.append({"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": sha,
+                              "created_at": now, "n_bytes": n_bytes, "n_chars": n_chars, "n_words": n_words})
+        self._count("response", q.insert_ignore(session, m.Response, resp_rows))
+        needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
+        if needs_ids and key_of_ref:
+            ids = q.response_ids(session, key_of_ref.values())
+            for ref, key in key_of_ref.items():
+                self.resp_ids[ref] = ids[key]
+        rid = self.resp_ids.__getitem__
+        self._write_rest(batch, rid, now)
+
+    def _judge_id(self, spec: JudgeSpec) -> int:
+        if spec not in self.judges:
+            self.judges[spec] = q.get_or_create_judge(
+                self.session,
                 name=spec.name,
                 model=spec.model,
                 endpoint=spec.endpoint,
@@ -114,65 +141,100 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
                 scale_min=spec.scale_min,
                 scale_max=spec.scale_max,
             ).id
-        return judges[spec]
+        return self.judges[spec]
 
-    rating_rows = []
-    for r in batch.ratings:
-        rating_rows.append(
-            {
-                "response_id": rid(r["response"]),
-                "judge_id": judge_id(r["judge"]),
-                "sample_index": r["sample_index"],
-                "status": r["status"],
-                "score": r["score"],
-                "raw_output": r["raw_output"],
-                "error": r["error"],
-                "attempts": 0,
-                "created_at": now,
-                "updated_at": now,
-            }
-        )
-    added["rating"] = q.insert_ignore(session, m.Rating, rating_rows)
+    def _write_rest(self, batch: ImportBatch, rid, now) -> None:
+        session = self.session
+        item_of = self.item_of
+        judge_id = self._judge_id
+        label_rows: list[dict[str, Any]] = []
+        for a, b, pref, annotator, source in batch.pair_labels:
+            ra, rb = rid(a), rid(b)
+            label_rows.append(
+                {
+                    "label_key": q.key_of("pairwise", ra, rb, annotator, source),
+                    "kind": "pairwise",
+                    "response_a_id": ra,
+                    "response_b_id": rb,
+                    "preference": pref,
+                    "annotator": annotator,
+                    "source": source,
+                    "created_at": now,
+                }
+            )
+        for ref, score, lo, hi, annotator, source in batch.point_labels:
+            r = rid(ref)
+            label_rows.append(
+                {
+                    "label_key": q.key_of("pointwise", r, annotator, source),
+                    "kind": "pointwise",
+                    "response_id": r,
+                    "score": score,
+                    "scale_min": lo,
+                    "scale_max": hi,
+                    "annotator": annotator,
+                    "source": source,
+                    "created_at": now,
+                }
+            )
+        self._count("expert_label", _insert_labels(session, label_rows))
 
-    pair_rows = []
-    for c, v in batch.verbosity_pairs:
-        pair_rows.append(
-            {
-                "item_id": item_of[(c.family, c.prompt)],
-                "concise_response_id": rid(c),
-                "verbose_response_id": rid(v),
-                "source": batch.source,
-                "created_at": now,
-            }
-        )
-    added["verbosity_pair"] = q.insert_ignore(session, m.VerbosityPair, pair_rows)
+        rating_rows = []
+        for r in batch.ratings:
+            rating_rows.append(
+                {
+                    "response_id": rid(r["response"]),
+                    "judge_id": judge_id(r["judge"]),
+                    "sample_index": r["sample_index"],
+                    "status": r["status"],
+                    "score": r["score"],
+                    "raw_output": r["raw_output"],
+                    "error": r["error"],
+                    "attempts": 0,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+        self._count("rating", q.insert_ignore(session, m.Rating, rating_rows))
 
-    verdict_rows = []
-    for v in batch.verdicts:
-        verdict_rows.append(
-            {
-                "response_a_id": rid(v["a"]),
-                "response_b_id": rid(v["b"]),
-                "judge_id": judge_id(v["judge"]),
-                "sample_index": v.get("sample_index", 0),
-                "position": v["position"],
-                "status": v["status"],
-                "verdict": v.get("verdict"),
-                "preference": v.get("preference"),
-                "baseline_side": v.get("baseline_side"),
-                "source": v.get("source"),
-                "raw_output": v.get("raw_output"),
-                "error": v.get("error"),
-                "latency_s": v.get("latency_s"),
-                "attempts": v.get("attempts") or 0,
-                "prompt_tokens": v.get("prompt_tokens"),
-                "completion_tokens": v.get("completion_tokens"),
-                "created_at": now,
-                "updated_at": now,
-            }
-        )
-    added["pairwise_judgment"] = q.insert_ignore(session, m.PairwiseJudgment, verdict_rows)
-    return added
+        pair_rows = []
+        for c, v in batch.verbosity_pairs:
+            pair_rows.append(
+                {
+                    "item_id": item_of[(c.family, c.prompt)],
+                    "concise_response_id": rid(c),
+                    "verbose_response_id": rid(v),
+                    "source": batch.source,
+                    "created_at": now,
+                }
+            )
+        self._count("verbosity_pair", q.insert_ignore(session, m.VerbosityPair, pair_rows))
+
+        verdict_rows = []
+        for v in batch.verdicts:
+            verdict_rows.append(
+                {
+                    "response_a_id": rid(v["a"]),
+                    "response_b_id": rid(v["b"]),
+                    "judge_id": judge_id(v["judge"]),
+                    "sample_index": v.get("sample_index", 0),
+                    "position": v["position"],
+                    "status": v["status"],
+                    "verdict": v.get("verdict"),
+                    "preference": v.get("preference"),
+                    "baseline_side": v.get("baseline_side"),
+                    "source": v.get("source"),
+                    "raw_output": v.get("raw_output"),
+                    "error": v.get("error"),
+                    "latency_s": v.get("latency_s"),
+                    "attempts": v.get("attempts") or 0,
+                    "prompt_tokens": v.get("prompt_tokens"),
+                    "completion_tokens": v.get("completion_tokens"),
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+        self._count("pairwise_judgment", q.insert_ignore(session, m.PairwiseJudgment, verdict_rows))
 
 
 def _insert_labels(session: Session, rows: list[dict[str, Any]]) -> int:

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import JSON, select
@@ -63,34 +64,28 @@ def insert_ignore(session: Session, model, rows: Sequence[dict], *, chunk: int =
 def _sqlite_executemany(conn, table, rows: Sequence[dict], chunk: int) -> int:
     # the DB-API executemany with each column's own bind processor: SQLAlchemy's per-row
     # parameter handling costs more than SQLite's insert itself
-    cols = list(rows[0].keys())
-    procs = [table.c[c].type.bind_processor(conn.dialect) for c in cols]
-    sql = (
-        f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
-        f'VALUES ({", ".join("?" for _ in cols)}) ON CONFLICT DO NOTHING'
-    )
-    # one timestamp for a whole import: format it once, as SQLAlchemy's SQLite DateTime reads it
     first = rows[0]
-    stamp = {c: first[c].isoformat(" ") for c in cols if isinstance(first[c], dt.datetime)}
-    if stamp:
-        rows = [dict(r, **stamp) if all(r[c] is first[c] for c in stamp) else r for r in rows]
-        procs = [None if c in stamp else p for c, p in zip(cols, procs)]
-    plain = [c for c, p in zip(cols, procs) if p is None]
-    if len(plain) == len(cols):
-        convert = lambda r: tuple(r[c] for c in cols)  # noqa: E731
-    else:
-        cache: dict[tuple[int, int], object] = {}
+    # one timestamp for a whole import: formatted once, as SQLAlchemy's SQLite DateTime reads it
+    shared = [c for c, v in first.items() if isinstance(v, dt.datetime) and all(r[c] is v for r in rows)]
+    cols = [c for c in first if c not in shared]
+    stamp = tuple(first[c].isoformat(" ") for c in shared)
+    names = cols + shared
+    sql = (
+        f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in names)}) '
+        f'VALUES ({", ".join("?" for _ in names)}) ON CONFLICT DO NOTHING'
+    )
+    getter = itemgetter(*cols) if len(cols) > 1 else (lambda r: (r[cols[0]],))
+    procs = [(i, p) for i, c in enumerate(cols) if (p := table.c[c].type.bind_processor(conn.dialect)) is not None]
 
-        def processed(i: int, p, value):
-            # the same value object (e.g. one created_at for a whole import) is processed once
-            key = (i, id(value))
-            if key not in cache:
-                cache[key] = (value, p(value))
-            return cache[key][1]
+    def convert(r: dict) -> tuple:
+        values = getter(r)
+        if procs:
+            values = list(values)
+            for i, p in procs:
+                values[i] = p(values[i])
+            values = tuple(values)
+        return values + stamp
 
-        convert = lambda r: tuple(  # noqa: E731
-            r[c] if p is None else processed(i, p, r[c]) for i, (c, p) in enumerate(zip(cols, procs))
-        )
     cur = conn.connection.driver_connection.cursor()
     added = 0
     try:
@@ -195,6 +190,9 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
     if not items:
         return out
     q = select(m.Response.item_id, m.Response.model, m.Response.text_sha256, m.Response.id)
+    models = sorted({k[1] for k in wanted})
+    if len(models) < 900:  # the items' responses by other models are not read
+        q = q.where(m.Response.model.in_(models))
     if len(items) < 900:
         q = q.where(m.Response.item_id.in_(items))
     else:  # a range scan beats thousands of bound parameters

@@ -23,10 +23,16 @@ response) is recorded.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from judgecal.errors import InputError
+from judgecal.db.ingest import prepare
+from judgecal.importers.fastjson import read_json_fields
+from judgecal.importers.parallel import map_files
 from judgecal.importers.records import (
     JUDGE_NAME_MAX,
     NAME_MAX,
@@ -36,11 +42,38 @@ from judgecal.importers.records import (
     JudgeSpec,
     RespRef,
     Seen,
+    Record,
     check_family,
-    read_json_array,
+    is_object,
+    merge,
 )
 
 ANNOTATION_KEYS = ("output_1", "output_2", "generator_1", "generator_2")
+
+_UNSET = msgspec.UNSET
+
+
+class _Completion(Record):
+    """The parts of ``raw_completion`` read (its ``logprobs`` are skipped unread)."""
+
+    text: Any = _UNSET
+    message: Any = _UNSET
+
+
+class _Record(Record):
+    """The fields of an AlpacaEval record that this importer reads (others are not decoded)."""
+
+    instruction: Any = _UNSET
+    output: Any = _UNSET
+    generator: Any = _UNSET
+    output_1: Any = _UNSET
+    output_2: Any = _UNSET
+    generator_1: Any = _UNSET
+    generator_2: Any = _UNSET
+    annotator: Any = _UNSET
+    preference: Any = _UNSET
+    time_per_example: Any = _UNSET
+    raw_completion: _Completion | str | None | msgspec.UnsetType = _UNSET
 
 
 def expand(paths: list[Path]) -> list[Path]:
@@ -72,29 +105,65 @@ def _model_of_results_folder(path: Path) -> str | None:
     return None
 
 
+def _files(paths: list[Path], pairs: list[tuple[Path, Path]]) -> list[Path]:
+    return list(dict.fromkeys(expand(list(paths)) + [Path(p) for pair in pairs for p in pair]))
+
+
 def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -> ImportBatch:
-    """Parse AlpacaEval output and annotation files (and the files named in ``pairs``).
+    """Parse AlpacaEval output and annotation files (and the files named in ``pairs``) into
+    one batch, in this process (:func:`batches` gives one batch per file, in parallel).
 
     Returns an ImportBatch (responses, verbosity pairs, pairwise verdicts; skipped records
     counted with reason and FILE:LINE). Raises InputError naming FILE:LINE for a bad record."""
+    return merge("alpaca_eval", batches(paths, family, pairs, workers=0))
+
+
+def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
+            workers: int | None = None) -> Iterator[ImportBatch]:
+    """One ImportBatch per file, in the order the files are listed (folders expanded, sorted),
+    then one with the verbosity pairs of ``pairs``. Files are parsed by up to ``workers``
+    processes (None: as many as :func:`judgecal.importers.parallel.map_files` picks; 0: in
+    this process) while the caller writes the batches already parsed. Raises InputError
+    naming FILE:LINE for a bad record (the first bad file in the listed order)."""
     check_family(family)
-    batch = ImportBatch(source="alpaca_eval")
-    files = expand(list(paths)) + [Path(p) for pair in pairs for p in pair]
-    files = list(dict.fromkeys(files))
+    files = _files(paths, pairs)
     by_file: dict[Path, dict[str, RespRef]] = {}
-    for path in files:
-        records = read_json_array(path)
-        if not records:
-            batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
-            continue
-        first = records[0][1]
-        if isinstance(first, dict) and any(k in first for k in ANNOTATION_KEYS + ("preference",)):
-            if path.name == "model_outputs.json":
-                batch.warnings.append(f"{path}:{records[0][0]}: this model_outputs.json holds annotation records "
-                                      "(output_1/output_2/preference): read as pairwise verdicts")
-            _annotations(batch, path, records, family)
-            continue
-        seen: dict[str, RespRef] = {}
+    for path, (batch, seen) in zip(files, map_files(parse_file, files, family, workers=workers)):
+        if seen is not None:
+            by_file[path] = seen
+        yield batch
+    if pairs:
+        batch = ImportBatch(source="alpaca_eval")
+        for concise, verbose in pairs:
+            if Path(concise) not in by_file or Path(verbose) not in by_file:
+                raise InputError("--pair takes two model_outputs.json files, not annotations", source=str(concise))
+            c, v = by_file[Path(concise)], by_file[Path(verbose)]
+            common = [k for k in c if k in v]
+            if not common:
+                raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))
+            for k in common:
+                batch.verbosity_pairs.append((batch.add_response(c[k]), batch.add_response(v[k])))
+        yield batch
+
+
+def parse_file(path: Path, family: str) -> tuple[ImportBatch, dict[str, RespRef] | None]:
+    """One AlpacaEval file: its batch (response lengths and hashes computed,
+    :func:`judgecal.db.ingest.prepare`) and, for a model-outputs file, {instruction: response}
+    (None for an annotations file). Raises InputError naming FILE:LINE for a bad record."""
+    batch = ImportBatch(source="alpaca_eval")
+    records = read_json_fields(path, _Record)
+    seen: dict[str, RespRef] | None = None
+    if not records:
+        batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
+        return batch, None
+    first = records[0][1]
+    if is_object(first) and any(k in first for k in ANNOTATION_KEYS + ("preference",)):
+        if path.name == "model_outputs.json":
+            batch.warnings.append(f"{path}:{records[0][0]}: this model_outputs.json holds annotation records "
+                                  "(output_1/output_2/preference): read as pairwise verdicts")
+        _annotations(batch, path, records, family)
+    else:
+        seen = {}
         for line, obj in records:
             f = Fields(obj, str(path), line)
             if f.has("output_1") or f.has("output_2"):
@@ -105,16 +174,8 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
             if instruction in seen:
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
             seen[instruction] = ref
-        by_file[path] = seen
-    for concise, verbose in pairs:
-        if Path(concise) not in by_file or Path(verbose) not in by_file:
-            raise InputError("--pair takes two model_outputs.json files, not annotations", source=str(concise))
-        c, v = by_file[Path(concise)], by_file[Path(verbose)]
-        common = [k for k in c if k in v]
-        if not common:
-            raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))
-        batch.verbosity_pairs.extend((c[k], v[k]) for k in common)
-    return batch
+    prepare(batch)
+    return batch, seen
 
 
 def _preference(f: Fields) -> float | None:
@@ -132,43 +193,82 @@ def _preference(f: Fields) -> float | None:
 
 def _raw_output(obj: dict) -> str | None:
     rc = obj.get("raw_completion")
-    if isinstance(rc, dict):
+    if is_object(rc):
         text = rc.get("text")
-        if text is None and isinstance(rc.get("message"), dict):
-            text = rc["message"].get("content")
+        if text is None and is_object(rc.get("message")):
+            text = rc.get("message").get("content")
         return text if isinstance(text, str) else None
     return rc if isinstance(rc, str) else None
 
 
+def _clean(r: _Record) -> tuple | None:
+    """The values of a record that passes every check the careful path (:class:`Fields`)
+    makes, read without it: (instruction, generator_1, generator_2, annotator, preference,
+    output_1, output_2, time_per_example). None for anything else (a missing, null, empty,
+    oversized or non-string field, a preference that is not a number in [1, 2], a negative
+    time...), which the careful path then reads, accepts or refuses with its FILE:LINE message.
+    A fast path only: it decides nothing the careful path would decide otherwise."""
+    instruction, g1, g2, ann = r.instruction, r.generator_1, r.generator_2, r.annotator
+    o1, o2, pref, t = r.output_1, r.output_2, r.preference, r.time_per_example
+    if not (type(instruction) is str and type(g1) is str and type(g2) is str and type(ann) is str
+            and type(o1) is str and type(o2) is str):
+        return None
+    if (not instruction.strip() or not g1.strip() or not g2.strip() or not ann.strip()
+            or len(g1) > NAME_MAX or len(g2) > NAME_MAX or len(ann) > JUDGE_NAME_MAX):
+        return None
+    if "\x00" in instruction or "\x00" in o1 or "\x00" in o2 or "\x00" in g1 or "\x00" in g2 or "\x00" in ann:
+        return None
+    if type(pref) is not float and type(pref) is not int:
+        return None
+    if not 1.0 <= pref <= 2.0:
+        return None
+    if t is not None and t is not _UNSET and not (type(t) in (float, int) and 0.0 <= t <= 1e15):
+        return None
+    return instruction, g1, g2, ann, float(pref), o1, o2, (None if t is None or t is _UNSET else float(t))
+
+
+def _careful(f: Fields) -> tuple:
+    """The same values as :func:`_clean`, read through :class:`Fields` (every check, every
+    FILE:LINE message); the annotator is None when the record names none."""
+    instruction = f.text("instruction", allow_empty=False)
+    base = f.name("generator_1")
+    model = f.name("generator_2")
+    annotator = f.text("annotator", required=False, max_len=JUDGE_NAME_MAX)
+    pref = _preference(f)
+    latency = f.number("time_per_example", required=False)
+    if latency is not None and latency < 0:
+        raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency:g}")
+    return instruction, base, model, annotator or None, pref, f.text("output_1"), f.text("output_2"), latency
+
+
 def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> None:
     folder_model = _model_of_results_folder(path)
-    named = [o.get("annotator") for _, o in records if isinstance(o, dict) and isinstance(o.get("annotator"), str) and o.get("annotator")]
-    default_annotator = named[0] if named else (path.parent.name if folder_model else "alpaca_eval")
+    named = next((o.get("annotator") for _, o in records
+                  if is_object(o) and isinstance(o.get("annotator"), str) and o.get("annotator")), None)
+    default_annotator = named or (path.parent.name if folder_model else "alpaca_eval")
     unnamed: list[int] = []
     seen = Seen()
     renamed: dict[str, list[int]] = {}
     judges: dict[str, JudgeSpec] = {}
+    src, source = str(path), str(path)[:SOURCE_MAX]
     for line, obj in records:
-        f = Fields(obj, str(path), line)
-        instruction = f.text("instruction", allow_empty=False)
-        base = f.name("generator_1")
-        model = f.name("generator_2")
+        f = Fields(obj, src, line)
+        values = _clean(obj) if type(obj) is _Record else None
+        instruction, base, model, annotator, pref, out1, out2, latency = values or _careful(f)
         if folder_model and model != folder_model and model != base:
             if len(folder_model) > NAME_MAX:
                 raise f.fail(f"the results folder's name {folder_model[:40]!r}... (the model's name) is "
                              f"{len(folder_model)} characters long; at most {NAME_MAX} are stored")
             renamed.setdefault(model, []).append(line)
             model = folder_model
-        annotator = f.text("annotator", required=False, max_len=JUDGE_NAME_MAX)
         if not annotator:
             unnamed.append(line)
             annotator = default_annotator
-        pref = _preference(f)
         if not seen.check(f, (annotator, model, instruction), pref, "verdict", same="annotator, model and instruction"):
             batch.skip("the same verdict appears twice in the file (first kept)", f"{path}:{line}")
             continue
-        b = batch.add_response(RespRef(family, instruction, base, f.text("output_1")))
-        a = batch.add_response(RespRef(family, instruction, model, f.text("output_2")))
+        b = batch.add_response(RespRef(family, instruction, base, out1))
+        a = batch.add_response(RespRef(family, instruction, model, out2))
         if model == base:
             # the baseline against itself: AlpacaEval's 50% by construction, no verdict to store
             batch.skip("the baseline compared with itself (win rate 50% by construction)", f"{path}:{line}")
@@ -177,11 +277,8 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
         if judge is None:
             judge = judges[annotator] = JudgeSpec(name=annotator, model=annotator, endpoint="import:alpaca_eval",
                                                   prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
-        latency = f.number("time_per_example", required=False)
-        if latency is not None and latency < 0:
-            raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency:g}")
         row = {"judge": judge, "a": a, "b": b, "position": "na", "sample_index": 0, "baseline_side": "b",
-               "source": str(path)[:SOURCE_MAX], "raw_output": _raw_output(obj), "latency_s": latency}
+               "source": source, "raw_output": _raw_output(obj), "latency_s": latency}
         if pref is None:
             row.update(status="unparsed", verdict=None, preference=None, error="null preference in the annotations file")
             batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{line}")

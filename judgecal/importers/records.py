@@ -10,14 +10,17 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterable
+from typing import Any, Iterator, NamedTuple
+
+import msgspec
 
 from judgecal.errors import InputError, UsageError
 
 
-@dataclass(frozen=True)
-class RespRef:
-    """A response by its natural key: task family, item prompt, producing model, text."""
+class RespRef(NamedTuple):
+    """A response by its natural key: task family, item prompt, producing model, text (a
+    named tuple: hashed in C, which counts when an import holds tens of thousands)."""
 
     family: str
     prompt: str
@@ -60,6 +63,9 @@ class ImportBatch:
     warnings: list[str] = field(default_factory=list)
     # rows of the input deliberately not imported: {reason: [FILE:LINE, ...]}, reported by every output
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    # response -> (text SHA-256, n_bytes, n_chars, n_words), computed ahead by
+    # judgecal.db.ingest.prepare (in a parsing process); the writer computes what is missing
+    response_meta: dict[RespRef, tuple[str, int, int, int]] = field(default_factory=dict)
 
     def skip(self, reason: str, where: str) -> None:
         """Count a record left out of the import, with its reason and FILE:LINE."""
@@ -67,8 +73,10 @@ class ImportBatch:
 
     def add_item(self, family: str, prompt: str, *, external_id: str | None = None, reference: str | None = None) -> None:
         """Register an item (first occurrence wins for external id and reference)."""
-        cur = self.items.setdefault((family, prompt), {"external_id": external_id, "reference": reference})
-        if cur["reference"] is None and reference is not None:
+        cur = self.items.get((family, prompt))
+        if cur is None:
+            self.items[(family, prompt)] = {"external_id": external_id, "reference": reference}
+        elif cur["reference"] is None and reference is not None:
             cur["reference"] = reference
 
     def add_response(self, ref: RespRef) -> RespRef:
@@ -76,6 +84,26 @@ class ImportBatch:
         self.add_item(ref.family, ref.prompt)
         self.responses[ref] = None
         return ref
+
+
+def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
+    """One ImportBatch holding everything in ``batches``, in their order (an item's first
+    external id and reference win, as :meth:`ImportBatch.add_item` keeps them)."""
+    out = ImportBatch(source=source)
+    for b in batches:
+        for (fam, prompt), extra in b.items.items():
+            out.add_item(fam, prompt, **extra)
+        out.responses.update(b.responses)
+        out.response_meta.update(b.response_meta)
+        out.pair_labels.extend(b.pair_labels)
+        out.point_labels.extend(b.point_labels)
+        out.ratings.extend(b.ratings)
+        out.verbosity_pairs.extend(b.verbosity_pairs)
+        out.verdicts.extend(b.verdicts)
+        out.warnings.extend(b.warnings)
+        for reason, where in b.skipped.items():
+            out.skipped.setdefault(reason, []).extend(where)
+    return out
 
 
 def line_of(text: str, offset: int) -> int:
@@ -161,16 +189,15 @@ def _not_regular(mode: int) -> str | None:
     return "not a regular file"
 
 
-def read_text(path: Path) -> str:
-    """File text as UTF-8 (a BOM is dropped), byte for byte: line ends are NOT translated
-    (``\\r\\n`` stays ``\\r\\n`` inside a CSV field).
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a file, as :func:`read_text` reads it (no decoding).
 
     Only a regular file of at most :data:`MAX_FILE_BYTES` bytes is read: a device
     (``/dev/zero`` would be read until memory runs out), a FIFO (would wait for a writer
     forever), a socket or a folder is refused from its ``stat`` BEFORE it is opened (a
     symlink is followed first), and the opened file is checked again (it cannot be swapped
-    in between). Raises InputError naming the file for those, a missing, unreadable (a
-    symlink loop, no permission...) or undecodable file."""
+    in between). Raises InputError naming the file for those, a missing or unreadable (a
+    symlink loop, no permission...) file."""
     src = str(path)
     try:
         st = os.stat(path)
@@ -200,9 +227,7 @@ def read_text(path: Path) -> str:
         if len(data) > MAX_FILE_BYTES:
             raise InputError(f"the file has more than {MAX_FILE_BYTES:,} bytes; judgecal reads files of at most "
                              f"{MAX_FILE_BYTES:,} bytes (2 GiB): split it", source=src)
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=src) from None
+        return data
     except MemoryError:
         raise InputError("file too large to load into memory", source=src) from None
     except OSError as exc:
@@ -210,6 +235,18 @@ def read_text(path: Path) -> str:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def read_text(path: Path) -> str:
+    """File text as UTF-8 (a BOM is dropped), byte for byte: line ends are NOT translated
+    (``\\r\\n`` stays ``\\r\\n`` inside a CSV field). Reads what :func:`read_bytes` reads;
+    raises InputError naming the file for what it refuses and for text that is not UTF-8."""
+    try:
+        return read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
+    except MemoryError:
+        raise InputError("file too large to load into memory", source=str(path)) from None
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
@@ -346,11 +383,30 @@ JUDGE_NAME_MAX = 300  # judge name and model, prompt name
 SOURCE_MAX = 500  # label source, judge endpoint
 
 
+class Record(msgspec.Struct):
+    """A JSON object read through a schema (:func:`judgecal.importers.fastjson.read_json_fields`):
+    subclasses name the fields read, each defaulting to ``msgspec.UNSET`` (absent). Read like
+    the dict Python's json module would give, restricted to those fields: ``get``, ``in``."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The field's value (``default`` when the record does not have it)."""
+        value = getattr(self, name, msgspec.UNSET) if name in self.__struct_fields__ else msgspec.UNSET
+        return default if value is msgspec.UNSET else value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.__struct_fields__ and getattr(self, name) is not msgspec.UNSET
+
+
+def is_object(value: Any) -> bool:
+    """Whether a decoded JSON value is an object (a dict, or a :class:`Record`)."""
+    return isinstance(value, (dict, Record))
+
+
 class Fields:
     """Typed access to one record's fields; every error names FILE:LINE and the field."""
 
     def __init__(self, obj: Any, source: str, line: int):
-        if not isinstance(obj, dict):
+        if not isinstance(obj, (dict, Record)):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", source=source, line=line)
         self.obj, self.source, self.line = obj, source, line
 
