@@ -14,7 +14,7 @@ from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import DatabaseError
 from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
-from judgecal.importers.records import ImportBatch
+from judgecal.importers.records import ImportBatch, bulk
 
 
 def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
@@ -30,7 +30,7 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
     try:
-        with session_scope(engine) as session:
+        with bulk(), session_scope(engine) as session:
             writer = Writer(session)
             for batch in batches:
                 writer.write(batch)

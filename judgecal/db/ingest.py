@@ -7,6 +7,7 @@ import of the same file add nothing. Returns the number of rows added per table.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -14,13 +15,16 @@ from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
 from judgecal.db import queries as q
-from judgecal.importers.records import ImportBatch, JudgeSpec, RespRef
+from judgecal.importers.records import ImportBatch, JudgeSpec, RespRef, Verdict
 
 
 def lengths(text: str) -> dict[str, int]:
     """Length of ``text`` in UTF-8 bytes, characters (code points) and whitespace words."""
     return {"n_bytes": len(text.encode("utf-8")), "n_chars": len(text), "n_words": len(text.split())}
 
+
+_RESPONSE_COLUMNS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
+_VERDICT_COLUMNS = ("response_a_id", "response_b_id", "judge_id") + Verdict._fields[3:] + ("created_at", "updated_at")
 
 _META_MEMO: dict[str, tuple[str, int, int, int]] = {}
 _META_MEMO_MAX = 50_000  # texts remembered by one process (a baseline's answers repeat in every file)
@@ -31,8 +35,8 @@ def text_meta(text: str) -> tuple[str, int, int, int]:
     texts met last in this process (:data:`_META_MEMO_MAX`)."""
     found = _META_MEMO.get(text)
     if found is None:
-        n = lengths(text)
-        found = (q.sha256_text(text), n["n_bytes"], n["n_chars"], n["n_words"])
+        data = text.encode("utf-8")
+        found = (hashlib.sha256(data).hexdigest(), len(data), len(text), len(text.split()))
         if len(_META_MEMO) >= _META_MEMO_MAX:
             _META_MEMO.clear()
         _META_MEMO[text] = found
@@ -76,7 +80,7 @@ class Writer:
     def write(self, batch: ImportBatch) -> None:
         """Insert everything in ``batch`` that is not there yet (counted in ``added``)."""
         session, now = self.session, m.utcnow()
-        families = ({fam for fam, _ in batch.items} | {r.family for r in batch.responses}) - set(self.fam_ids)
+        families = ({fam for fam, _ in batch.items} | {r[0] for r in batch.responses}) - set(self.fam_ids)
         if families:
             existing = set(q.family_ids(session, None))
             for fam in sorted(families):
@@ -113,12 +117,12 @@ class Writer:
         for ref in batch.responses:
             if ref in self.resp_ids:
                 continue
-            sha, n_bytes, n_chars, n_words = meta.get(ref) or text_meta(ref.text)
-            key = (item_of[(ref.family, ref.prompt)], ref.model, sha)
+            family, prompt, model, text = ref  # a RespRef, or the plain tuple an unpickled batch holds
+            sha, n_bytes, n_chars, n_words = meta.get(ref) or text_meta(text)
+            key = (item_of[(family, prompt)], model, sha)
             key_of_ref[ref] = key
-            resp_rows.append({"item_id": key[0], "model": ref.model, "text": ref.text, "text_sha256": sha,
-                              "created_at": now, "n_bytes": n_bytes, "n_chars": n_chars, "n_words": n_words})
-        self._count("response", q.insert_ignore(session, m.Response, resp_rows))
+            resp_rows.append((key[0], model, text, sha, n_bytes, n_chars, n_words, now))
+        self._count("response", q.insert_ignore_rows(session, m.Response, _RESPONSE_COLUMNS, resp_rows))
         needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
         if needs_ids and key_of_ref:
             ids = q.response_ids(session, key_of_ref.values())
@@ -201,7 +205,7 @@ class Writer:
         for c, v in batch.verbosity_pairs:
             pair_rows.append(
                 {
-                    "item_id": item_of[(c.family, c.prompt)],
+                    "item_id": item_of[(c[0], c[1])],
                     "concise_response_id": rid(c),
                     "verbose_response_id": rid(v),
                     "source": batch.source,
@@ -211,30 +215,14 @@ class Writer:
         self._count("verbosity_pair", q.insert_ignore(session, m.VerbosityPair, pair_rows))
 
         verdict_rows = []
-        for v in batch.verdicts:
-            verdict_rows.append(
-                {
-                    "response_a_id": rid(v["a"]),
-                    "response_b_id": rid(v["b"]),
-                    "judge_id": judge_id(v["judge"]),
-                    "sample_index": v.get("sample_index", 0),
-                    "position": v["position"],
-                    "status": v["status"],
-                    "verdict": v.get("verdict"),
-                    "preference": v.get("preference"),
-                    "baseline_side": v.get("baseline_side"),
-                    "source": v.get("source"),
-                    "raw_output": v.get("raw_output"),
-                    "error": v.get("error"),
-                    "latency_s": v.get("latency_s"),
-                    "attempts": v.get("attempts") or 0,
-                    "prompt_tokens": v.get("prompt_tokens"),
-                    "completion_tokens": v.get("completion_tokens"),
-                    "created_at": now,
-                    "updated_at": now,
-                }
-            )
-        self._count("pairwise_judgment", q.insert_ignore(session, m.PairwiseJudgment, verdict_rows))
+        judge_of: dict[int, int] = {}  # id(JudgeSpec) -> judge id: a spec's own hash is a Python call
+        stamps = (now, now)
+        for v in batch.verdicts:  # Verdict fields: judge, a, b, then the columns in _VERDICT_COLUMNS' order
+            jid = judge_of.get(id(v[0]))
+            if jid is None:
+                jid = judge_of[id(v[0])] = judge_id(v[0])
+            verdict_rows.append((rid(v[1]), rid(v[2]), jid) + v[3:] + stamps)
+        self._count("pairwise_judgment", q.insert_ignore_rows(session, m.PairwiseJudgment, _VERDICT_COLUMNS, verdict_rows))
 
 
 def _insert_labels(session: Session, rows: list[dict[str, Any]]) -> int:

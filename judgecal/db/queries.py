@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import JSON, select
+from sqlalchemy import JSON, Float, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -39,7 +39,18 @@ def _insert(session: Session, model):
 
 
 def insert_ignore(session: Session, model, rows: Sequence[dict], *, chunk: int = CHUNK) -> int:
-    """INSERT ... ON CONFLICT DO NOTHING of ``rows`` (dicts with the same columns) in bulk.
+    """INSERT ... ON CONFLICT DO NOTHING of ``rows`` (dicts with the same columns) in bulk
+    (:func:`insert_ignore_rows`). Returns the number of rows actually inserted."""
+    if not rows:
+        return 0
+    cols = list(rows[0].keys())
+    get = itemgetter(*cols) if len(cols) > 1 else (lambda r: (r[cols[0]],))
+    return insert_ignore_rows(session, model, cols, [get(r) for r in rows], chunk=chunk)
+
+
+def insert_ignore_rows(session: Session, model, columns: Sequence[str], rows: Sequence[tuple], *, chunk: int = CHUNK) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING of ``rows`` (tuples of the values of ``columns``, in
+    that order) in bulk.
 
     SQLite: one executemany per chunk. PostgreSQL: COPY into a temporary table, then one
     INSERT ... SELECT ... ON CONFLICT DO NOTHING (psycopg's COPY is an order of magnitude
@@ -49,59 +60,72 @@ def insert_ignore(session: Session, model, rows: Sequence[dict], *, chunk: int =
         return 0
     table = model.__table__
     conn = session.connection()
+    cols = list(columns)
     if conn.dialect.name == "postgresql":
-        return _pg_copy_insert(conn, table, rows)
+        return _pg_copy_insert(conn, table, cols, rows)
     if conn.dialect.name == "sqlite":
-        return _sqlite_executemany(conn, table, rows, chunk)
+        return _sqlite_executemany(conn, table, cols, rows, chunk)
     added = 0
     stmt = _insert(session, table).on_conflict_do_nothing()
     for start in range(0, len(rows), chunk):
-        result = conn.execute(stmt, list(rows[start : start + chunk]))
+        result = conn.execute(stmt, [dict(zip(cols, r)) for r in rows[start : start + chunk]])
         added += max(result.rowcount or 0, 0)
     return added
 
 
-def _sqlite_executemany(conn, table, rows: Sequence[dict], chunk: int) -> int:
+_SQLITE_NUMBERS = (float, int, type(None))  # what a Float column's bind processor leaves as it is (for SQLite)
+
+
+def _sqlite_executemany(conn, table, cols: list[str], rows: Sequence[tuple], chunk: int) -> int:
     # the DB-API executemany with each column's own bind processor: SQLAlchemy's per-row
     # parameter handling costs more than SQLite's insert itself
     first = rows[0]
     # one timestamp for a whole import: formatted once, as SQLAlchemy's SQLite DateTime reads it
-    shared = [c for c, v in first.items() if isinstance(v, dt.datetime) and all(r[c] is v for r in rows)]
-    cols = [c for c in first if c not in shared]
-    stamp = tuple(first[c].isoformat(" ") for c in shared)
-    names = cols + shared
-    sql = (
-        f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in names)}) '
-        f'VALUES ({", ".join("?" for _ in names)}) ON CONFLICT DO NOTHING'
-    )
-    getter = itemgetter(*cols) if len(cols) > 1 else (lambda r: (r[cols[0]],))
-    procs = [(i, p) for i, c in enumerate(cols) if (p := table.c[c].type.bind_processor(conn.dialect)) is not None]
+    stamps = {i: v.isoformat(" ") for i, v in enumerate(first)
+              if isinstance(v, dt.datetime) and all(r[i] is v for r in rows)}
+    procs = [(i, p) for i, c in enumerate(cols)
+             if i not in stamps and (p := table.c[c].type.bind_processor(conn.dialect)) is not None
+             and not (isinstance(table.c[c].type, Float) and all(type(r[i]) in _SQLITE_NUMBERS for r in rows))]
+    values = ["?"] * len(cols)
+    trailing = len(cols) - len(stamps)
+    if stamps and not procs and set(stamps) == set(range(trailing, len(cols))):
+        # trailing timestamps: written once into the statement (an ISO text of digits made
+        # here, not input), each row's tuple cut before them
+        for i, text in stamps.items():
+            values[i] = f"'{text}'"
 
-    def convert(r: dict) -> tuple:
-        values = getter(r)
-        if procs:
-            values = list(values)
+        def convert(r: tuple) -> tuple:
+            return r[:trailing]
+    elif stamps or procs:
+        def convert(r: tuple) -> tuple:
+            out = list(r)
+            for i, text in stamps.items():
+                out[i] = text
             for i, p in procs:
-                values[i] = p(values[i])
-            values = tuple(values)
-        return values + stamp
-
+                out[i] = p(out[i])
+            return tuple(out)
+    else:
+        convert = None
+    sql = (
+        f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
+        f'VALUES ({", ".join(values)}) ON CONFLICT DO NOTHING'
+    )
     cur = conn.connection.driver_connection.cursor()
     added = 0
     try:
         for start in range(0, len(rows), chunk):
-            cur.executemany(sql, [convert(r) for r in rows[start : start + chunk]])
+            part = rows[start : start + chunk]
+            cur.executemany(sql, part if convert is None else [convert(r) for r in part])
             added += max(cur.rowcount, 0)
     finally:
         cur.close()
     return added
 
 
-def _pg_copy_insert(conn, table, rows: Sequence[dict]) -> int:
+def _pg_copy_insert(conn, table, cols: list[str], rows: Sequence[tuple]) -> int:
     from psycopg.types.json import Jsonb
 
-    cols = list(rows[0].keys())
-    json_cols = {c for c in cols if isinstance(table.c[c].type, JSON)}
+    json_at = [i for i, c in enumerate(cols) if isinstance(table.c[c].type, JSON)]
     tmp = f"tmp_{table.name}_import"
     quoted = ", ".join(f'"{c}"' for c in cols)
     raw = conn.connection.driver_connection
@@ -110,7 +134,11 @@ def _pg_copy_insert(conn, table, rows: Sequence[dict]) -> int:
         cur.execute(f'TRUNCATE "{tmp}"')
         with cur.copy(f'COPY "{tmp}" ({quoted}) FROM STDIN') as copy:
             for row in rows:
-                copy.write_row([Jsonb(row[c]) if c in json_cols else row[c] for c in cols])
+                if json_at:
+                    row = list(row)
+                    for i in json_at:
+                        row[i] = Jsonb(row[i])
+                copy.write_row(row)
         cur.execute(f'INSERT INTO "{table.name}" ({quoted}) SELECT {quoted} FROM "{tmp}" ON CONFLICT DO NOTHING')
         added = cur.rowcount
         cur.execute(f'TRUNCATE "{tmp}"')
@@ -191,13 +219,13 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
         return out
     q = select(m.Response.item_id, m.Response.model, m.Response.text_sha256, m.Response.id)
     models = sorted({k[1] for k in wanted})
-    if len(models) < 900:  # the items' responses by other models are not read
-        q = q.where(m.Response.model.in_(models))
-    if len(items) < 900:
+    if len(models) <= 8:  # a file's few models: their responses in the items' id range
+        q = q.where(m.Response.model.in_(models), m.Response.item_id.between(items[0], items[-1]))
+    elif len(items) < 900:
         q = q.where(m.Response.item_id.in_(items))
     else:  # a range scan beats thousands of bound parameters
         q = q.where(m.Response.item_id.between(items[0], items[-1]))
-    for item_id, model, sha, rid in session.execute(q):
+    for item_id, model, sha, rid in session.connection().execute(q).all():  # Core: no ORM row loading
         if (item_id, model, sha) in wanted:
             out[(item_id, model, sha)] = rid
     return out

@@ -24,6 +24,7 @@ response) is recorded.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import msgspec
 
 from judgecal.errors import InputError
 from judgecal.db.ingest import prepare
-from judgecal.importers.fastjson import read_json_fields
+from judgecal.importers.fastjson import JsonArray, read_json_fields
 from judgecal.importers.parallel import map_files
 from judgecal.importers.records import (
     JUDGE_NAME_MAX,
@@ -42,6 +43,7 @@ from judgecal.importers.records import (
     JudgeSpec,
     RespRef,
     Seen,
+    Verdict,
     Record,
     check_family,
     is_object,
@@ -156,10 +158,10 @@ def parse_file(path: Path, family: str) -> tuple[ImportBatch, dict[str, RespRef]
     if not records:
         batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
         return batch, None
-    first = records[0][1]
+    first = records.objects[0]
     if is_object(first) and any(k in first for k in ANNOTATION_KEYS + ("preference",)):
         if path.name == "model_outputs.json":
-            batch.warnings.append(f"{path}:{records[0][0]}: this model_outputs.json holds annotation records "
+            batch.warnings.append(f"{path}:{records.line(0)}: this model_outputs.json holds annotation records "
                                   "(output_1/output_2/preference): read as pairwise verdicts")
         _annotations(batch, path, records, family)
     else:
@@ -241,9 +243,9 @@ def _careful(f: Fields) -> tuple:
     return instruction, base, model, annotator or None, pref, f.text("output_1"), f.text("output_2"), latency
 
 
-def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> None:
+def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str) -> None:
     folder_model = _model_of_results_folder(path)
-    named = next((o.get("annotator") for _, o in records
+    named = next((o.get("annotator") for o in records.objects
                   if is_object(o) and isinstance(o.get("annotator"), str) and o.get("annotator")), None)
     default_annotator = named or (path.parent.name if folder_model else "alpaca_eval")
     unnamed: list[int] = []
@@ -251,42 +253,43 @@ def _annotations(batch: ImportBatch, path: Path, records: list, family: str) -> 
     renamed: dict[str, list[int]] = {}
     judges: dict[str, JudgeSpec] = {}
     src, source = str(path), str(path)[:SOURCE_MAX]
-    for line, obj in records:
-        f = Fields(obj, src, line)
+    line_of = records.line
+    for k, obj in enumerate(records.objects):
+        f = Fields(obj, src, partial(line_of, k))  # the line is counted only if a message needs it
         values = _clean(obj) if type(obj) is _Record else None
         instruction, base, model, annotator, pref, out1, out2, latency = values or _careful(f)
         if folder_model and model != folder_model and model != base:
             if len(folder_model) > NAME_MAX:
                 raise f.fail(f"the results folder's name {folder_model[:40]!r}... (the model's name) is "
                              f"{len(folder_model)} characters long; at most {NAME_MAX} are stored")
-            renamed.setdefault(model, []).append(line)
+            renamed.setdefault(model, []).append(f.line)
             model = folder_model
         if not annotator:
-            unnamed.append(line)
+            unnamed.append(f.line)
             annotator = default_annotator
         if not seen.check(f, (annotator, model, instruction), pref, "verdict", same="annotator, model and instruction"):
-            batch.skip("the same verdict appears twice in the file (first kept)", f"{path}:{line}")
+            batch.skip("the same verdict appears twice in the file (first kept)", f"{path}:{f.line}")
             continue
         b = batch.add_response(RespRef(family, instruction, base, out1))
         a = batch.add_response(RespRef(family, instruction, model, out2))
         if model == base:
             # the baseline against itself: AlpacaEval's 50% by construction, no verdict to store
-            batch.skip("the baseline compared with itself (win rate 50% by construction)", f"{path}:{line}")
+            batch.skip("the baseline compared with itself (win rate 50% by construction)", f"{path}:{f.line}")
             continue
         judge = judges.get(annotator)
         if judge is None:
             judge = judges[annotator] = JudgeSpec(name=annotator, model=annotator, endpoint="import:alpaca_eval",
                                                   prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
-        row = {"judge": judge, "a": a, "b": b, "position": "na", "sample_index": 0, "baseline_side": "b",
-               "source": source, "raw_output": _raw_output(obj), "latency_s": latency}
+        raw = _raw_output(obj)
         if pref is None:
-            row.update(status="unparsed", verdict=None, preference=None, error="null preference in the annotations file")
-            batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{line}")
+            batch.verdicts.append(Verdict(judge, a, b, status="unparsed", baseline_side="b", source=source, raw_output=raw,
+                                          error="null preference in the annotations file", latency_s=latency))
+            batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{f.line}")
         else:
             soft = pref - 1.0
-            row.update(status="ok", preference=soft, error=None,
-                       verdict="a" if soft > 0.5 else "b" if soft < 0.5 else "tie")
-        batch.verdicts.append(row)
+            batch.verdicts.append(Verdict(judge, a, b, verdict="a" if soft > 0.5 else "b" if soft < 0.5 else "tie",
+                                          preference=soft, baseline_side="b", source=source, raw_output=raw,
+                                          latency_s=latency))
     if unnamed:
         batch.warnings.append(f"{path}:{unnamed[0]}: {len(unnamed)} records without an annotator: filed under "
                               f"{default_annotator!r} (the file's {'first named annotator' if named else 'folder name'})")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -31,11 +32,50 @@ _BOM = b"\xef\xbb\xbf"
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
-def read_json_fields(path: Path, schema: type[Record]) -> list[tuple[int, Any]]:
-    """(line, record) for every element of the JSON array in ``path``; an object is read as a
+class JsonArray:
+    """The elements of a JSON array file (``objects``) and their 1-based lines (``line(k)``),
+    counted only when first asked for (an import that reports nothing never needs them)."""
+
+    def __init__(self, objects: list[Any], lines: list[int] | None = None, data: bytes | None = None):
+        self.objects = objects
+        self._lines = lines
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def line(self, k: int) -> int:
+        """The line on which element ``k`` starts."""
+        if self._lines is None:
+            self._lines = _element_lines(self._data)
+            self._data = None
+        return self._lines[k]
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        """(line, element) pairs."""
+        for k, obj in enumerate(self.objects):
+            yield self.line(k), obj
+
+
+def _element_lines(data: bytes) -> list[int]:
+    """The line on which each element of the JSON array ``data`` (valid JSON) starts."""
+    pos = _WS.match(data, 0).end() + 1  # past the '['
+    line, counted = 1, 0
+    out = []
+    for raw in _RAW_LIST.decode(data):
+        pos = _WS.match(data, pos).end()
+        line += data.count(b"\n", counted, pos)
+        counted = pos
+        out.append(line)
+        pos = _WS.match(data, pos + len(raw)).end() + 1  # past the ',' (or the closing ']')
+    return out
+
+
+def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
+    """Every element of the JSON array in ``path``, with its line: an object is read as a
     ``schema`` (a :class:`~judgecal.importers.records.Record`: only its fields are decoded, an
-    absent field reads as absent, a null one as None), other elements are returned as Python's
-    json module decodes them (as is an object whose fields do not fit the schema: a dict).
+    absent field reads as absent, a null one as None), other elements as Python's json
+    module decodes them (so is an object whose fields do not fit the schema: a dict).
 
     ``schema``: a Record whose fields default to ``msgspec.UNSET`` and are typed ``Any`` (or
     a Record of the same kind, or a union with one). Same errors as
@@ -48,29 +88,31 @@ def read_json_fields(path: Path, schema: type[Record]) -> list[tuple[int, Any]]:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
-            return read_json_array(path)
+            return _reference(path)
+    try:  # the whole file in one call: every element an object of the schema's shape
+        return JsonArray(msgspec.json.Decoder(list[schema]).decode(data), data=data)
+    except msgspec.ValidationError:
+        pass  # an element of another shape: element by element below
+    except (msgspec.DecodeError, RecursionError, MemoryError):
+        return _reference(path)
     try:
         raws = _RAW_LIST.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, MemoryError):
-        return read_json_array(path)
+        return _reference(path)
     decoder = msgspec.json.Decoder(schema)
-    pos = _WS.match(data, 0).end() + 1  # past the '['
-    line, counted = 1, 0
-    out: list[tuple[int, Any]] = []
+    out: list[Any] = []
     for raw in raws:
-        pos = _WS.match(data, pos).end()
-        n = len(raw)
-        if data[pos : pos + 1] != bytes(memoryview(raw)[:1]):
-            return read_json_array(path)  # not where it was expected: let the reference reader decide
-        line += data.count(b"\n", counted, pos)
-        counted = pos
         try:
             record = decoder.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             try:
                 record = json.loads(bytes(raw))
             except (ValueError, RecursionError):
-                return read_json_array(path)
-        out.append((line, record))
-        pos = _WS.match(data, pos + n).end() + 1  # past the ',' (or the closing ']')
-    return out
+                return _reference(path)
+        out.append(record)
+    return JsonArray(out, data=data)
+
+
+def _reference(path: Path) -> JsonArray:
+    pairs = read_json_array(path)
+    return JsonArray([obj for _, obj in pairs], [line for line, _ in pairs])

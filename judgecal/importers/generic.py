@@ -52,6 +52,7 @@ from judgecal.importers.records import (
     JudgeSpec,
     RespRef,
     Seen,
+    Verdict,
     check_family,
     read_csv,
     read_jsonl,
@@ -271,16 +272,16 @@ def _verdict(batch, f, fam, prompt, seen):
     latency = f.number("latency_s", required=False)
     if latency is not None and latency < 0:
         raise f.fail(f"field 'latency_s' must be >= 0, got {latency:g}")
-    row = {
-        "judge": judge, "a": a, "b": b, "position": f.choice("position", POSITION, required=False) or "na",
-        "sample_index": f.integer("sample_index", required=False) or 0, "status": status, "verdict": verdict,
-        "preference": pref, "baseline_side": f.choice("baseline", SIDE, required=False),
-        "source": f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX],
-        "raw_output": f.text("raw_output", required=False), "error": f.text("error", required=False),
-        "latency_s": latency, "attempts": f.integer("attempts", required=False) or 0,
-        "prompt_tokens": f.integer("prompt_tokens", required=False),
-        "completion_tokens": f.integer("completion_tokens", required=False),
-    }
-    value = {k: row[k] for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error")}
-    if seen.check(f, ("verdict", a, b, _judge_key(judge), row["sample_index"], row["position"]), value, "verdict"):
+    row = Verdict(
+        judge, a, b, sample_index=f.integer("sample_index", required=False) or 0,
+        position=f.choice("position", POSITION, required=False) or "na", status=status, verdict=verdict,
+        preference=pref, baseline_side=f.choice("baseline", SIDE, required=False),
+        source=f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX],
+        raw_output=f.text("raw_output", required=False), error=f.text("error", required=False),
+        latency_s=latency, attempts=f.integer("attempts", required=False) or 0,
+        prompt_tokens=f.integer("prompt_tokens", required=False),
+        completion_tokens=f.integer("completion_tokens", required=False),
+    )
+    value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error")}
+    if seen.check(f, ("verdict", a, b, _judge_key(judge), row.sample_index, row.position), value, "verdict"):
         batch.verdicts.append(row)
