@@ -30,6 +30,17 @@ class InputError(JudgecalError):
             message = f"{loc}: {message}"
         super().__init__(message)
 
+    def __reduce__(self):
+        # pickled as raised (a parsing process sends it to the importing one): the message
+        # already names FILE:LINE, the attributes are kept beside it
+        return (_input_error, (str(self), self.source, self.line))
+
+
+def _input_error(message: str, source: str | None, line: int | None) -> InputError:
+    exc = InputError(message)
+    exc.source, exc.line = source, line
+    return exc
+
 
 class DatabaseError(JudgecalError):
     """The database cannot be reached, is behind its migrations, or refused a write."""
@@ -49,6 +60,13 @@ class ModelError(JudgecalError):
 
 class EndpointError(JudgecalError):
     """An OpenAI-compatible endpoint answered in a way that cannot be used."""
+
+    exit_code = 1
+
+
+class WorkerError(JudgecalError):
+    """A helper process (an import's parser) ended without an answer: killed from outside,
+    or out of memory."""
 
     exit_code = 1
 

@@ -9,18 +9,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import filterfalse
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
 from judgecal.db import queries as q
-from judgecal.importers.records import ImportBatch, JudgeSpec, RespRef, Verdict
+from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict
 
 
 def lengths(text: str) -> dict[str, int]:
     """Length of ``text`` in UTF-8 bytes, characters (code points) and whitespace words."""
-    return {"n_bytes": len(text.encode("utf-8")), "n_chars": len(text), "n_words": len(text.split())}
+    data = text.encode("utf-8")
+    return {"n_bytes": len(data), "n_chars": len(text), "n_words": n_words(text, data)}
+
+
+# ASCII bytes -> b" " for what str.split() splits on (str.isspace: \t \n \v \f \r, \x1c-\x1f, space), b"x" else
+_WORD_TABLE = bytes(0x20 if chr(b).isspace() else 0x78 for b in range(128)) + b"x" * 128
+
+
+def n_words(text: str, data: bytes) -> int:
+    """``len(text.split())``, the number of whitespace-separated words; ``data``: the text's
+    UTF-8 bytes. An ASCII text is counted in C without building the words (runs of
+    non-space bytes: each one begins the text or follows a space)."""
+    if len(data) != len(text):  # not ASCII: Unicode spaces count too
+        return len(text.split())
+    marks = data.translate(_WORD_TABLE)
+    return marks.count(b" x") + (marks[:1] == b"x")
 
 
 _RESPONSE_COLUMNS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
@@ -36,7 +52,7 @@ def text_meta(text: str) -> tuple[str, int, int, int]:
     found = _META_MEMO.get(text)
     if found is None:
         data = text.encode("utf-8")
-        found = (hashlib.sha256(data).hexdigest(), len(data), len(text), len(text.split()))
+        found = (hashlib.sha256(data).hexdigest(), len(data), len(text), n_words(text, data))
         if len(_META_MEMO) >= _META_MEMO_MAX:
             _META_MEMO.clear()
         _META_MEMO[text] = found
@@ -72,6 +88,7 @@ class Writer:
         self.fam_ids: dict[str, int] = {}
         self.item_of: dict[tuple[str, str], int] = {}
         self.resp_ids: dict[RespRef, int] = {}
+        self.by_key: dict[tuple[int, str, str], int] = {}  # (item id, model, text SHA-256) -> response id
         self.judges: dict[JudgeSpec, int] = {}
 
     def _count(self, table: str, n: int) -> None:
@@ -80,7 +97,8 @@ class Writer:
     def write(self, batch: ImportBatch) -> None:
         """Insert everything in ``batch`` that is not there yet (counted in ``added``)."""
         session, now = self.session, m.utcnow()
-        families = ({fam for fam, _ in batch.items} | {r[0] for r in batch.responses}) - set(self.fam_ids)
+        # every response's item is in batch.items (ImportBatch.add_response)
+        families = {fam for fam, _ in batch.items}.difference(self.fam_ids)
         if families:
             existing = set(q.family_ids(session, None))
             for fam in sorted(families):
@@ -89,9 +107,8 @@ class Writer:
         fam_ids = self.fam_ids
 
         item_rows = []
-        for (fam, prompt), extra in batch.items.items():
-            if (fam, prompt) in self.item_of:
-                continue
+        for fam, prompt in filterfalse(self.item_of.__contains__, batch.items):  # the items not written yet
+            extra = batch.items[(fam, prompt)]
             item_rows.append(
                 {
                     "task_family_id": fam_ids[fam],
@@ -114,9 +131,7 @@ class Writer:
         resp_rows = []
         key_of_ref: dict[RespRef, tuple[int, str, str]] = {}
         meta = batch.response_meta
-        for ref in batch.responses:
-            if ref in self.resp_ids:
-                continue
+        for ref in filterfalse(self.resp_ids.__contains__, batch.responses):  # the responses not written yet
             family, prompt, model, text = ref  # a RespRef, or the plain tuple an unpickled batch holds
             sha, n_bytes, n_chars, n_words = meta.get(ref) or text_meta(text)
             key = (item_of[(family, prompt)], model, sha)
@@ -126,10 +141,28 @@ class Writer:
         needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
         if needs_ids and key_of_ref:
             ids = q.response_ids(session, key_of_ref.values())
+            self.by_key.update(ids)
             for ref, key in key_of_ref.items():
                 self.resp_ids[ref] = ids[key]
-        rid = self.resp_ids.__getitem__
+
+        def rid(x, ids=self.resp_ids, slow=self._rid) -> int:
+            if type(x) is not KnownRef:
+                found = ids.get(x)
+                if found is not None:
+                    return found
+            return slow(x)
+
         self._write_rest(batch, rid, now)
+
+    def _rid(self, x: RespRef | KnownRef) -> int:
+        """The id of a response this import wrote without recording it, or that a batch
+        names by KnownRef: by its natural key, from this import's lookups or the database."""
+        family, prompt, model, last = x
+        key = (self.item_of[(family, prompt)], model, last if type(x) is KnownRef else text_meta(last)[0])
+        found = self.by_key.get(key)
+        if found is None:
+            found = self.by_key[key] = q.response_ids(self.session, [key])[key]
+        return found
 
     def _judge_id(self, spec: JudgeSpec) -> int:
         if spec not in self.judges:

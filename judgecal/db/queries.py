@@ -86,24 +86,28 @@ def _sqlite_executemany(conn, table, cols: list[str], rows: Sequence[tuple], chu
     procs = [(i, p) for i, c in enumerate(cols)
              if i not in stamps and (p := table.c[c].type.bind_processor(conn.dialect)) is not None
              and not (isinstance(table.c[c].type, Float) and all(type(r[i]) in _SQLITE_NUMBERS for r in rows))]
+    # a column holding one integer or NULL in every row is written once into the statement
+    # (a number or NULL made here: no text of the input enters it), and so are the
+    # timestamps; each row keeps the other values, in their order
+    fixed = dict(stamps)
+    for i, v in enumerate(first):
+        if i not in fixed and (v is None or (type(v) is int and -(2**63) <= v < 2**63)):
+            column = list(map(itemgetter(i), rows))
+            if column.count(v) == len(rows) and set(map(type, column)) == {type(v)}:
+                fixed[i] = "NULL" if v is None else str(v)
+    procs = [(i, p) for i, p in procs if i not in fixed]
     values = ["?"] * len(cols)
-    trailing = len(cols) - len(stamps)
-    if stamps and not procs and set(stamps) == set(range(trailing, len(cols))):
-        # trailing timestamps: written once into the statement (an ISO text of digits made
-        # here, not input), each row's tuple cut before them
-        for i, text in stamps.items():
-            values[i] = f"'{text}'"
-
-        def convert(r: tuple) -> tuple:
-            return r[:trailing]
-    elif stamps or procs:
+    for i, literal in fixed.items():
+        values[i] = f"'{literal}'" if i in stamps else literal
+    keep = [i for i in range(len(cols)) if i not in fixed]
+    if fixed and not procs:
+        convert = itemgetter(*keep) if len(keep) > 1 else (lambda r: tuple(r[i] for i in keep))
+    elif fixed or procs:
         def convert(r: tuple) -> tuple:
             out = list(r)
-            for i, text in stamps.items():
-                out[i] = text
             for i, p in procs:
                 out[i] = p(out[i])
-            return tuple(out)
+            return tuple(out[i] for i in keep)
     else:
         convert = None
     sql = (

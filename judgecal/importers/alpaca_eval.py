@@ -130,7 +130,8 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
     check_family(family)
     files = _files(paths, pairs)
     by_file: dict[Path, dict[str, RespRef]] = {}
-    for path, (batch, seen) in zip(files, map_files(parse_file, files, family, workers=workers)):
+    sent: set[RespRef] = set()  # per process: the responses its earlier batches carried (ImportBatch.mark_sent)
+    for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers)):
         if seen is not None:
             by_file[path] = seen
         yield batch
@@ -148,10 +149,12 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
         yield batch
 
 
-def parse_file(path: Path, family: str) -> tuple[ImportBatch, dict[str, RespRef] | None]:
+def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[ImportBatch, dict[str, RespRef] | None]:
     """One AlpacaEval file: its batch (response lengths and hashes computed,
     :func:`judgecal.db.ingest.prepare`) and, for a model-outputs file, {instruction: response}
-    (None for an annotations file). Raises InputError naming FILE:LINE for a bad record."""
+    (None for an annotations file). ``sent``: the responses this process's earlier batches of
+    the same import carried (updated; :meth:`ImportBatch.mark_sent`), None to carry all.
+    Raises InputError naming FILE:LINE for a bad record."""
     batch = ImportBatch(source="alpaca_eval")
     records = read_json_fields(path, _Record)
     seen: dict[str, RespRef] | None = None
@@ -177,6 +180,8 @@ def parse_file(path: Path, family: str) -> tuple[ImportBatch, dict[str, RespRef]
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
             seen[instruction] = ref
     prepare(batch)
+    if sent is not None:
+        batch.mark_sent(sent)
     return batch, seen
 
 

@@ -3,8 +3,9 @@
 An import of many large files (AlpacaEval's ``results/`` folder: 26 annotations.json files,
 95 MB) spends about as long parsing as writing. :func:`map_files` parses the files in forked
 worker processes and hands the results back in the order the files were listed, so the
-single database transaction writes file k while file k+1 is parsed. Errors raised while parsing a file are raised to the caller at that file's turn, as if
-the files were parsed one after the other.
+single database transaction writes file k while file k+1 is parsed. Errors raised while
+parsing a file are raised to the caller at that file's turn, as if the files were parsed one
+after the other.
 
 Workers are used only where they pay and are safe: the ``fork`` start method (POSIX; a worker
 starts in milliseconds with the parent's modules loaded), no other thread running in this
@@ -20,16 +21,28 @@ import os
 import pickle
 import queue
 import signal
+import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, TypeVar
 
+from judgecal.errors import WorkerError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no fork either, files are parsed in this process
+    fcntl = None
+
 T = TypeVar("T")
 
 MIN_PARALLEL_BYTES = 8 * 1024**2  # below this, forking costs more than it saves
 MAX_WORKERS = 4  # one transaction writes: more parsers than this only wait
+# how long the caller waits for the next file's result before parsing a free file itself:
+# a worker is usually a few milliseconds from delivering it, and a file the caller parses
+# delays its writing by a whole parse
+PATIENCE_S = float(os.environ.get("JUDGECAL_PATIENCE", "0.010"))
 
 
 def _cpus() -> int:
@@ -65,7 +78,47 @@ def _claim(counter, total: int) -> int | None:
         return k
 
 
-def _worker(conn, counter, fn: Callable[..., Any], files: Sequence[Path], args: tuple) -> None:
+_HEADER = struct.Struct("<Q")  # a message's length in bytes, before it
+
+
+def _pipe() -> tuple[int, int]:
+    """A pipe (read end, write end) that holds up to 1 MiB where the system allows it (Linux:
+    a result of a few MB then crosses in a few writes rather than one per 64 KiB)."""
+    r, w = os.pipe()
+    if fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass  # over the system's limit for this user: the default size
+    return r, w
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _read_into(fd: int, view: memoryview) -> int:
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            break
+        got += n
+    return got
+
+
+def _receive(fd: int) -> bytes | None:
+    """One message from a worker's pipe, read straight into its buffer (None at the end)."""
+    header = bytearray(_HEADER.size)
+    if _read_into(fd, memoryview(header)) < len(header):
+        return None
+    data = bytearray(_HEADER.unpack(header)[0])
+    return data if _read_into(fd, memoryview(data)) == len(data) else None
+
+
+def _worker(wfd: int, counter, fn: Callable[..., Any], files: Sequence[Path], args: tuple) -> None:
     # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()  # a short-lived parser whose objects hold no cycles (records.bulk)
@@ -76,7 +129,7 @@ def _worker(conn, counter, fn: Callable[..., Any], files: Sequence[Path], args: 
     def send() -> None:
         while (data := outbox.get()) is not None:
             try:
-                conn.send_bytes(data)
+                _send(wfd, data)
             except OSError:  # the parent stopped reading (done, failed or gone)
                 return
 
@@ -107,7 +160,7 @@ def _worker(conn, counter, fn: Callable[..., Any], files: Sequence[Path], args: 
     finally:
         post(None)
         sender.join()
-        conn.close()
+        os.close(wfd)
 
 
 def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: int | None = None) -> Iterator[T]:
@@ -124,7 +177,7 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
     this process to compete with the caller for the GIL. An exception ``fn`` raises is raised
     here at that file's turn (the first bad file in the listed order), and the workers are
     then stopped; so are they when the caller stops iterating. ``fn`` must be a module-level
-    function; its arguments and result pickle. Raises RuntimeError when a worker dies without
+    function; its arguments and result pickle. Raises WorkerError when a worker dies without
     an answer (killed from outside)."""
     n = auto_workers(files) if workers is None else min(workers, len(files) - 1)
     if n <= 0 or "fork" not in multiprocessing.get_all_start_methods():
@@ -133,31 +186,33 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
         return
     ctx = multiprocessing.get_context("fork")
     counter = ctx.Value("q", 0)
-    procs, conns = [], []
+    procs, fds = [], []
     try:
         for j in range(n):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(send, counter, fn, list(files), args), daemon=True,
-                               name=f"judgecal-parse-{j}")
-            proc.start()
-            send.close()
+            r, w = _pipe()
+            fds.append(r)
+            try:
+                proc = ctx.Process(target=_worker, args=(w, counter, fn, list(files), args), daemon=True,
+                                   name=f"judgecal-parse-{j}")
+                proc.start()
+            finally:
+                os.close(w)  # the worker holds the write end now: its exit ends the stream
             procs.append(proc)
-            conns.append(recv)
         ready: dict[int, tuple[str, Any]] = {}
-        alive = list(conns)
+        alive = list(fds)
 
         def receive(timeout: float | None) -> None:
-            for conn in wait(alive, timeout):
-                try:
-                    k, status, value = pickle.loads(conn.recv_bytes())
-                except EOFError:  # this worker is done (or died: see below)
-                    alive.remove(conn)
+            for fd in wait(alive, timeout):
+                data = _receive(fd)
+                if data is None:  # this worker is done (or died: see below)
+                    alive.remove(fd)
                     continue
+                k, status, value = pickle.loads(data)
                 ready[k] = (status, value)
 
         for k, f in enumerate(files):
             while k not in ready:
-                receive(0)
+                receive(0 if k == 0 else PATIENCE_S)
                 if k in ready:
                     break
                 mine = _claim(counter, len(files))
@@ -169,15 +224,16 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
                 elif alive:
                     receive(None)
                 else:
-                    raise RuntimeError(f"{f}: the process parsing this file ended without an answer "
-                                       f"(exit status {', '.join(str(p.exitcode) for p in procs)})")
+                    codes = ", ".join(str(p.exitcode) for p in procs)
+                    raise WorkerError(f"{f}: the process parsing this file ended without an answer (exit status "
+                                      f"{codes}; killed from outside or out of memory): nothing was imported")
             status, value = ready.pop(k)
             if status == "error":
                 raise value
             yield value
     finally:
-        for conn in conns:
-            conn.close()
+        for fd in fds:
+            os.close(fd)
         for proc in procs:
             if proc.is_alive():
                 proc.terminate()

@@ -30,6 +30,17 @@ class RespRef(NamedTuple):
     text: str
 
 
+class KnownRef(NamedTuple):
+    """A response that an earlier batch of the same import carried in full, by its natural
+    key (task family, item prompt, model, text SHA-256): what a parsing process sends instead
+    of a text it has already sent (a baseline's answers recur in every AlpacaEval file)."""
+
+    family: str
+    prompt: str
+    model: str
+    text_sha256: str
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """Identity of a judge whose scores are imported (not collected by ``judgecal rate``)."""
@@ -89,17 +100,27 @@ class ImportBatch:
     # response -> (text SHA-256, n_bytes, n_chars, n_words), computed ahead by
     # judgecal.db.ingest.prepare (in a parsing process); the writer computes what is missing
     response_meta: dict[RespRef, tuple[str, int, int, int]] = field(default_factory=dict)
+    # responses (and item keys) an earlier batch of the same import from the same process
+    # carried in full: a response is pickled as a KnownRef (no text), an item not at all
+    # (ImportBatch.mark_sent)
+    sent_before: set[tuple] = field(default_factory=set)
 
     def __getstate__(self) -> dict:
         # pickled compactly (a parsing process sends its batches to the writing one): every
         # RespRef and Verdict becomes a plain tuple (equal, hashed alike, read by position; a
         # named tuple costs a Python call per object to unpickle), a response's tuple shared by
-        # the responses, their lengths and the verdicts
-        plain: dict[RespRef, tuple] = {r: tuple(r) for r in self.responses}
+        # the responses, their lengths and the verdicts; a response in ``sent_before`` travels
+        # as a KnownRef (no text) and is left out of the responses
+        meta = self.response_meta
+        plain: dict[RespRef, tuple] = {}
+        for r in self.responses:
+            plain[r] = KnownRef(r[0], r[1], r[2], meta[r][0]) if r in self.sent_before and r in meta else tuple(r)
         state = dict(self.__dict__)
-        state["responses"] = list(plain.values())
-        state["response_meta"] = [(plain.get(r, r), m) for r, m in self.response_meta.items()]
+        state["responses"] = [x for x in plain.values() if type(x) is not KnownRef]
+        state["response_meta"] = [(plain.get(r, r), m) for r, m in meta.items() if type(plain.get(r)) is not KnownRef]
         state["verdicts"] = [(v[0], plain.get(v[1], v[1]), plain.get(v[2], v[2])) + tuple(v[3:]) for v in self.verdicts]
+        state["items"] = {k: v for k, v in self.items.items() if k not in self.sent_before}
+        state["sent_before"] = set()
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -119,6 +140,16 @@ class ImportBatch:
             self.items[(family, prompt)] = {"external_id": external_id, "reference": reference}
         elif cur["reference"] is None and reference is not None:
             cur["reference"] = reference
+
+    def mark_sent(self, memo: set) -> None:
+        """Put in ``sent_before`` the responses and items already in ``memo`` (those an earlier
+        batch of this import, made by this process, carried), then add this batch's to it (an
+        item written once is not written again: its first external id and reference stay).
+        Only for a producer whose batches are written in the order they are made, each one
+        before the next (judgecal.importers.parallel)."""
+        self.sent_before = {r for r in self.responses if r in memo} | {k for k in self.items if k in memo}
+        memo.update(self.responses)
+        memo.update(self.items)
 
     def add_response(self, ref: RespRef) -> RespRef:
         """Register a response (and its item)."""
