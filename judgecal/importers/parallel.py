@@ -42,7 +42,7 @@ MAX_WORKERS = 4  # one transaction writes: more parsers than this only wait
 # how long the caller waits for the next file's result before parsing a free file itself:
 # a worker is usually a few milliseconds from delivering it, and a file the caller parses
 # delays its writing by a whole parse
-PATIENCE_S = float(os.environ.get("JUDGECAL_PATIENCE", "0.010"))
+PATIENCE_S = 0.010
 
 
 def _cpus() -> int:
