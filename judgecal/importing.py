@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.engine import get_engine, held_interrupts, session_scope
 from judgecal.errors import DatabaseError
 from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
@@ -29,8 +29,9 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
     engine = get_engine(url)
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
+    held: list = []  # a Ctrl-C that came during the commit (the import then completed)
     try:
-        with bulk(), session_scope(engine) as session:
+        with bulk(), session_scope(engine, held=held) as session:
             writer = Writer(session)
             for batch in batches:
                 writer.write(batch)
@@ -41,7 +42,11 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         raise DatabaseError(f"{source}: the database refused the import, nothing was written: {reason}") from None
     finally:
-        engine.dispose()
+        with held_interrupts(held):  # closing a SQLite file checkpoints it: after the commit, not a cut
+            engine.dispose()
+    if held:
+        warnings.append("Ctrl-C came while the import was being committed: the commit had begun and completed, "
+                        "so everything counted below was imported")
     skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
     return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
 

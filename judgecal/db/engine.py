@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,13 +120,36 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session in one transaction: committed on success, rolled back on any exception."""
+def held_interrupts(held: list) -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) while the block runs: a SIGINT that comes meanwhile is appended to
+    ``held`` instead of interrupting. Only in the main thread (elsewhere Python delivers no
+    signal anyway); the previous handler is restored on exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def session_scope(engine: Engine, *, held: list | None = None) -> Iterator[Session]:
+    """A session in one transaction: committed on success, rolled back on any exception.
+
+    ``held``: a list; Ctrl-C during the commit is then held (:func:`held_interrupts`) and
+    recorded in it rather than raised after a commit that completed (the caller reports the
+    work as done, which it is)."""
     factory = sessionmaker(bind=engine, expire_on_commit=False)
     session = factory()
     try:
         yield session
-        session.commit()
+        if held is None:
+            session.commit()
+        else:
+            with held_interrupts(held):
+                session.commit()
     except BaseException:
         session.rollback()
         raise

@@ -1,0 +1,358 @@
+"""The fast AlpacaEval import path (issue 10's speed goal) reads exactly what the careful one
+reads: the msgspec reader against Python's json module, the fast record acceptor against the
+FILE:LINE checks, the parsing workers against parsing in one process (both dialects), errors
+at the first bad file with nothing written, a killed worker, Ctrl-C, the C word count, and
+the constant columns written into the SQLite statement."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, create_engine, text
+from sqlalchemy.orm import Session
+
+from judgecal import importing
+from judgecal.db import queries as q
+from judgecal.db.ingest import n_words
+from judgecal.errors import InputError, WorkerError
+from judgecal.importers import alpaca_eval, parallel
+from judgecal.importers.fastjson import read_json_fields
+from judgecal.importers.records import Fields, read_json_array
+
+FIELDS = alpaca_eval._Record.__struct_fields__
+
+
+def _annotations(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "alpaca_eval" / "results").glob("*/*/annotations.json"))
+
+
+def _rec(i: int, **over) -> dict:
+    r = {"instruction": f"question {i}", "output_1": f"base answer {i}", "generator_1": "base",
+         "output_2": f"model answer {i}", "generator_2": "m", "annotator": "judge", "preference": 1.25,
+         "time_per_example": 0.5, "dataset": "x",
+         "raw_completion": {"logprobs": {"content": [{"token": "M", "logprob": -0.1, "bytes": [77]}]}, "text": "m"}}
+    r.update(over)
+    return r
+
+
+def _view(obj):
+    """An element as an importer reads it: the schema's fields (present or not, values) of an
+    object, with raw_completion as the stored raw output; anything else as it is."""
+    if not (isinstance(obj, dict) or isinstance(obj, alpaca_eval._Record)):
+        return ("value", obj)
+    return tuple((k, k in obj, alpaca_eval._raw_output(obj) if k == "raw_completion" else obj.get(k)) for k in FIELDS)
+
+
+def _both(path: Path):
+    """(lines, views) or the error message, by the reference reader and by the fast one."""
+    out = []
+    for read in (lambda: read_json_array(path), lambda: list(read_json_fields(path, alpaca_eval._Record))):
+        try:
+            pairs = read()
+            out.append(([line for line, _ in pairs], [_view(o) for _, o in pairs]))
+        except InputError as exc:
+            out.append(str(exc))
+    return out
+
+
+ONE = json.dumps([_rec(1), _rec(2)], indent=2)
+CASES = {
+    "pretty": ONE.encode(),
+    "bom_crlf": b"\xef\xbb\xbf" + ONE.replace("\n", "\r\n").encode(),
+    "one_line": json.dumps([_rec(1), _rec(2), _rec(3)]).encode(),
+    "non_ascii": json.dumps([_rec(1, output_2="café ☕ 😀 \u00a0 x")], ensure_ascii=False, indent=1).encode(),
+    "nan_preference": ONE.replace('"preference": 1.25', '"preference": NaN', 1).encode(),
+    "huge_float_skipped": ONE.replace('"logprob": -0.1', '"logprob": -1e400', 1).encode(),
+    "huge_int": ONE.replace('"preference": 1.25', '"preference": 100000000000000000000000000000', 1).encode(),
+    "surrogate_field": ONE.replace('"question 1"', '"question \\ud800 1"', 1).encode(),
+    "surrogate_skipped": ONE.replace('"token": "M"', '"token": "\\udc00"', 1).encode(),
+    "duplicate_keys": ONE.replace('"preference": 1.25', '"preference": 1.0, "preference": 2.0', 1).encode(),
+    "number_element": b'[\n  1,\n  ' + json.dumps(_rec(1)).encode() + b"\n]",
+    "list_raw_completion": json.dumps([_rec(1, raw_completion=[1, 2]), _rec(2, raw_completion="text")], indent=2).encode(),
+    "message_content": json.dumps([_rec(1, raw_completion={"message": {"content": "b"}, "logprobs": None})]).encode(),
+    "absent_and_null": json.dumps([{"instruction": "q", "output_1": None}, _rec(2)], indent=2).encode(),
+    "empty": b"  [ ]  ",
+    "trailing_comma": ONE[:-2].encode() + b",\n]",
+    "trailing_data": ONE.encode() + b"\n{}",
+    "not_utf8": ONE.replace('"m"', '"\udcff"').encode("utf-8", "surrogateescape"),
+    "truncated": ONE[: len(ONE) // 2].encode(),
+    "not_array": json.dumps(_rec(1)).encode(),
+    "deep_skipped": ONE.replace('"logprobs": {', '"logprobs": {"deep": ' + "[" * 3000 + "]" * 3000 + ", ", 1).encode(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_fast_reader_reads_what_json_module_reads(case, tmp_path):
+    path = tmp_path / "annotations.json"
+    path.write_bytes(CASES[case])
+    reference, fast = _both(path)
+    assert fast == reference
+
+
+def test_fast_reader_line_numbers_on_real_file(data_dir):
+    path = _annotations(data_dir)[0]
+    reference, fast = _both(path)
+    assert fast == reference and len(reference[0]) == 805
+
+
+# --- the fast record acceptor decides nothing the careful path would decide otherwise ----------
+
+_names = st.sampled_from(["m", "gpt4_1106_preview", "", "  ", "a\x00b", "x" * 200, "x" * 201, "y" * 300, "y" * 301])
+_texts = st.sampled_from(["an answer", "", " ", "with\x00nul", "é ☕", "z" * 5000])
+_anything = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True),
+                      st.sampled_from(["1.5", " 2 ", "nan", "inf", "", "abc", "1e0"]), st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=600, deadline=None)
+@given(instruction=st.one_of(_texts, _anything), g1=st.one_of(_names, _anything), g2=st.one_of(_names, _anything),
+       ann=st.one_of(_names, _anything), o1=st.one_of(_texts, _anything), o2=st.one_of(_texts, _anything),
+       pref=st.one_of(st.floats(0, 2.5), _anything), t=st.one_of(st.floats(-1, 1e16), _anything))
+def test_fast_acceptor_agrees_with_careful_checks(instruction, g1, g2, ann, o1, o2, pref, t):
+    rec = {"instruction": instruction, "generator_1": g1, "generator_2": g2, "annotator": ann, "output_1": o1,
+           "output_2": o2, "preference": pref, "time_per_example": t}
+    fast = alpaca_eval._clean(alpaca_eval._Record(**rec))
+    if fast is None:
+        return  # the careful path decides
+    careful = alpaca_eval._careful(Fields(rec, "f.json", 1))  # must not raise
+    assert fast == careful
+    assert [type(x) for x in fast] == [type(x) for x in careful]
+
+
+# --- workers ----------------------------------------------------------------------------------
+
+
+def _dump(url: str) -> dict:
+    engine = create_engine(url)
+    with engine.connect() as c:
+        out = {
+            "responses": sorted(c.execute(text(
+                "SELECT i.prompt, r.model, r.text, r.text_sha256, r.n_bytes, r.n_chars, r.n_words "
+                "FROM response r JOIN item i ON i.id = r.item_id")).all()),
+            "verdicts": sorted(c.execute(text(
+                "SELECT a.model, b.model, i.prompt, v.preference, v.verdict, v.status, v.position, v.baseline_side, "
+                "v.source, v.raw_output, v.error, v.latency_s, v.sample_index, v.attempts, j.name "
+                "FROM pairwise_judgment v JOIN response a ON a.id = v.response_a_id "
+                "JOIN response b ON b.id = v.response_b_id JOIN item i ON i.id = a.item_id "
+                "JOIN judge j ON j.id = v.judge_id")).all(), key=repr),
+        }
+    engine.dispose()
+    return out
+
+
+def test_workers_store_what_one_process_stores(data_dir, db_url, tmp_path):
+    files = _annotations(data_dir)[:5]
+    one = f"sqlite:///{tmp_path / 'one.db'}"
+    a = importing.import_alpaca_eval(files, [], None, one, workers=0)
+    b = importing.import_alpaca_eval(files, [], None, db_url, workers=2)
+    assert a == b
+    assert a["added"]["pairwise_judgment"] == sum(len(json.loads(f.read_text())) for f in files) - sum(
+        r["count"] for r in a["skipped"].values())
+    assert _dump(one) == _dump(db_url)
+    again = importing.import_alpaca_eval(files, [], None, db_url, workers=2)
+    assert again["added"]["pairwise_judgment"] == 0 and again["added"]["response"] == 0
+
+
+def _results_copy(data_dir: Path, tmp_path: Path, n: int) -> list[Path]:
+    out = []
+    for src in _annotations(data_dir)[:n]:
+        dst = tmp_path / "results" / src.parent.parent.name / src.parent.name / "annotations.json"
+        dst.parent.mkdir(parents=True)
+        shutil.copyfile(src, dst)
+        out.append(dst)
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_first_bad_file_in_order_is_reported_and_nothing_written(data_dir, tmp_path, workers):
+    files = _results_copy(data_dir, tmp_path, 6)
+    for k, field, value in ((1, "preference", 7), (4, "instruction", 3)):
+        records = json.loads(files[k].read_text())
+        records[10][field] = value
+        files[k].write_text(json.dumps(records, indent=2))
+    bad = read_json_array(files[1])[10][0]  # record 10's first line, as the careful reader counts it
+    assert bad > 10
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    with pytest.raises(InputError) as err:
+        importing.import_alpaca_eval([tmp_path / "results"], [], None, url, workers=workers)
+    assert str(err.value).startswith(f"{files[1]}:{bad}: field 'preference' must be in [1, 2]")
+    with sqlite3.connect(tmp_path / "x.db") as c:
+        assert c.execute("SELECT count(*) FROM pairwise_judgment").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM response").fetchone()[0] == 0
+
+
+def test_killed_worker_is_one_error(tmp_path):
+    files = [tmp_path / f"f{i}" for i in range(6)]
+
+    def fn(path: Path) -> str:
+        if path.name == "f3":
+            os._exit(7)
+        return path.name
+
+    got = []
+    with pytest.raises(WorkerError, match=r"/f(\d): the process parsing this file ended without an answer") as err:
+        for value in parallel.map_files(fn, files, workers=2):
+            got.append(value)
+    # the first file whose result never came (the dying worker may hold an earlier one unsent)
+    lost = int(err.value.args[0].split(": the process")[0][-1])
+    assert lost <= 3 and got == [f"f{i}" for i in range(lost)]
+
+
+def test_worker_exception_is_raised_at_its_turn(tmp_path):
+    files = [tmp_path / f"f{i}" for i in range(8)]
+
+    def fn(path: Path) -> str:
+        if path.name in ("f2", "f5"):
+            raise InputError("broken", source=str(path), line=4)
+        return path.name
+
+    got = []
+    with pytest.raises(InputError) as err:
+        for value in parallel.map_files(fn, files, workers=3):
+            got.append(value)
+    assert got == ["f0", "f1"] and str(err.value) == f"{files[2]}:4: broken" and err.value.line == 4
+
+
+def test_no_workers_while_other_threads_run(data_dir):
+    files = _annotations(data_dir)
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert parallel.auto_workers(files) == 0
+    finally:
+        stop.set()
+        t.join()
+    expected = 0 if "fork" not in __import__("multiprocessing").get_all_start_methods() else min(
+        max(parallel._cpus() - 1, 1), parallel.MAX_WORKERS)
+    assert parallel.auto_workers(files) == expected
+    assert parallel.auto_workers(files[:1]) == 0
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.add(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_ctrl_c_during_parallel_import(data_dir, tmp_path):
+    """Ctrl-C while files are parsed and written: exit 130, nothing written, no worker left."""
+    results = tmp_path / "results"
+    for copy in range(3):  # three times the real folder (as three sets of models): long enough to interrupt
+        for src in _annotations(data_dir):
+            dst = results / f"{src.parent.parent.name}_{copy}" / src.parent.name / "annotations.json"
+            dst.parent.mkdir(parents=True)
+            dst.symlink_to(src)
+    db = tmp_path / "x.db"
+    exe = Path(sys.executable).with_name("judgecal")
+    subprocess.run([exe, "--database-url", f"sqlite:///{db}", "stats"], check=True, capture_output=True)
+    proc = subprocess.Popen([exe, "--database-url", f"sqlite:///{db}", "import", "alpaca-eval", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    kids: set[int] = set()
+    first_seen = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids |= _children(proc.pid)
+        if kids and first_seen is None:
+            first_seen = time.monotonic()
+        if first_seen is not None and time.monotonic() - first_seen > 0.4:
+            break
+        time.sleep(0.005)
+    wal = Path(f"{db}-wal")
+    if proc.poll() is not None or (wal.exists() and wal.stat().st_size > 100_000):
+        proc.kill()
+        pytest.skip("the import reached its commit before it could be interrupted")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.decode().strip() in ("interrupted", "aborted") and b"Traceback" not in err
+    assert kids, "the import ran no parsing worker"
+    for _ in range(100):
+        if not any(Path(f"/proc/{k}").exists() for k in kids):
+            break
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{k}").exists() for k in kids), "a parsing worker outlived the import"
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT count(*) FROM pairwise_judgment").fetchone()[0] == 0
+
+
+def test_ctrl_c_during_a_commit_is_held_and_reported():
+    from judgecal.db.engine import held_interrupts
+
+    held: list = []
+    before = signal.getsignal(signal.SIGINT)
+    with held_interrupts(held):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # delivered here, and held
+    assert held == [signal.SIGINT] and signal.getsignal(signal.SIGINT) is before
+
+
+# --- the C word count and the statement's constants -----------------------------------------------
+
+
+@pytest.mark.parametrize("text,words", [("", 0), ("   ", 0), ("a", 1), (" a  b\tc\n", 3), ("a\x1cb\x1fc", 3),
+                                        ("a\x0bb\x0cc\rd", 4), ("é b", 2), ("a\u00a0b", 2), ("a\x85b", 2)])
+def test_n_words_known_answers(text, words):
+    assert n_words(text, text.encode()) == words == len(text.split())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x00ab.\x85\xa0\u2003é"), max_size=40))
+def test_n_words_is_str_split(text):
+    assert n_words(text, text.encode()) == len(text.split())
+
+
+def test_constant_columns_are_stored_as_bound_values(tmp_path):
+    md = MetaData()
+    table = Table("t", md, Column("id", Integer, primary_key=True), Column("n", Integer), Column("x", Float),
+                  Column("s", String), Column("at", DateTime))
+    engine = create_engine(f"sqlite:///{tmp_path / 't.db'}")
+    md.create_all(engine)
+    now = __import__("datetime").datetime(2026, 12, 1, 10, 0, 0, 123456)
+    cols = ["n", "x", "s", "at"]
+    sets = [
+        [(5, 1.5, "a", now), (5, 2.5, "b", now)],  # constant int, shared timestamp
+        [(None, None, None, now), (None, None, "c", now)],  # constant NULLs
+        [(True, 1, "d", now), (True, 2.0, "e", now)],  # a boolean column, ints and floats in a Float column
+        [(1, 1.0, "f", now), (1.0, 1.0, "g", now)],  # 1 and 1.0: not the same column value type
+        [(2**62, 0.1, "h", now)],  # one row: every column constant
+    ]
+    model = type("M", (), {"__table__": table})
+    for rows in sets:
+        with Session(engine) as s, s.begin():
+            s.execute(text("DELETE FROM t"))
+            q.insert_ignore_rows(s, model, cols, rows)
+            ours = s.execute(text("SELECT typeof(n), n, typeof(x), x, s, at FROM t ORDER BY id")).all()
+            s.execute(text("DELETE FROM t"))
+            raw = s.connection().connection.driver_connection
+            raw.executemany("INSERT INTO t (n, x, s, at) VALUES (?, ?, ?, ?)",
+                            [(n, None if x is None else float(x), st_, at.isoformat(" ")) for n, x, st_, at in rows])
+            plain = s.execute(text("SELECT typeof(n), n, typeof(x), x, s, at FROM t ORDER BY id")).all()
+        assert ours == plain, rows
+    engine.dispose()
+
+
+def test_msgspec_is_a_declared_dependency():
+    import tomllib
+
+    deps = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith("msgspec") for d in deps) and msgspec.__version__
