@@ -225,6 +225,21 @@ def test_worker_exception_is_raised_at_its_turn(tmp_path):
     assert got == ["f0", "f1"] and str(err.value) == f"{files[2]}:4: broken" and err.value.line == 4
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("workers", [1, 3])
+def test_slow_files_keep_the_order_and_the_lookahead(tmp_path, workers):
+    """Slow files hold the others back without a hang (the caller stops reading a worker that
+    is LOOKAHEAD results ahead), and results keep the files' order."""
+    files = [tmp_path / f"f{i:02d}" for i in range(40)]
+
+    def fn(path: Path) -> str:
+        if path.name in ("f01", "f07", "f20"):
+            time.sleep(0.3)
+        return path.name
+
+    assert list(parallel.map_files(fn, files, workers=workers)) == [f.name for f in files]
+
+
 def test_no_workers_while_other_threads_run(data_dir):
     files = _annotations(data_dir)
     stop = threading.Event()

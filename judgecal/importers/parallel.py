@@ -43,6 +43,7 @@ MAX_WORKERS = 4  # one transaction writes: more parsers than this only wait
 # a worker is usually a few milliseconds from delivering it, and a file the caller parses
 # delays its writing by a whole parse
 PATIENCE_S = 0.010
+LOOKAHEAD = 3  # results of one worker held unread by the caller, at most (memory: a few files per worker)
 
 
 def _cpus() -> int:
@@ -69,13 +70,19 @@ def auto_workers(files: Sequence[Path]) -> int:
 
 
 def _claim(counter, total: int) -> int | None:
-    """The index of the next file nobody parses yet (None when all are taken)."""
-    with counter.get_lock():
+    """The index of the next file nobody parses yet (None when all are taken, or when the
+    counter's lock stays taken: a process killed while holding it must not hang the others)."""
+    lock = counter.get_lock()
+    if not lock.acquire(timeout=5.0):
+        return None
+    try:
         k = counter.value
         if k >= total:
             return None
         counter.value = k + 1
         return k
+    finally:
+        lock.release()
 
 
 _HEADER = struct.Struct("<Q")  # a message's length in bytes, before it
@@ -170,11 +177,12 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
 
     Files are handed out in order from one shared counter: each worker takes the next file,
     parses it, sends the result (pickled) through its own pipe and takes another without
-    waiting for this process to read (at most two results wait in a worker). This process
-    yields the results in the files' order; whenever the one it needs next has not arrived,
-    it parses the next file nobody has taken itself instead of waiting (so the first file,
-    and a share of the others where writing is faster than parsing). No helper thread runs in
-    this process to compete with the caller for the GIL. An exception ``fn`` raises is raised
+    waiting for this process to read (at most two results wait in a worker, and
+    :data:`LOOKAHEAD` per worker here). This process yields the results in the files' order;
+    when the one it needs next has not come within :data:`PATIENCE_S`, it parses the next
+    file nobody has taken itself (so the first file, and a share of the others where
+    writing is faster than parsing). No helper thread runs in this process to compete with
+    the caller for the GIL. An exception ``fn`` raises is raised
     here at that file's turn (the first bad file in the listed order), and the workers are
     then stopped; so are they when the caller stops iterating. ``fn`` must be a module-level
     function; its arguments and result pickle. Raises WorkerError when a worker dies without
@@ -198,36 +206,43 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
             finally:
                 os.close(w)  # the worker holds the write end now: its exit ends the stream
             procs.append(proc)
-        ready: dict[int, tuple[str, Any]] = {}
+        ready: dict[int, tuple[str, Any, int | None]] = {}  # file index -> (status, value, the fd it came by)
+        unread = dict.fromkeys(fds, 0)  # results of each worker waiting in `ready`
         alive = list(fds)
 
         def receive(timeout: float | None) -> None:
-            for fd in wait(alive, timeout):
+            # a worker with LOOKAHEAD results waiting here is not read: what it holds comes
+            # after them; the worker holding the file needed next has none waiting (it sends
+            # in the order it takes files, and takes them in order)
+            for fd in wait([fd for fd in alive if unread[fd] < LOOKAHEAD], timeout):
                 data = _receive(fd)
                 if data is None:  # this worker is done (or died: see below)
                     alive.remove(fd)
                     continue
                 k, status, value = pickle.loads(data)
-                ready[k] = (status, value)
+                ready[k] = (status, value, fd)
+                unread[fd] += 1
 
         for k, f in enumerate(files):
             while k not in ready:
                 receive(0 if k == 0 else PATIENCE_S)
                 if k in ready:
                     break
-                mine = _claim(counter, len(files))
+                mine = _claim(counter, len(files)) if len(ready) < LOOKAHEAD * (n + 1) else None
                 if mine is not None:  # nothing has arrived: parse the next free file here
                     try:
-                        ready[mine] = ("ok", fn(files[mine], *args))
+                        ready[mine] = ("ok", fn(files[mine], *args), None)
                     except Exception as exc:
-                        ready[mine] = ("error", exc)
+                        ready[mine] = ("error", exc, None)
                 elif alive:
                     receive(None)
                 else:
                     codes = ", ".join(str(p.exitcode) for p in procs)
                     raise WorkerError(f"{f}: the process parsing this file ended without an answer (exit status "
                                       f"{codes}; killed from outside or out of memory): nothing was imported")
-            status, value = ready.pop(k)
+            status, value, fd = ready.pop(k)
+            if fd is not None:
+                unread[fd] -= 1
             if status == "error":
                 raise value
             yield value
