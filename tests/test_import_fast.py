@@ -371,3 +371,16 @@ def test_msgspec_is_a_declared_dependency():
 
     deps = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["dependencies"]
     assert any(d.startswith("msgspec") for d in deps) and msgspec.__version__
+
+
+def test_cli_workers_option(data_dir, tmp_path, run_cli):
+    files = [str(f) for f in _annotations(data_dir)[:3]]
+    outs = []
+    for workers in ("0", "2"):
+        url = f"sqlite:///{tmp_path / f'w{workers}.db'}"
+        r = run_cli("--database-url", url, "import", "alpaca-eval", "--workers", workers, *files, "--format", "json")
+        assert r.exit_code == 0, r
+        outs.append(json.loads(r.stdout))
+    assert outs[0] == outs[1] and outs[0]["added"]["pairwise_judgment"] > 2000
+    r = run_cli("--database-url", f"sqlite:///{tmp_path / 'x.db'}", "import", "alpaca-eval", "--workers", "65", *files)
+    assert r.exit_code == 2 and "--workers" in r.stderr and "Traceback" not in r.stderr

@@ -28,7 +28,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, TypeVar
 
-from judgecal.errors import WorkerError
+from judgecal.errors import UsageError, WorkerError
 
 try:
     import fcntl
@@ -187,8 +187,11 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
     then stopped; so are they when the caller stops iterating. ``fn`` must be a module-level
     function; its arguments and result pickle. Raises WorkerError when a worker dies without
     an answer (killed from outside)."""
+    if workers and "fork" not in multiprocessing.get_all_start_methods():
+        raise UsageError(f"--workers {workers}: parsing workers need the fork start method (POSIX); "
+                         "leave the option out or give 0 to parse in this process")
     n = auto_workers(files) if workers is None else min(workers, len(files) - 1)
-    if n <= 0 or "fork" not in multiprocessing.get_all_start_methods():
+    if n <= 0:
         for f in files:
             yield fn(f, *args)
         return
