@@ -5,13 +5,15 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from judgecal.db import models as m
+from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 
 
 def collect_stats(url: str | None = None) -> list[dict]:
     """One dict per task family: items, responses, expert labels (pairwise/pointwise),
-    verbosity pairs, ratings and pairwise verdicts as {judge name: {status: n}}."""
+    verbosity pairs, ratings and pairwise verdicts as {judge: {status: n}} (the judge's name, or ``name (id N)``
+    where several judges share it)."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
@@ -36,14 +38,14 @@ def collect_stats(url: str | None = None) -> list[dict]:
         ):
             labels.setdefault(fid, {})[kind] = n
         ratings: dict[int, dict[str, dict[str, int]]] = {}
-        for fid, judge, status, n in s.execute(
-            select(m.Item.task_family_id, m.Judge.name, m.Rating.status, func.count())
+        label = q.judge_labels(s)
+        for fid, judge_id, status, n in s.execute(
+            select(m.Item.task_family_id, m.Rating.judge_id, m.Rating.status, func.count())
             .join(m.Response, m.Response.item_id == m.Item.id)
             .join(m.Rating, m.Rating.response_id == m.Response.id)
-            .join(m.Judge, m.Judge.id == m.Rating.judge_id)
-            .group_by(m.Item.task_family_id, m.Judge.name, m.Rating.status)
+            .group_by(m.Item.task_family_id, m.Rating.judge_id, m.Rating.status)
         ):
-            ratings.setdefault(fid, {}).setdefault(judge, {})[status] = n
+            ratings.setdefault(fid, {}).setdefault(label[judge_id], {})[status] = n
         verdicts = vq.verdict_counts(s)
         for fid, name in fams:
             out.append(

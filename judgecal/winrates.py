@@ -10,8 +10,7 @@ verbosity win-rate; optionally rank correlations with an external ranking (``com
 
 from __future__ import annotations
 
-import csv
-import io
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -29,12 +28,19 @@ from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import InputError, NotFoundError, UsageError
-from judgecal.importers.records import read_text
+from judgecal.importers.records import read_csv_cells
 
 COLUMNS = ("raw", "lc", "calibrated")
 VERBOSE, CONCISE = "_verbose", "_concise"
 #: a model whose most common answer covers at least this share of its items is flagged
 CONSTANT_SHARE = 0.5
+#: --lc-weights: a larger weight (logit units) is refused (AlpacaEval's published weights are below 10)
+MAX_GLM_WEIGHT = 1000.0
+#: LC is flagged as not identified when fewer than this many of a model's answers lie on one side
+#: of the baseline's length: AlpacaEval reads the GLM at equal length, and with (almost) every
+#: answer on one side the length term and the model's bias cannot be told apart (on the shared
+#: data the most one-sided real models have 8 of 805 answers longer than the baseline's)
+LC_MIN_SIDE = 5
 #: an answer given verbatim to at least this many instructions of one model earns no brevity credit
 REPEATED_ANSWER = 3
 
@@ -72,73 +78,133 @@ def _pick_family(s, families: list[str]) -> tuple[int, str]:
                      + "): choose one with --task-family")
 
 
+def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str | None]]]]:
+    """The header (names stripped; a pandas index column's is empty) and the data records of
+    a CSV file; a record with another number of fields than the header is an InputError
+    naming FILE:LINE, so is a file without a header row."""
+    records = list(read_csv_cells(path))
+    if not records:
+        raise InputError("empty CSV file (no header row)", source=str(path), line=1)
+    (_, head), rows = records[0], records[1:]
+    header = [(h or "").strip() for h in head]
+    for line, row in rows:
+        if len(row) != len(header):
+            raise InputError(f"row has {len(row)} fields, the header has {len(header)}", source=str(path), line=line)
+    return header, rows
+
+
 def read_weights(path: Path) -> dict[str, tuple[float, float, float]]:
-    """AlpacaEval's GLM weights CSV (``length_controlled_v1/baseline_<model>.csv``): {model:
-    (w_len, w_diff, w_bias)}. Raises InputError naming FILE:LINE for a bad row, or the file for
-    one that is not a readable regular UTF-8 file."""
+    """AlpacaEval's GLM weights CSV (``length_controlled_v1/baseline_<model>.csv``, written by
+    pandas: an unnamed index column of model names, then w_len, w_diff, w_bias): {model:
+    (w_len, w_diff, w_bias)}.
+
+    Read as RFC 4180 CSV (:func:`judgecal.importers.records.read_csv_cells`). Raises InputError
+    naming FILE:LINE for a ragged row, an empty model name, a weight that is not a finite
+    number or a model given twice (naming the earlier line), or for a file with fewer than 4
+    columns or no data rows; the file for one that is not a readable regular UTF-8 file."""
+    header, rows = _table(path)
+    if len(header) < 4:
+        raise InputError("expected AlpacaEval GLM weights: a model column and 3 weight columns", source=str(path), line=1)
+    if not rows:
+        raise InputError("no data rows (expected one row of weights per model)", source=str(path), line=2)
     out: dict[str, tuple[float, float, float]] = {}
-    try:
-        reader = csv.reader(io.StringIO(read_text(path), newline=""))
-        header = next(reader, None)
-        if not header or len(header) < 4:
-            raise InputError("expected AlpacaEval GLM weights: a model column and 3 weight columns", source=str(path), line=1)
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
+    first: dict[str, int] = {}
+    for line, cells in rows:
+        name = (cells[0] or "").strip()
+        if not name:
+            raise InputError("empty model name", source=str(path), line=line)
+        if name in first:
+            raise InputError(f"model {name!r} appears twice (first on line {first[name]})", source=str(path), line=line)
+        try:
+            values = tuple(parse_number(c) for c in cells[1:4])
+        except ValueError:
+            raise InputError(f"expected three numbers after the model name, got {', '.join(repr(c) for c in cells[1:4])}",
+                             source=str(path), line=line) from None
+        if not all(np.isfinite(values)):
+            raise InputError("the three weights must be finite numbers", source=str(path), line=line)
+        if max(abs(v) for v in values) > MAX_GLM_WEIGHT:
+            raise InputError(f"a weight of {max(values, key=abs):g} is not a GLM weight of AlpacaEval's (at most "
+                             f"{MAX_GLM_WEIGHT:g} in absolute value, logit units; the published ones are below 10)",
+                             source=str(path), line=line)
+        first[name] = line
+        out[name] = values  # type: ignore[assignment]
+    return out
+
+
+def parse_number(text: str | None) -> float:
+    """A number written in a CSV cell (an optional sign, digits with an optional fraction,
+    an optional exponent: ``12``, ``-0.5``, ``.5``, ``1e-05``; surrounding spaces allowed), as a float. Raises ValueError
+    for anything else (``1_0``, ``nan``, ``inf``, ``0x1``, empty)."""
+    t = (text or "").strip()
+    if not _NUMBER.fullmatch(t):
+        raise ValueError(t)
+    return float(t)
+
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def read_ranking(path: Path, column: str | None = None) -> tuple[dict[str, float], dict[str, int]]:
+    """An external ranking CSV: a model column (``model``, else the first column, which may be
+    a pandas index column without a name) and a score column (``column``, else ``score``,
+    else the only other numeric column).
+
+    Returns ({model: score}, {model: line} of the rows whose score cell is empty: they are
+    left out of the correlations and reported, never dropped silently). Read as RFC 4180 CSV
+    (:func:`judgecal.importers.records.read_csv_cells`). Raises InputError naming FILE:LINE for
+    a ragged row, a quote never closed, an empty model name, a score that is not a finite
+    number, a model given twice (naming the earlier line), or a file without data rows; the
+    file for a missing or ambiguous score column."""
+    header, records = _table(path)
+    if not records:
+        raise InputError("no data rows (a header row, then one row per model)", source=str(path), line=2)
+    mi = header.index("model") if "model" in header else 0
+    rows = [(line, cells) for line, cells in records]
+    if column is not None:
+        if column not in header:
+            raise InputError(f"no column {column!r} (columns: {', '.join(h for h in header[:12] if h)})", source=str(path))
+        si = header.index(column)
+    elif "score" in header:
+        si = header.index("score")
+    else:
+        def numeric(i: int) -> bool:
+            vals = [(cells[i] or "").strip() for _, cells in rows]
             try:
-                out[row[0]] = (float(row[1]), float(row[2]), float(row[3]))
-            except (ValueError, IndexError):
-                raise InputError("expected a model name and three numbers", source=str(path), line=line) from None
-            if not all(np.isfinite(out[row[0]])):
-                raise InputError("the three weights must be finite numbers", source=str(path), line=line)
-    except csv.Error as exc:
-        raise InputError(f"invalid CSV: {exc}", source=str(path)) from None
-    return out
+                return any(vals) and all(parse_number(v) == parse_number(v) for v in vals if v)
+            except ValueError:
+                return False
 
-
-def read_ranking(path: Path, column: str | None = None) -> dict[str, float]:
-    """An external ranking CSV: a model column (``model``, else the first column) and a score
-    column (``column``, else ``score``, else the only other numeric column). {model: score}.
-    Raises InputError naming FILE:LINE for a non-numeric score, or the file for a missing column."""
-    try:
-        with io.StringIO(read_text(path), newline="") as fh:
-            reader = csv.DictReader(fh)
-            fields = reader.fieldnames or []
-            if not fields:
-                raise InputError("empty CSV file (no header row)", source=str(path), line=1)
-            mcol = "model" if "model" in fields else fields[0]
-            scol = column or ("score" if "score" in fields else None)
-            rows = list(reader)
-            if scol is None:
-                def numeric(col: str) -> bool:
-                    vals = [(r.get(col) or "").strip() for r in rows]
-                    try:
-                        return any(vals) and all(float(v) == float(v) for v in vals if v)
-                    except ValueError:
-                        return False
-
-                others = [f for f in fields if f != mcol and numeric(f)]
-                if len(others) != 1:
-                    raise InputError(f"{'several' if others else 'no'} numeric score columns ({', '.join(others[:8])}): "
-                                     "name one with --compare-column", source=str(path))
-                scol = others[0]
-            if scol not in fields:
-                raise InputError(f"no column {scol!r} (columns: {', '.join(fields[:12])})", source=str(path))
-            out: dict[str, float] = {}
-            for k, row in enumerate(rows):
-                line = k + 2
-                name, val = (row.get(mcol) or "").strip(), (row.get(scol) or "").strip()
-                if not name or not val:
-                    continue
-                try:
-                    out[name] = float(val)
-                except ValueError:
-                    raise InputError(f"column {scol!r}: {val[:40]!r} is not a number", source=str(path), line=line) from None
-                if not np.isfinite(out[name]):
-                    raise InputError(f"column {scol!r}: {val!r} is not a finite number", source=str(path), line=line)
-    except csv.Error as exc:
-        raise InputError(f"invalid CSV: {exc}", source=str(path)) from None
-    return out
+        others = [i for i in range(len(header)) if i != mi and numeric(i)]
+        if len(others) != 1:
+            raise InputError(f"{'several' if others else 'no'} numeric score columns "
+                             f"({', '.join(header[i] or f'column {i + 1}' for i in others[:8])}): "
+                             "name one with --compare-column", source=str(path))
+        si = others[0]
+    if si == mi:
+        raise InputError(f"column {header[si]!r} is the model column: name the score column with --compare-column",
+                         source=str(path))
+    scol = header[si]
+    out: dict[str, float] = {}
+    first: dict[str, int] = {}
+    no_score: dict[str, int] = {}
+    for line, cells in rows:
+        name, val = (cells[mi] or "").strip(), (cells[si] or "").strip()
+        if not name:
+            raise InputError("empty model name", source=str(path), line=line)
+        if name in first:
+            raise InputError(f"model {name!r} appears twice (first on line {first[name]})", source=str(path), line=line)
+        first[name] = line
+        if not val:
+            no_score[name] = line
+            continue
+        try:
+            score = parse_number(val)
+        except ValueError:
+            raise InputError(f"column {scol!r}: {val[:40]!r} is not a number", source=str(path), line=line) from None
+        if not np.isfinite(score):
+            raise InputError(f"column {scol!r}: {val!r} is not a finite number", source=str(path), line=line)
+        out[name] = score
+    return out, no_score
 
 
 def verbosity_families(models: list[str]) -> list[tuple[str, str, str]]:
@@ -173,7 +239,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     if length_unit == "tokens" and not tokenizer:
         raise UsageError("--length-unit tokens needs --tokenizer NAME")
     weights = read_weights(Path(lc_weights)) if lc_weights else None
-    external = read_ranking(Path(compare_to), compare_column) if compare_to else None
+    external, no_score = read_ranking(Path(compare_to), compare_column) if compare_to else (None, {})
     engine = get_engine(url)
     with session_scope(engine) as s:
         jrow = _pick_judge(s, judge)
@@ -202,7 +268,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     # slower with 2 threads on a busy 2-core machine), so the fits run single-threaded
     with threadpool_limits(1):
         return _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs,
-                        weights, external, compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items)
+                        weights, (external, no_score), compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items)
 
 
 def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs, weights,
@@ -299,6 +365,12 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
             flags.append(f"answers below the short-side floor (median {np.exp(ratio):.2f} of the baseline's length)")
         if mm in gamed_models:
             flags.append("gamed baseline (LC regulariser)")
+        n_short, n_long = int(np.sum(tanh_len[sel] > 0)), int(np.sum(tanh_len[sel] < 0))
+        if len(sel) > 1 and min(n_short, n_long) < LC_MIN_SIDE:
+            side = "longer" if n_long < n_short else "shorter"
+            flags.append(f"LC not identified: {min(n_short, n_long)} of {len(sel)} answers {side} than the baseline's "
+                         "(LC is read at equal length, outside the data: the length term and the model's bias cannot "
+                         "be told apart)")
         board_rows.append({
             "model": mm, "n_items": int(len(sel)), "n_missing": n_missing,
             "n_verdicts": int(sum(rows[i]["n_verdicts"] for i in sel)),
@@ -340,11 +412,19 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         spreads.append(entry)
 
     comparison = None
+    external, no_score = external
     if external is not None:
         matched = [r for r in board_rows if r["model"] in external]
         comparison = {"file": str(compare_to), "n_matched": len(matched),
-                      "unmatched_here": sorted(r["model"] for r in board_rows if r["model"] not in external),
-                      "unmatched_there": sorted(set(external) - set(by_model))}
+                      "unmatched_here": sorted(r["model"] for r in board_rows
+                                               if r["model"] not in external and r["model"] not in no_score),
+                      "unmatched_there": sorted(set(external) - set(by_model)),
+                      "no_score_there": sorted(no_score)}
+        if no_score:
+            shown = ", ".join(f"{mm} (line {ln})" for mm, ln in list(no_score.items())[:10])
+            more = f" and {len(no_score) - 10} more" if len(no_score) > 10 else ""
+            notes.append(f"--compare-to: {len(no_score)} models of {compare_to} have an empty score cell and were left "
+                         f"out of the correlations: {shown}{more}")
         for col, key in (("raw", "win_rate"), ("lc", "lc_win_rate"), ("calibrated", "calibrated_win_rate")):
             comparison[col] = rank_correlation([r[key] for r in matched], [external[r["model"]] for r in matched],
                                                n_bootstrap, seed)

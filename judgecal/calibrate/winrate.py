@@ -117,14 +117,20 @@ def rank_correlation(ours, theirs, n_bootstrap: int = 1000, seed: int = 0) -> di
     percentile bootstrap CIs over models.
 
     Args: ours, theirs: shape (k,) scores of the same k models (NaN pairs left out).
-    Returns: {"n_models", "spearman", "spearman_ci", "kendall", "kendall_ci"} (None when k < 3).
+    Returns: {"n_models", "spearman", "spearman_ci", "kendall", "kendall_ci", "undefined"}: the
+    figures are None and ``undefined`` says why when k < 3 or when every score of one side is
+    the same (a correlation with a constant is not defined); ``undefined`` is None otherwise.
     Source: scipy.stats.spearmanr, scipy.stats.kendalltau (tau-b)."""
     a, b = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
     keep = np.isfinite(a) & np.isfinite(b)
     a, b = a[keep], b[keep]
     k = int(a.size)
-    out = {"n_models": k, "spearman": None, "spearman_ci": None, "kendall": None, "kendall_ci": None}
+    out = {"n_models": k, "spearman": None, "spearman_ci": None, "kendall": None, "kendall_ci": None, "undefined": None}
     if k < 3:
+        out["undefined"] = f"{k} models in common (3 or more are needed)"
+        return out
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        out["undefined"] = f"every {'score here' if np.ptp(a) == 0 else 'external score'} is the same ({(a if np.ptp(a) == 0 else b)[0]:g})"
         return out
     out["spearman"] = float(spearmanr(a, b).statistic)
     out["kendall"] = float(kendalltau(a, b).statistic)

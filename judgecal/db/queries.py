@@ -250,9 +250,26 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
         known = ", ".join(sorted(set(session.scalars(select(m.Judge.name))))) or "none"
         raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
     if len(found) > 1:
-        ids = ", ".join(f"{j.id} (model {j.model}, prompt {j.prompt_name}, {j.endpoint})" for j in found)
+        ids = "; ".join(f"{j.id} ({describe_judge(j)})" for j in found)
         raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids}")
     return found[0]
+
+
+def describe_judge(judge: m.Judge) -> str:
+    """What tells a judge from another of the same name: model, mode, endpoint, prompt (name
+    and the first 12 hex digits of its SHA-256), sampling parameters (canonical JSON), scale."""
+    params = json.dumps(canonical(judge.params or {}), ensure_ascii=False, separators=(",", ":"))
+    return (f"model {judge.model}, {judge.mode}, endpoint {judge.endpoint}, prompt {judge.prompt_name} "
+            f"sha256 {judge.prompt_sha256[:12]}, params {params}, scale [{judge.scale_min:g}, {judge.scale_max:g}]")
+
+
+def judge_labels(session: Session) -> dict[int, str]:
+    """{judge id: label}: the judge's name, or ``name (id N)`` where several judges share it."""
+    rows = session.execute(select(m.Judge.id, m.Judge.name)).all()
+    count: dict[str, int] = {}
+    for _, name in rows:
+        count[name] = count.get(name, 0) + 1
+    return {jid: (name if count[name] == 1 else f"{name} (id {jid})") for jid, name in rows}
 
 
 def canonical(obj: Any) -> Any:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, aliased
 
 from judgecal.db import boarddata
 from judgecal.db import models as m
+from judgecal.db.queries import judge_labels
 
 LENGTH_UNITS = ("chars", "words", "bytes", "tokens")
 
@@ -104,20 +105,21 @@ def both_order_pairs(s: Session, family_ids: list[int], judge_id: int) -> list[d
 
 
 def verdict_counts(s: Session) -> dict[int, dict[str, dict[str, int]]]:
-    """{family id: {judge name: {status: n}}} of pairwise verdicts."""
+    """{family id: {judge: {status: n}}} of pairwise verdicts (the judge's name, or ``name (id N)``
+    where several judges share it: :func:`judgecal.db.queries.judge_labels`)."""
     RA = aliased(m.Response)
     PJ = m.PairwiseJudgment
     out: dict[int, dict[str, dict[str, int]]] = {}
     q = (
-        select(m.Item.task_family_id, m.Judge.name, PJ.status, func.count())
+        select(m.Item.task_family_id, PJ.judge_id, PJ.status, func.count())
         .select_from(PJ)
         .join(RA, RA.id == PJ.response_a_id)
         .join(m.Item, m.Item.id == RA.item_id)
-        .join(m.Judge, m.Judge.id == PJ.judge_id)
-        .group_by(m.Item.task_family_id, m.Judge.name, PJ.status)
+        .group_by(m.Item.task_family_id, PJ.judge_id, PJ.status)
     )
-    for fid, judge, status, n in s.execute(q):
-        out.setdefault(fid, {}).setdefault(judge, {})[status] = n
+    label = judge_labels(s)
+    for fid, judge_id, status, n in s.execute(q):
+        out.setdefault(fid, {}).setdefault(label[judge_id], {})[status] = n
     return out
 
 

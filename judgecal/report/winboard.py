@@ -54,7 +54,7 @@ def _footer(board: dict) -> list[str]:
         for col in ("raw", "lc", "calibrated"):
             c = cmp_[col]
             if c["spearman"] is None:
-                lines.append(f"vs {cmp_['file']}: {col}: fewer than 3 matched models")
+                lines.append(f"vs {cmp_['file']}: {col}: no correlation: {c.get('undefined') or 'fewer than 3 matched models'}")
                 continue
             ci = lambda v: f" [{v[0]:.3f}, {v[1]:.3f}]" if v else ""  # noqa: E731
             lines.append(f"vs {cmp_['file']} ({c['n_models']} models): {col}: Spearman {c['spearman']:.3f}{ci(c['spearman_ci'])}, "
