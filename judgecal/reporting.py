@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from judgecal.db import models as m
 from judgecal.db import queries as q
+from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import FitError, NotFoundError
 from judgecal.fitting import evaluate_family, load_calibrations
@@ -110,8 +111,14 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
 
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed)
     if not entries and not report["pairwise_judges"]:
+        engine = get_engine(url)
+        with session_scope(engine) as s:
+            unusable = vq.unusable_verdicts(s)
+        engine.dispose()
+        stored = (" (stored, but none usable: " + ", ".join(f"{n} {status}" for status, n in sorted(unusable.items())) + ")"
+                  if unusable else "")
         raise NotFoundError("nothing to report: no calibration, no rated concise/verbose pairs and no pairwise verdicts "
-                            "(run `judgecal fit`, or import / rate pairwise verdicts)")
+                            f"with a preference{stored} (run `judgecal fit`, or import / rate pairwise verdicts)")
     written = {}
     if out_dir is not None:
         out_dir = Path(out_dir)

@@ -249,7 +249,9 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
             known = sorted(s.scalars(select(m.Response.model).join(m.Item, m.Item.id == m.Response.item_id)
                                      .where(m.Item.task_family_id == fid).distinct()))
             hint = "" if baseline in known else f" (no model {baseline!r} in {fam}; models: {', '.join(known[:10])}{'...' if len(known) > 10 else ''})"
-            raise NotFoundError(f"no verdicts of judge {jrow.name!r} against baseline {baseline!r} in {fam}{hint}")
+            if data.left_out:
+                hint += " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(data.left_out.items())) + ")"
+            raise NotFoundError(f"no usable verdicts of judge {jrow.name!r} against baseline {baseline!r} in {fam}{hint}")
         ids = sorted({r["response_id"] for r in data.rows} | {r["baseline_response_id"] for r in data.rows})
         unit_len = boarddata.lengths(s, ids, length_unit, tokenizer) if length_unit != "chars" else None
         gamed_models = [baseline + VERBOSE, baseline + CONCISE]

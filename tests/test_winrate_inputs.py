@@ -177,3 +177,17 @@ def test_judges_of_one_name_are_told_apart(tmp_path, board_db, run_cli):
     r = run_cli("leaderboard", "--baseline", "base", "--judge", "2", "--bootstrap", "0", "--format", "json", env=board_db)
     assert r.exit_code == 0, r
     assert np.isclose({row["model"]: row for row in json.loads(r.stdout)["rows"]}["m1"]["win_rate"], 75.0)
+
+
+def test_only_unparsed_verdicts_are_counted_in_the_errors(tmp_path, run_cli):
+    env = {"JUDGECAL_DATABASE_URL": f"sqlite:///{tmp_path / 'up.db'}"}
+    run_cli("db", "upgrade", env=env)
+    rows = [json.dumps({"task_family": "fam", "prompt": f"P{i}", "model_a": mm, "response_a": f"{mm} {i}",
+                        "model_b": "base", "response_b": f"base {i}", "judge": "J", "baseline": "b"})
+            for i in range(5) for mm in MODELS]  # no preference: stored as unparsed verdicts
+    (tmp_path / "u.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert run_cli("import", "jsonl", tmp_path / "u.jsonl", "--kind", "verdicts", env=env).exit_code == 0
+    r = run_cli("leaderboard", "--baseline", "base", env=env)
+    assert r.exit_code != 0 and "no usable verdicts of judge 'J' against baseline 'base' in fam (left out: 15 verdict unparsed)" in r.stderr
+    r = run_cli("report", env=env)
+    assert r.exit_code != 0 and "(stored, but none usable: 15 unparsed)" in r.stderr

@@ -123,6 +123,14 @@ def verdict_counts(s: Session) -> dict[int, dict[str, dict[str, int]]]:
     return out
 
 
+def unusable_verdicts(s: Session) -> dict[str, int]:
+    """{status: n} of the stored pairwise verdicts that carry no preference (pending, running,
+    unparsed, failed; or ok without one)."""
+    PJ = m.PairwiseJudgment
+    q = (select(PJ.status, func.count()).where((PJ.status != "ok") | PJ.preference.is_(None)).group_by(PJ.status))
+    return {("ok without a preference" if status == "ok" else status): n for status, n in s.execute(q)}
+
+
 def model_outputs(s: Session, family_id: int, models: list[str], unit: str = "chars",
                   tokenizer: str | None = None) -> dict[str, dict[int, float]]:
     """{model: {item_id: length in unit}} of the given models' answers in the family (the
