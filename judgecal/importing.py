@@ -48,6 +48,9 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
         warnings.append("Ctrl-C came while the import was being committed: the commit had begun and completed, "
                         "so everything counted below was imported")
     skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
+    for table, n in writer.already.items():
+        if n:  # an earlier import (or an earlier file of this one) stored them with the same values
+            skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
     return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
 
 
@@ -77,7 +80,8 @@ def import_judgebench(paths: list[Path], family: str | None = None, url: str | N
 
 def import_pandalm(path: Path, family: str | None = None, url: str | None = None) -> dict:
     """Import the PandaLM test set. Family default: ``pandalm``."""
-    return import_batch(pandalm.parse(Path(path), family or "pandalm"), url)
+    pandalm.check_family(family)  # an empty --task-family is refused, not read as the default
+    return import_batch(pandalm.parse(Path(path), "pandalm" if family is None else family), url)
 
 
 def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None,
@@ -86,8 +90,8 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
     verbosity pairs. Family default: ``alpaca_eval``. Files are parsed by up to ``workers``
     processes while earlier ones are written (None: automatic, 0: none;
     :mod:`judgecal.importers.parallel`)."""
-    family = family or "alpaca_eval"
-    alpaca_eval.check_family(family)  # before the database is opened
+    alpaca_eval.check_family(family)  # before the database is opened; an empty name is refused, not the default
+    family = "alpaca_eval" if family is None else family
     return import_batches("alpaca_eval", alpaca_eval.batches(list(paths), family, list(pairs), workers=workers), url)
 
 

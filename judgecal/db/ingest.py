@@ -12,11 +12,13 @@ import json
 from itertools import filterfalse
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
 from judgecal.db import queries as q
-from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict
+from judgecal.errors import InputError
+from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict, show_value
 
 
 def lengths(text: str) -> dict[str, int]:
@@ -90,6 +92,8 @@ class Writer:
         self.resp_ids: dict[RespRef, int] = {}
         self.by_key: dict[tuple[int, str, str], int] = {}  # (item id, model, text SHA-256) -> response id
         self.judges: dict[JudgeSpec, int] = {}
+        # rows the database already held with the same values (not added again): {table: n}
+        self.already: dict[str, int] = dict.fromkeys(("rating", "expert_label", "pairwise_judgment"), 0)
 
     def _count(self, table: str, n: int) -> None:
         self.added[table] += n
@@ -100,10 +104,13 @@ class Writer:
         # every response's item is in batch.items (ImportBatch.add_response)
         families = {fam for fam, _ in batch.items}.difference(self.fam_ids)
         if families:
-            existing = set(q.family_ids(session, None))
             for fam in sorted(families):
-                self.fam_ids[fam] = q.family_id(session, fam, create=True)
-            self._count("task_family", len({self.fam_ids[f] for f in families} - existing))
+                found = session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == fam))
+                if found is None:  # counted by the insert itself: a concurrent import's row is not counted here
+                    self._count("task_family", q.insert_ignore(session, m.TaskFamily, [
+                        {"name": fam, "l_ref": None, "created_at": m.utcnow()}]))
+                    found = q.family_id(session, fam)
+                self.fam_ids[fam] = found
         fam_ids = self.fam_ids
 
         item_rows = []
@@ -214,7 +221,10 @@ class Writer:
                     "created_at": now,
                 }
             )
-        self._count("expert_label", _insert_labels(session, label_rows))
+        added = _insert_labels(session, label_rows)
+        self._count("expert_label", added)
+        if added < len(label_rows):
+            self._check_labels(batch, label_rows, added)
 
         rating_rows = []
         for r in batch.ratings:
@@ -232,7 +242,10 @@ class Writer:
                     "updated_at": now,
                 }
             )
-        self._count("rating", q.insert_ignore(session, m.Rating, rating_rows))
+        added = q.insert_ignore(session, m.Rating, rating_rows)
+        self._count("rating", added)
+        if added < len(rating_rows):
+            self._check_ratings(batch, rating_rows, added)
 
         pair_rows = []
         for c, v in batch.verbosity_pairs:
@@ -255,7 +268,82 @@ class Writer:
             if jid is None:
                 jid = judge_of[id(v[0])] = judge_id(v[0])
             verdict_rows.append((rid(v[1]), rid(v[2]), jid) + v[3:] + stamps)
-        self._count("pairwise_judgment", q.insert_ignore_rows(session, m.PairwiseJudgment, _VERDICT_COLUMNS, verdict_rows))
+        added = q.insert_ignore_rows(session, m.PairwiseJudgment, _VERDICT_COLUMNS, verdict_rows)
+        self._count("pairwise_judgment", added)
+        if added < len(verdict_rows):
+            self._check_verdicts(batch, verdict_rows, added)
+
+    # ---- rows the database ignored: the same values are counted, other values refused
+    # (a later import must not silently keep what an earlier one stored; docs/data-formats.md)
+
+    def _stored(self, table, key_cols: tuple[str, ...], value_cols: tuple[str, ...], keys: list[tuple],
+                by: str, extra: tuple[str, ...] = ()) -> dict[tuple, tuple]:
+        """{key: (values..., extra...)} of the stored rows of ``table`` whose ``key_cols``
+        are among ``keys``, looked up by the column ``by`` (the first key column)."""
+        out: dict[tuple, tuple] = {}
+        wanted = set(keys)
+        firsts = sorted({k[0] for k in wanted})
+        cols = [table.c[c] for c in key_cols + value_cols + extra]
+        nk = len(key_cols)
+        conn = self.session.connection()
+        for start in range(0, len(firsts), 900):
+            stmt = select(*cols).where(table.c[by].in_(firsts[start:start + 900]))
+            for row in conn.execute(stmt):
+                key = tuple(row[:nk])
+                if key in wanted:
+                    out[key] = tuple(row[nk:])
+        return out
+
+    def _refuse(self, batch: ImportBatch, kind: str, i: int, what: str, names: tuple[str, ...],
+                stored: tuple, given: tuple, stored_source: str | None) -> None:
+        file, line = batch.where(kind, i)
+        differ = [(n, a, b) for n, a, b in zip(names, stored, given) if a != b]
+        old = ", ".join(f"{n} {show_value(a)}" for n, a, _ in differ)
+        new = ", ".join(f"{n} {show_value(b)}" for n, _, b in differ)
+        origin = f" (imported from {stored_source})" if stored_source else ""
+        note = (" (judgecal stores AlpacaEval's preference minus 1: P(output_2 preferred))"
+                if batch.source == "alpaca_eval" and any(n == "preference" for n, _, _ in differ) else "")
+        raise InputError(f"this {what} is already stored with {old}{origin}; this file gives {new}{note}: an import "
+                         "never changes a stored value (remove the record, or import into another --task-family or "
+                         "database); nothing was imported", source=file or batch.source, line=line)
+
+    def _check_verdicts(self, batch: ImportBatch, rows: list[tuple], added: int) -> None:
+        cols = _VERDICT_COLUMNS
+        key_at = [cols.index(c) for c in ("response_a_id", "response_b_id", "judge_id", "sample_index", "position")]
+        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error")
+        val_at = [cols.index(c) for c in names]
+        keys = [tuple(r[i] for i in key_at) for r in rows]
+        table = m.PairwiseJudgment.__table__
+        stored = self._stored(table, tuple(cols[i] for i in key_at), names, keys, "response_a_id", ("source",))
+        for i, (key, r) in enumerate(zip(keys, rows)):
+            have = stored.get(key)
+            given = tuple(r[j] for j in val_at)
+            if have is not None and have[:-1] != given:
+                self._refuse(batch, "verdicts", i, "verdict", names, have[:-1], given, have[-1])
+        self.already["pairwise_judgment"] += len(rows) - added
+
+    def _check_ratings(self, batch: ImportBatch, rows: list[dict], added: int) -> None:
+        key_cols = ("response_id", "judge_id", "sample_index")
+        names = ("status", "score", "raw_output", "error")
+        keys = [tuple(r[c] for c in key_cols) for r in rows]
+        stored = self._stored(m.Rating.__table__, key_cols, names, keys, "response_id")
+        for i, (key, r) in enumerate(zip(keys, rows)):
+            have, given = stored.get(key), tuple(r[c] for c in names)
+            if have is not None and have != given:
+                self._refuse(batch, "ratings", i, "rating", names, have, given, None)
+        self.already["rating"] += len(rows) - added
+
+    def _check_labels(self, batch: ImportBatch, rows: list[dict], added: int) -> None:
+        names = ("preference", "score", "scale_min", "scale_max")
+        keys = [(r["label_key"],) for r in rows]
+        stored = self._stored(m.ExpertLabel.__table__, ("label_key",), names, keys, "label_key")
+        n_pair = len(batch.pair_labels)
+        for i, (key, r) in enumerate(zip(keys, rows)):
+            have, given = stored.get(key), tuple(r.get(c) for c in names)
+            if have is not None and have != given:
+                kind, j = ("pair_labels", i) if i < n_pair else ("point_labels", i - n_pair)
+                self._refuse(batch, kind, j, "label", names, have, given, None)
+        self.already["expert_label"] += len(rows) - added
 
 
 def _insert_labels(session: Session, rows: list[dict[str, Any]]) -> int:

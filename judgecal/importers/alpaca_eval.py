@@ -23,6 +23,7 @@ response) is recorded.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -78,37 +79,114 @@ class _Record(Record):
     raw_completion: _Completion | str | None | msgspec.UnsetType = _UNSET
 
 
-def expand(paths: list[Path]) -> list[Path]:
-    """Files to read: each file as given; a folder becomes its ``*/model_outputs.json``,
-    ``model_outputs.json``, ``*/annotations.json`` and ``*/*/annotations.json`` (sorted).
-    Raises InputError for a missing path or a folder without AlpacaEval files."""
+# AlpacaEval's annotator configurations (src/alpaca_eval/evaluators_configs): a folder of one
+# of these names under a model's folder is a results/<model>/<annotator>/ layout
+KNOWN_ANNOTATORS = frozenset({
+    "weighted_alpaca_eval_gpt4_turbo", "alpaca_eval_gpt4_turbo_fn", "alpaca_eval_gpt4", "alpaca_eval_gpt4_fn",
+    "alpaca_eval_cot_gpt4_turbo_fn", "alpaca_eval_clf_gpt4_turbo", "alpaca_eval_clf_cot_gpt4_turbo",
+    "alpaca_eval_llama3_70b_fn", "alpaca_eval_gpt4o_fn", "weighted_alpaca_eval_gpt-4o-mini-2024-07-18",
+    "alpaca_farm_greedy_gpt4", "alpaca_farm", "chatgpt_fn", "chatgpt", "claude", "gpt4", "gpt4_turbo",
+    "aviary_gpt4", "guanaco_33b", "lmsys_gpt4", "oasst_pythia_12b", "stablelm_alpha_7b", "text_davinci_003",
+    "improved_aviary_gpt4",
+})
+_NAMES = ("model_outputs.json", "annotations.json")
+
+
+def _check_followable(path: Path) -> None:
+    """Raise InputError naming ``path`` when it is a symbolic link that cannot be followed
+    (to a missing file, or in a loop): a folder import must not skip it without a word."""
+    try:
+        path.stat()
+    except OSError as exc:
+        from judgecal.importers.records import unreadable
+
+        raise InputError(unreadable(path, exc), source=str(path)) from None
+
+
+def _scan(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(files read, files named model_outputs.json / annotations.json that are not read) below
+    ``folder``: read are ``model_outputs.json``, ``*/model_outputs.json``, ``*/annotations.json``
+    and ``*/*/annotations.json``; an entry of one of those names that is a symbolic link that
+    cannot be followed raises InputError naming it."""
+    found: set[Path] = set()
+
+    def children(d: Path) -> list[Path]:
+        try:
+            return sorted(d.iterdir())
+        except OSError:
+            return []
+
+    for c in children(folder):
+        if c.name == "model_outputs.json":
+            _check_followable(c)
+            found.add(c)
+        elif c.is_dir():
+            for g in children(c):
+                if g.name in _NAMES:
+                    _check_followable(g)
+                    found.add(g)
+                elif g.is_dir():
+                    for h in children(g):
+                        if h.name == "annotations.json":
+                            _check_followable(h)
+                            found.add(h)
+    others = sorted(p for name in _NAMES for p in folder.rglob(name) if p not in found)
+    return sorted(found), others
+
+
+def expand(paths: list[Path], warnings: list[str] | None = None) -> list[Path]:
+    """Files to read: each file as given; a folder becomes its ``model_outputs.json``,
+    ``*/model_outputs.json``, ``*/annotations.json`` and ``*/*/annotations.json`` (sorted).
+    Files of those names at other depths are not read: ``warnings`` gets one line naming
+    them. Raises InputError for a missing path, a symbolic link that cannot be followed
+    (named) or a folder without AlpacaEval files."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = sorted(
-                set(p.glob("model_outputs.json")) | set(p.glob("*/model_outputs.json"))
-                | set(p.glob("*/annotations.json")) | set(p.glob("*/*/annotations.json"))
-            )
+            found, others = _scan(p)
+            if others and warnings is not None:
+                shown = ", ".join(str(x) for x in others[:5]) + (", ..." if len(others) > 5 else "")
+                warnings.append(f"{p}: {len(others)} file(s) named model_outputs.json or annotations.json at another "
+                                f"depth were not imported (a folder import reads model_outputs.json, "
+                                f"*/model_outputs.json, */annotations.json and */*/annotations.json; "
+                                f"give a file itself to import it): {shown}")
             if not found:
                 raise InputError("no model_outputs.json or */annotations.json below this folder", source=str(p))
             out.extend(found)
-        elif not p.exists():
+        elif not os.path.lexists(p):
             raise InputError("no such file", source=str(p))
         else:
+            _check_followable(p)
             out.append(p)
     return list(dict.fromkeys(out))
 
 
-def _model_of_results_folder(path: Path) -> str | None:
-    """``<model>`` of ``.../<model>/<annotator>/annotations.json`` (None for another layout)."""
-    if path.name == "annotations.json" and len(path.parts) >= 3:
-        return path.parent.parent.name
-    return None
+def _model_of_results_folder(path: Path, annotators: set[str]) -> str | None:
+    """``<model>`` of an AlpacaEval ``results/<model>/<annotator>/annotations.json`` (None for
+    another layout): the file is named annotations.json and its folder is named after the
+    annotator, one its records name (``annotators``) or a known AlpacaEval annotator
+    configuration (:data:`KNOWN_ANNOTATORS`). Otherwise the model is the records' own
+    ``generator_2`` (a folder name does not rename it)."""
+    if path.name != "annotations.json" or len(path.parts) < 3:
+        return None
+    annotator_folder = path.parent.name
+    if annotator_folder not in annotators and annotator_folder not in KNOWN_ANNOTATORS:
+        return None
+    model = path.parent.parent.name
+    return model if model and model not in (".", "..") else None
 
 
-def _files(paths: list[Path], pairs: list[tuple[Path, Path]]) -> list[Path]:
-    return list(dict.fromkeys(expand(list(paths)) + [Path(p) for pair in pairs for p in pair]))
+def _files(paths: list[Path], pairs: list[tuple[Path, Path]], warnings: list[str] | None = None) -> list[Path]:
+    for concise, verbose in pairs:
+        if Path(concise) == Path(verbose) or os.path.realpath(concise) == os.path.realpath(verbose):
+            raise InputError("--pair names the same file twice: a verbosity pair needs a concise and a verbose "
+                             "model_outputs.json (two different files)", source=str(concise))
+    pair_files = [Path(p) for pair in pairs for p in pair]
+    for p in pair_files:
+        if not os.path.lexists(p):
+            raise InputError("no such file", source=str(p))
+    return list(dict.fromkeys(expand(list(paths), warnings) + pair_files))
 
 
 def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -> ImportBatch:
@@ -128,7 +206,10 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
     this process) while the caller writes the batches already parsed. Raises InputError
     naming FILE:LINE for a bad record (the first bad file in the listed order)."""
     check_family(family)
-    files = _files(paths, pairs)
+    notes: list[str] = []
+    files = _files(paths, pairs, notes)
+    if notes:
+        yield ImportBatch(source="alpaca_eval", warnings=notes)
     by_file: dict[Path, dict[str, RespRef]] = {}
     sent: set[RespRef] = set()  # per process: the responses its earlier batches carried (ImportBatch.mark_sent)
     for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers)):
@@ -138,13 +219,22 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
     if pairs:
         batch = ImportBatch(source="alpaca_eval")
         for concise, verbose in pairs:
-            if Path(concise) not in by_file or Path(verbose) not in by_file:
-                raise InputError("--pair takes two model_outputs.json files, not annotations", source=str(concise))
+            for p in (concise, verbose):
+                if Path(p) not in by_file:
+                    raise InputError("--pair takes two model_outputs.json files; this one holds annotations", source=str(p))
             c, v = by_file[Path(concise)], by_file[Path(verbose)]
             common = [k for k in c if k in v]
             if not common:
                 raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))
+            same = [k for k in common if c[k].text == v[k].text and c[k].model == v[k].model]
+            if len(same) == len(common):
+                raise InputError(f"every response is the same in {verbose}: a verbosity pair needs two different "
+                                 "responses (is it the same file twice?)", source=str(concise))
             for k in common:
+                if c[k].text == v[k].text and c[k].model == v[k].model:
+                    batch.skip("--pair: the concise and verbose responses are the same response (no pair)",
+                               f"{concise} / {verbose}: {k[:60]!r}")
+                    continue
                 batch.verbosity_pairs.append((batch.add_response(c[k]), batch.add_response(v[k])))
         yield batch
 
@@ -194,7 +284,7 @@ def _preference(f: Fields) -> float | None:
     if p == 0:
         return 1.5
     if not 1.0 <= p <= 2.0:
-        raise f.fail(f"field 'preference' must be in [1, 2] (2 = output_2 preferred), got {p:g}")
+        raise f.fail(f"field 'preference' must be in [1, 2] (2 = output_2 preferred), got {p!r}")
     return p
 
 
@@ -244,12 +334,13 @@ def _careful(f: Fields) -> tuple:
     pref = _preference(f)
     latency = f.number("time_per_example", required=False)
     if latency is not None and latency < 0:
-        raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency:g}")
+        raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency!r}")
     return instruction, base, model, annotator or None, pref, f.text("output_1"), f.text("output_2"), latency
 
 
 def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str) -> None:
-    folder_model = _model_of_results_folder(path)
+    annotators = {a for o in records.objects if is_object(o) and isinstance(a := o.get("annotator"), str) and a}
+    folder_model = _model_of_results_folder(path, annotators)
     named = next((o.get("annotator") for o in records.objects
                   if is_object(o) and isinstance(o.get("annotator"), str) and o.get("annotator")), None)
     default_annotator = named or (path.parent.name if folder_model else "alpaca_eval")
@@ -259,6 +350,8 @@ def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str
     judges: dict[str, JudgeSpec] = {}
     src, source = str(path), str(path)[:SOURCE_MAX]
     line_of = records.line
+    batch.origin, batch.origin_index = src, True
+    at = batch.at.setdefault("verdicts", [])
     for k, obj in enumerate(records.objects):
         f = Fields(obj, src, partial(line_of, k))  # the line is counted only if a message needs it
         values = _clean(obj) if type(obj) is _Record else None
@@ -287,14 +380,17 @@ def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str
                                                   prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
         raw = _raw_output(obj)
         if pref is None:
+            what = "null" if obj.get("preference") is None else "empty"
             batch.verdicts.append(Verdict(judge, a, b, status="unparsed", baseline_side="b", source=source, raw_output=raw,
-                                          error="null preference in the annotations file", latency_s=latency))
-            batch.skip("null preference (stored as an unparsed verdict, left out of win rates)", f"{path}:{f.line}")
+                                          error=f"{what} preference in the annotations file", latency_s=latency))
+            at.append(k)
+            batch.skip(f"{what} preference (an unparsed verdict, left out of win rates)", f"{path}:{f.line}")
         else:
             soft = pref - 1.0
             batch.verdicts.append(Verdict(judge, a, b, verdict="a" if soft > 0.5 else "b" if soft < 0.5 else "tie",
                                           preference=soft, baseline_side="b", source=source, raw_output=raw,
                                           latency_s=latency))
+            at.append(k)
     if unnamed:
         batch.warnings.append(f"{path}:{unnamed[0]}: {len(unnamed)} records without an annotator: filed under "
                               f"{default_annotator!r} (the file's {'first named annotator' if named else 'folder name'})")

@@ -95,7 +95,11 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     items: dict[tuple, tuple[int, dict]] = {}
     ids: dict[tuple[str, str], tuple[int, str]] = {}
     handler = {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind]
-    for line, obj in reader(path):
+    batch.origin = str(path)
+    rows = [(name, getattr(batch, name), batch.at.setdefault(name, []))
+            for name in ("verdicts", "ratings", "pair_labels", "point_labels")]
+    blank: list[int] = []
+    for line, obj in reader(path, blank):
         f = Fields(obj, str(path), line)
         for key in obj:
             if key not in FIELDS[kind] and key not in unknown:
@@ -109,6 +113,9 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
             _check_item(f, items, ids, fam, prompt, ext, ref)
             batch.add_item(fam, prompt, external_id=ext, reference=ref)
         handler(batch, f, fam, prompt, seen)
+        for _, stored, at in rows:  # each row's line, for a conflict with the database (judgecal.db.ingest)
+            if len(at) < len(stored):
+                at.append(line)
         n += 1
     if n == 0:
         raise InputError("no records", source=str(path))
@@ -118,6 +125,9 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
             f"{path}:{first}: fields not used by --kind {kind} were ignored: {', '.join(sorted(unknown))} "
             "(is --kind right? fields: docs/data-formats.md)")
     seen.warn_repeats(batch, path)
+    if blank:
+        shown = ", ".join(str(x) for x in blank[:10]) + (", ..." if len(blank) > 10 else "")
+        batch.warnings.append(f"{path}: {len(blank)} blank line(s) skipped (lines {shown})")
     return batch
 
 
@@ -251,11 +261,14 @@ def _verdict(batch, f, fam, prompt, seen):
     mode = f.choice("judge_mode", {"pairwise": "pairwise"}, required=False) or "pairwise"
     lo = f.number("scale_min", required=False)
     hi = f.number("scale_max", required=False)
-    judge = _judge(f, 0.0 if lo is None else lo, 1.0 if hi is None else hi, mode)
+    lo, hi = 0.0 if lo is None else lo, 1.0 if hi is None else hi
+    if not lo < hi:
+        raise f.fail(f"scale_min {lo!r} must be below scale_max {hi!r} (defaults 0 and 1)")
+    judge = _judge(f, lo, hi, mode)
     pref = f.number("preference", required=False)
     verdict = f.choice("verdict", PREFERENCE, required=False)
     if pref is not None and not 0.0 <= pref <= 1.0:
-        raise f.fail(f"field 'preference' must be a probability in [0, 1] (P(response_a preferred)), got {pref:g}")
+        raise f.fail(f"field 'preference' must be a probability in [0, 1] (P(response_a preferred)), got {pref!r}")
     if pref is not None and verdict is not None:
         implied = "a" if pref > 0.5 else "b" if pref < 0.5 else "tie"
         if implied != verdict:
@@ -271,7 +284,7 @@ def _verdict(batch, f, fam, prompt, seen):
         raise f.fail(f"status {status!r} must not carry a preference or verdict")
     latency = f.number("latency_s", required=False)
     if latency is not None and latency < 0:
-        raise f.fail(f"field 'latency_s' must be >= 0, got {latency:g}")
+        raise f.fail(f"field 'latency_s' must be >= 0, got {latency!r}")
     row = Verdict(
         judge, a, b, sample_index=f.integer("sample_index", required=False) or 0,
         position=f.choice("position", POSITION, required=False) or "na", status=status, verdict=verdict,

@@ -104,6 +104,26 @@ class ImportBatch:
     # carried in full: a response is pickled as a KnownRef (no text), an item not at all
     # (ImportBatch.mark_sent)
     sent_before: set[tuple] = field(default_factory=set)
+    # where the stored rows came from, for a FILE:LINE message when one conflicts with what the
+    # database holds (judgecal.db.ingest): the file, and for "verdicts", "ratings",
+    # "pair_labels" and "point_labels" a list parallel to that list: each row's line, or (when
+    # ``origin_index``) the index of its element in the file's JSON array (:func:`array_line`)
+    origin: str | None = None
+    origin_index: bool = False
+    at: dict[str, list[int]] = field(default_factory=dict)
+
+    def where(self, kind: str, i: int) -> tuple[str | None, int | None]:
+        """(file, line) of row ``i`` of ``kind`` ("verdicts", ...), as far as known (error path only)."""
+        marks = self.at.get(kind)
+        if self.origin is None or marks is None or len(marks) != len(getattr(self, kind)):
+            return self.origin, None
+        n = marks[i]
+        if self.origin_index:
+            try:
+                return self.origin, array_line(Path(self.origin), n)
+            except Exception:  # the file changed since: the file alone
+                return self.origin, None
+        return self.origin, n
 
     def __getstate__(self) -> dict:
         # pickled compactly (a parsing process sends its batches to the writing one): every
@@ -180,7 +200,15 @@ def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
     """One ImportBatch holding everything in ``batches``, in their order (an item's first
     external id and reference win, as :meth:`ImportBatch.add_item` keeps them)."""
     out = ImportBatch(source=source)
+    batches = list(batches)
+    origins = {b.origin for b in batches if b.origin is not None}
+    if len(origins) == 1 and all(b.origin in (None, *origins) for b in batches):
+        out.origin, out.origin_index = next(iter(origins)), any(b.origin_index for b in batches)
     for b in batches:
+        if out.origin is not None:
+            for kind in ("verdicts", "ratings", "pair_labels", "point_labels"):
+                if getattr(b, kind):
+                    out.at.setdefault(kind, []).extend(b.at.get(kind, ()))
         for (fam, prompt), extra in b.items.items():
             out.add_item(fam, prompt, **extra)
         out.responses.update(b.responses)
@@ -209,10 +237,23 @@ def _json_error(path: Path, exc: BaseException, line: int | None) -> InputError:
     elif isinstance(exc, MemoryError):
         reason = "a JSON value too large to load into memory"
     elif isinstance(exc, json.JSONDecodeError):
-        reason = f"invalid JSON: {exc.msg}"
+        reason = f"invalid JSON: {json_problem(exc)}"
     else:
         reason = f"invalid JSON value: {' '.join(str(exc).split())[:200]}"
     return InputError(reason, source=str(path), line=line)
+
+
+def json_problem(exc: json.JSONDecodeError, doc: str = "the file") -> str:
+    """What a JSONDecodeError says, as a whole sentence with its column: the json module's
+    ``msg`` alone can end mid-sentence ("Unterminated string starting at")."""
+    msg = exc.msg
+    if msg.endswith(" at"):
+        msg = f"{msg} column {exc.colno}"
+    else:
+        msg = f"{msg} (column {exc.colno})"
+    if msg.startswith("Unterminated string") and exc.doc is not None and exc.doc.find('"', exc.pos + 1) < 0:
+        msg += f" ({doc} ends inside it)"
+    return msg[:1].lower() + msg[1:]
 
 
 def read_json_array(path: Path) -> list[tuple[int, Any]]:
@@ -254,6 +295,12 @@ def read_json_array(path: Path) -> list[tuple[int, Any]]:
         raise InputError("invalid JSON: expected ',' or ']' between records", source=str(path), line=line_of(text, pos))
 
 
+def array_line(path: Path, k: int) -> int:
+    """The line on which element ``k`` of the JSON array file ``path`` starts (reads the file
+    again: for an error message only)."""
+    return read_json_array(path)[k][0]
+
+
 def _skip_ws(text: str, pos: int) -> int:
     n = len(text)
     while pos < n and text[pos] in " \t\r\n":
@@ -291,10 +338,8 @@ def read_bytes(path: Path) -> bytes:
     src = str(path)
     try:
         st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError("no such file", source=src) from None
     except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=src) from None
+        raise InputError(unreadable(path, exc), source=src) from None
     kind = _not_regular(st.st_mode)
     if kind == "a folder":
         raise InputError("is a folder, expected a file", source=src)
@@ -327,30 +372,58 @@ def read_bytes(path: Path) -> bytes:
             os.close(fd)
 
 
+def unreadable(path: Path | str, exc: OSError) -> str:
+    """Why ``path`` cannot be opened, in words: a missing file, a symbolic link to a missing
+    file or one in a loop (named so), or the system's reason."""
+    import errno
+
+    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
+        if os.path.islink(path):
+            return f"a symbolic link to {os.readlink(path)!r}, which does not exist"
+        return "no such file"
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link in a loop (it leads back to itself): cannot be followed"
+    return f"cannot read the file: {exc.strerror or exc}"
+
+
+def byte_line(data: bytes, offset: int) -> int:
+    """1-based line of a byte offset (lines end at ``\\n``)."""
+    return data.count(b"\n", 0, offset) + 1
+
+
 def read_text(path: Path) -> str:
     """File text as UTF-8 (a BOM is dropped), byte for byte: line ends are NOT translated
     (``\\r\\n`` stays ``\\r\\n`` inside a CSV field). Reads what :func:`read_bytes` reads;
     raises InputError naming the file for what it refuses and for text that is not UTF-8."""
+    data = read_bytes(path)
     try:
-        return read_bytes(path).decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from None
+        start = exc.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after the BOM
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {start})", source=str(path),
+                         line=byte_line(data, start)) from None
     except MemoryError:
         raise InputError("file too large to load into memory", source=str(path)) from None
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+def read_jsonl(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, object) for every non-blank line of a JSONL file; each must be a JSON object.
+    ``blank``: the blank lines skipped are appended to it (the end of the last line is not one).
 
     Records are split on ``\\n`` only (JSON Lines): a raw U+2028, U+2029 or U+0085 inside a
     string is part of the string, a ``\\r`` before the ``\\n`` is whitespace."""
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    lines = read_text(path).split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the file's final line end
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
+            if blank is not None:
+                blank.append(lineno)
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=str(path), line=lineno) from None
+            raise InputError(f"invalid JSON: {json_problem(exc, 'the line')}", source=str(path), line=lineno) from None
         except (RecursionError, ValueError, MemoryError) as exc:
             raise _json_error(path, exc, lineno) from None
         if not isinstance(obj, dict):
@@ -434,7 +507,7 @@ def _csv_records(text: str, path: str) -> Iterator[tuple[int, list[str | None]]]
         yield start_line, cells
 
 
-def read_csv(path: Path) -> Iterator[tuple[int, dict]]:
+def read_csv(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, row dict) for every data row of a CSV file with a header row (RFC 4180, comma
     separated, UTF-8). Cells come back byte for byte (quoted line ends included); an
     unquoted empty cell is None, a quoted empty cell ``""`` the empty string; a cell that
@@ -459,12 +532,25 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict]]:
         seen[h] = i
     for start, row in records:
         if all(cell is None or not cell.strip() for cell in row):
+            if blank is not None:
+                blank.append(start)
             continue
         if len(row) != len(header):
             raise InputError(
                 f"row has {len(row)} fields, the header has {len(header)}", source=str(path), line=start
             )
         yield start, {k: (restore_cell(v) if v else v) for k, v in zip(header, row)}
+
+
+def read_csv_cells(path: Path) -> Iterator[tuple[int, list[str | None]]]:
+    """(line, cells) for every record of a CSV file, the header row included and not checked
+    (a pandas index column has an empty name): RFC 4180 as :func:`read_csv` reads it, blank
+    records skipped, neutralised cells restored. Raises InputError naming FILE:LINE for a
+    quote never closed or text after a closing quote."""
+    for start, row in _csv_records(read_text(path), str(path)):
+        if all(cell is None or not cell.strip() for cell in row):
+            continue
+        yield start, [restore_cell(v) if v else v for v in row]
 
 
 # sizes of the database's name columns (judgecal.db.models; a test keeps them equal)
@@ -491,6 +577,19 @@ class Record(msgspec.Struct, gc=False):
 def is_object(value: Any) -> bool:
     """Whether a decoded JSON value is an object (a dict, or a :class:`Record`)."""
     return isinstance(value, (dict, Record))
+
+
+# numbers given as text (CSV cells, numeric strings) must be JSON numbers (surrounding
+# spaces allowed): Python's float() also reads "1_0", "infinity", " 0x1"... and int-like "1e3"
+_JSON_NUMBER = re.compile(r"[ \t]*-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?[ \t]*")
+_JSON_INTEGER = re.compile(r"[ \t]*-?(?:0|[1-9][0-9]*)[ \t]*")
+
+
+def _show_number(value: object) -> str:
+    """A number as an error message shows it: every digit a float has (``repr``), a long
+    integer or text cut to 40 characters."""
+    text = repr(value) if isinstance(value, float) else str(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 class Fields:
@@ -554,16 +653,24 @@ class Fields:
             return None
         if isinstance(value, bool):
             raise self.fail(f"field {name!r} must be a number, got a boolean")
+        if isinstance(value, str) and not _JSON_NUMBER.fullmatch(value):
+            raise self.fail(f"field {name!r} must be a number (JSON number syntax, e.g. 0.75 or 2), "
+                            f"got {show_value(value)}")
         try:
             number = float(value)
+        except OverflowError:  # an integer too large for a float (over ~1e308)
+            number = float("inf")
         except (TypeError, ValueError):
-            raise self.fail(f"field {name!r} must be a number, got {json.dumps(value)[:40]}") from None
+            raise self.fail(f"field {name!r} must be a number, got {show_value(value)}") from None
         if number != number or abs(number) > 1e15:
-            raise self.fail(f"field {name!r} must be a finite number of reasonable size, got {value}")
+            raise self.fail(f"field {name!r} must be a finite number of reasonable size, got {_show_number(value)}")
         return number
 
     def integer(self, name: str, *, required: bool = True) -> int | None:
         """An integer field (integral numeric strings accepted)."""
+        value = self.obj.get(name)
+        if isinstance(value, str) and _JSON_NUMBER.fullmatch(value) and not _JSON_INTEGER.fullmatch(value):
+            raise self.fail(f"field {name!r} must be an integer (digits only), got {show_value(value)}")
         number = self.number(name, required=required)
         if number is None:
             return None
