@@ -1,5 +1,5 @@
 """``python -m judgecal``."""
 
-from judgecal.cli import main
+from judgecal.entry import main
 
 main()

@@ -774,34 +774,82 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
 
 
 # ---------------------------------------------------------------- entry point
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI, turning every error into one line and an exit status."""
+def _commits() -> int:
+    """Imports this process has committed (judgecal.importing.commits; 0 while not loaded)."""
+    return getattr(sys.modules.get("judgecal.importing"), "commits", 0)
+
+
+def main(argv: list[str] | None = None, *, sigint_after=None) -> None:
+    """Console entry point: run the CLI, turning every error into one line and an exit status.
+
+    Ctrl-C: "aborted", exit 130; but once an import of this run has committed (the import holds
+    Ctrl-C from the end of its writing to its return), a Ctrl-C no longer interrupts: the import
+    is reported as done, with a warning, exit 0. ``sigint_after``: the SIGINT disposition left
+    in place on the way out (the console script gives SIG_IGN: the outcome is decided, and a
+    Ctrl-C during the interpreter's shutdown must not end the process by SIGINT); default: the
+    handler found on the way in."""
+    import signal
+    import threading
+
     if sys.stdout is None:  # started with standard output closed (`judgecal stats >&-`)
         err.print("error: standard output is closed; judgecal writes its results there (redirect it to a file "
                   "or /dev/null)", highlight=False, markup=False)
         sys.exit(2)
+    before = _commits()
+    late: list[int] = []  # Ctrl-C after an import of this run committed
+
+    def on_sigint(signum, frame) -> None:
+        if _commits() > before:
+            late.append(signum)
+            return
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if in_main else None
+    try:
+        try:
+            code = _run(argv, lambda: _commits() > before, late)
+        except KeyboardInterrupt:  # a Ctrl-C while an error was being reported
+            if in_main:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            err.print("aborted", highlight=False)
+            code = 130
+    finally:
+        if in_main:
+            after = sigint_after if sigint_after is not None else previous
+            signal.signal(signal.SIGINT, after if after is not None else signal.SIG_DFL)
+    sys.exit(code)
+
+
+_AFTER_COMMIT = ("Ctrl-C came after the import was committed: the import completed (everything counted above "
+                 "was imported); the interrupt changed nothing")
+
+
+def _run(argv: list[str] | None, committed, late: list) -> int:
     try:
         cli.main(args=argv, prog_name="judgecal", standalone_mode=False)
-    except click.exceptions.Abort:
-        err.print("aborted", highlight=False)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        if committed():  # (a Ctrl-C handler other than main's raised it)
+            warn(_AFTER_COMMIT)
+            return 0
+        err.print("aborted" if isinstance(exc, click.exceptions.Abort) else "interrupted", highlight=False)
+        return 130
     except click.ClickException as exc:
         err.print(f"error: {scrub(exc.format_message())}", highlight=False, markup=False)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except JudgecalError as exc:
         err.print(f"error: {scrub(str(exc))}", highlight=False, markup=False)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err.print("interrupted", highlight=False)
-        sys.exit(130)
+        return exc.exit_code
     except OSError as exc:  # unwritable output folder, missing file, full disk...
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         err.print(f"error: {scrub(where + (exc.strerror or str(exc)))}", highlight=False, markup=False)
-        sys.exit(2)
+        return 2
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
         if os.environ.get("JUDGECAL_DEBUG"):
             raise
         msg = scrub(f"{exc.__class__.__name__}: {exc}".splitlines()[0])
         err.print(f"error: unexpected {msg} (set JUDGECAL_DEBUG=1 for a traceback)", highlight=False, markup=False)
-        sys.exit(1)
-    sys.exit(0)
+        return 1
+    if late:
+        warn(_AFTER_COMMIT)
+    return 0

@@ -5,6 +5,7 @@ and a database error rolls the transaction back, so an import is all or nothing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -16,6 +17,12 @@ from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch, bulk
 
+commits = 0
+"""Imports this process has committed. It counts an import before its Ctrl-C hold ends (a
+Ctrl-C is held from the end of the writing, through the commit, until :func:`import_batches`
+returns), so a command line can treat a Ctrl-C that comes later, once the handler in place
+before is back, as one that came after the commit (:func:`judgecal.cli.main`: a warning, exit 0)."""
+
 
 def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
     """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "skipped": {...}, "source": ...}."""
@@ -26,32 +33,39 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
     """Write ``batches`` (one per file, parsed while earlier ones are written) in ONE
     transaction: an error raised while parsing or writing any of them rolls everything back.
     Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}}, "source": ...}."""
+    global commits
     engine = get_engine(url)
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
     held: list = []  # a Ctrl-C that came during the commit (the import then completed)
-    try:
-        with bulk(), session_scope(engine, held=held) as session:
-            writer = Writer(session)
-            for batch in batches:
-                writer.write(batch)
-                warnings.extend(batch.warnings)
-                for reason, where in batch.skipped.items():
-                    skipped_at.setdefault(reason, []).extend(where)
-    except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise DatabaseError(f"{source}: the database refused the import, nothing was written: {reason}") from None
-    finally:
-        with held_interrupts(held):  # closing a SQLite file checkpoints it: after the commit, not a cut
-            engine.dispose()
-    if held:
-        warnings.append("Ctrl-C came while the import was being committed: the commit had begun and completed, "
-                        "so everything counted below was imported")
-    skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
-    for table, n in writer.already.items():
-        if n:  # an earlier import (or an earlier file of this one) stored them with the same values
-            skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
-    return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
+    # from the end of the writing to the return, Ctrl-C is held: once the commit has begun the
+    # import completes, and it must not be reported as interrupted between the commit and here
+    hold = contextlib.ExitStack()
+    with hold:
+        try:
+            with bulk(), session_scope(engine, held=held) as session:
+                writer = Writer(session)
+                for batch in batches:
+                    writer.write(batch)
+                    warnings.extend(batch.warnings)
+                    for reason, where in batch.skipped.items():
+                        skipped_at.setdefault(reason, []).extend(where)
+                hold.enter_context(held_interrupts(held))
+            commits += 1
+        except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            raise DatabaseError(f"{source}: the database refused the import, nothing was written: {reason}") from None
+        finally:
+            with held_interrupts(held):  # closing a SQLite file checkpoints it: after the commit, not a cut
+                engine.dispose()
+        if held:
+            warnings.append("Ctrl-C came while the import was being committed: the commit had begun and completed, "
+                            "so everything counted below was imported")
+        skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
+        for table, n in writer.already.items():
+            if n:  # an earlier import (or an earlier file of this one) stored them with the same values
+                skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
+        return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:

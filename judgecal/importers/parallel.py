@@ -69,9 +69,10 @@ def auto_workers(files: Sequence[Path]) -> int:
     return max(1, min(_cpus() - 1, MAX_WORKERS, len(files) - 1))
 
 
-def _claim(counter, total: int) -> int | None:
-    """The index of the next file nobody parses yet (None when all are taken, or when the
-    counter's lock stays taken: a process killed while holding it must not hang the others)."""
+def _claim(counter, total: int, owners=None, me: int = -1) -> int | None:
+    """The index of the next file nobody parses yet, recorded in ``owners`` as taken by ``me``
+    (None when all are taken, or when the counter's lock stays taken: a process killed while
+    holding it must not hang the others)."""
     lock = counter.get_lock()
     if not lock.acquire(timeout=5.0):
         return None
@@ -79,10 +80,67 @@ def _claim(counter, total: int) -> int | None:
         k = counter.value
         if k >= total:
             return None
+        if owners is not None:
+            owners[k] = me
         counter.value = k + 1
         return k
     finally:
         lock.release()
+
+
+def _owner(counter, owners, k: int) -> int | None:
+    """Who took file ``k`` (a worker's number; -1: nobody yet; None: the lock stays taken)."""
+    lock = counter.get_lock()
+    if not lock.acquire(timeout=5.0):
+        return None
+    try:
+        return owners[k]
+    finally:
+        lock.release()
+
+
+_PR_SET_PDEATHSIG = 1
+_libc: Any = None
+
+
+def _load_libc() -> None:
+    """Load the C library's prctl here, before forking (Linux; a worker then asks to be killed
+    when this process dies without the cost of importing ctypes itself)."""
+    global _libc
+    if _libc is None and os.uname().sysname == "Linux":
+        try:
+            import ctypes
+
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.prctl  # noqa: B018 - AttributeError without it
+        except (OSError, AttributeError, ImportError):
+            _libc = False
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have this worker killed when the process that forked it dies (Linux: PR_SET_PDEATHSIG;
+    elsewhere the worker checks its parent between files and while it waits to send)."""
+    if _libc:
+        try:
+            _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except Exception:  # noqa: BLE001 - the getppid checks remain
+            pass
+    if os.getppid() != parent:  # it died before the request was in place
+        os._exit(1)
+
+
+def _how_it_ended(proc) -> str:
+    proc.join(timeout=2.0)
+    code = proc.exitcode
+    if code is None:
+        return "it closed its pipe and is still running"
+    if code < 0:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        return f"it was killed by signal {-code}{name}: killed from outside or out of memory"
+    return f"it exited with status {code}"
 
 
 _HEADER = struct.Struct("<Q")  # a message's length in bytes, before it
@@ -125,9 +183,18 @@ def _receive(fd: int) -> bytes | None:
     return data if _read_into(fd, memoryview(data)) == len(data) else None
 
 
-def _worker(wfd: int, counter, fn: Callable[..., Any], files: Sequence[Path], args: tuple) -> None:
-    # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the workers)
+def _worker(me: int, wfd: int, inherited: Sequence[int], parent: int, counter, owners,
+            fn: Callable[..., Any], files: Sequence[Path], args: tuple) -> None:
+    # Ctrl-C reaches the whole process group: the parent alone handles it (it stops the workers);
+    # SIGTERM ends a worker at once, whatever handler the parent has
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+    for fd in inherited:  # the read ends of the pipes forked so far: only the parent reads
+        try:  # (a worker holding them would never see its own pipe's reader gone)
+            os.close(fd)
+        except OSError:
+            pass
     gc.disable()  # a short-lived parser whose objects hold no cycles (records.bulk)
     # results are pickled here and written to the pipe by a sender thread (the write blocks
     # until the parent reads; the GIL is free meanwhile), so the next file is parsed at once
@@ -144,7 +211,7 @@ def _worker(wfd: int, counter, fn: Callable[..., Any], files: Sequence[Path], ar
     sender.start()
 
     def post(item: bytes | None) -> bool:
-        while sender.is_alive():
+        while sender.is_alive() and os.getppid() == parent:
             try:
                 outbox.put(item, timeout=0.5)
                 return True
@@ -153,7 +220,7 @@ def _worker(wfd: int, counter, fn: Callable[..., Any], files: Sequence[Path], ar
         return False
 
     try:
-        while (k := _claim(counter, len(files))) is not None:
+        while os.getppid() == parent and (k := _claim(counter, len(files), owners, me)) is not None:
             try:
                 result, failed = (k, "ok", fn(files[k], *args)), False
             except Exception as exc:  # raised again in the parent, at this file's turn
@@ -165,8 +232,8 @@ def _worker(wfd: int, counter, fn: Callable[..., Any], files: Sequence[Path], ar
             if not post(data) or failed:
                 break
     finally:
-        post(None)
-        sender.join()
+        if post(None):
+            sender.join()
         os.close(wfd)
 
 
@@ -175,7 +242,8 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
     ``workers`` forked processes and by this process (None: :func:`auto_workers`; 0: in this
     process alone, lazily).
 
-    Files are handed out in order from one shared counter: each worker takes the next file,
+    Files are handed out in order from one shared counter, which records who took each one:
+    each worker takes the next file,
     parses it, sends the result (pickled) through its own pipe and takes another without
     waiting for this process to read (at most two results wait in a worker, and
     :data:`LOOKAHEAD` per worker here). This process yields the results in the files' order;
@@ -184,9 +252,14 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
     writing is faster than parsing). No helper thread runs in this process to compete with
     the caller for the GIL. An exception ``fn`` raises is raised
     here at that file's turn (the first bad file in the listed order), and the workers are
-    then stopped; so are they when the caller stops iterating. ``fn`` must be a module-level
-    function; its arguments and result pickle. Raises WorkerError when a worker dies without
-    an answer (killed from outside)."""
+    then stopped; so are they when the caller stops iterating, and before the last result is
+    yielded. ``fn`` must be a module-level
+    function; its arguments and result pickle. Raises WorkerError when the worker that took
+    the file needed next ends without its answer (killed from outside).
+
+    The workers die with this process (Linux: PR_SET_PDEATHSIG; elsewhere at their next file
+    or write); SIGTERM to this process (where it has no handler of its own) kills and reaps
+    them first, then ends this process by SIGTERM as before."""
     if workers and "fork" not in multiprocessing.get_all_start_methods():
         raise UsageError(f"--workers {workers}: parsing workers need the fork start method (POSIX); "
                          "leave the option out or give 0 to parse in this process")
@@ -195,31 +268,76 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
         for f in files:
             yield fn(f, *args)
         return
+    files = list(files)
     ctx = multiprocessing.get_context("fork")
     counter = ctx.Value("q", 0)
-    procs, fds = [], []
+    owners = ctx.Array("i", [-1] * len(files), lock=False)  # guarded by the counter's lock
+    _load_libc()
+    procs: list = []
+    fds: list[int] = []
+    state = {"stopped": False, "sigterm": None}
+
+    def stop(kill: bool = False) -> None:
+        # close the pipes (a worker blocked writing gets EPIPE), end the workers, reap them;
+        # kill: SIGKILL and reap whatever is left, even while a stop is under way
+        if state["stopped"] and not kill:
+            return
+        state["stopped"] = True
+        while fds:
+            try:
+                os.close(fds.pop())
+            except OSError:
+                pass
+        for proc in procs:
+            if proc.exitcode is None:
+                proc.kill() if kill else proc.terminate()
+        for proc in procs:
+            proc.join()
+        if state["sigterm"] is not None:
+            signal.signal(signal.SIGTERM, state["sigterm"])
+            state["sigterm"] = None
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        stop(kill=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # ends this process as SIGTERM did before
+
+    def stop_holding_ctrl_c() -> bool:
+        # Ctrl-C during the cleanup is held until the workers are reaped; True if one came
+        from judgecal.db.engine import held_interrupts
+
+        held: list = []
+        with held_interrupts(held):
+            stop()
+        return bool(held)
+
     try:
+        parent = os.getpid()
         for j in range(n):
             r, w = _pipe()
             fds.append(r)
             try:
-                proc = ctx.Process(target=_worker, args=(w, counter, fn, list(files), args), daemon=True,
-                                   name=f"judgecal-parse-{j}")
+                proc = ctx.Process(target=_worker, args=(j, w, tuple(fds), parent, counter, owners, fn, files, args),
+                                   daemon=True, name=f"judgecal-parse-{j}")
                 proc.start()
             finally:
                 os.close(w)  # the worker holds the write end now: its exit ends the stream
             procs.append(proc)
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            state["sigterm"] = signal.SIG_DFL
+            signal.signal(signal.SIGTERM, on_sigterm)
         ready: dict[int, tuple[str, Any, int | None]] = {}  # file index -> (status, value, the fd it came by)
         unread = dict.fromkeys(fds, 0)  # results of each worker waiting in `ready`
         alive = list(fds)
 
-        def receive(timeout: float | None) -> None:
+        def receive(timeout: float | None, needed: int | None = None) -> None:
             # a worker with LOOKAHEAD results waiting here is not read: what it holds comes
-            # after them; the worker holding the file needed next has none waiting (it sends
-            # in the order it takes files, and takes them in order)
-            for fd in wait([fd for fd in alive if unread[fd] < LOOKAHEAD], timeout):
+            # after them; the worker holding the file needed next (`needed`, its pipe) has none
+            # waiting (it sends in the order it takes files, and takes them in order), and is
+            # always read: its end (EOF) is seen
+            for fd in wait([fd for fd in alive if unread[fd] < LOOKAHEAD or fd == needed], timeout):
                 data = _receive(fd)
-                if data is None:  # this worker is done (or died: see below)
+                if data is None:  # this worker is done (or died: the file it held is then lost)
                     alive.remove(fd)
                     continue
                 k, status, value = pickle.loads(data)
@@ -231,28 +349,29 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
                 receive(0 if k == 0 else PATIENCE_S)
                 if k in ready:
                     break
-                mine = _claim(counter, len(files)) if len(ready) < LOOKAHEAD * (n + 1) else None
-                if mine is not None:  # nothing has arrived: parse the next free file here
-                    try:
-                        ready[mine] = ("ok", fn(files[mine], *args), None)
-                    except Exception as exc:
-                        ready[mine] = ("error", exc, None)
-                elif alive:
-                    receive(None)
-                else:
-                    codes = ", ".join(str(p.exitcode) for p in procs)
-                    raise WorkerError(f"{f}: the process parsing this file ended without an answer (exit status "
-                                      f"{codes}; killed from outside or out of memory): nothing was imported")
+                if len(ready) < LOOKAHEAD * (n + 1):
+                    mine = _claim(counter, len(files), owners, n)
+                    if mine is not None:  # nothing has arrived: parse the next free file here
+                        try:
+                            ready[mine] = ("ok", fn(files[mine], *args), None)
+                        except Exception as exc:
+                            ready[mine] = ("error", exc, None)
+                        continue
+                owner = _owner(counter, owners, k)
+                if owner is None or not 0 <= owner < n:  # not taken, and nothing can be taken
+                    raise WorkerError(f"{f}: no process could take this file (the parsing processes' lock stays "
+                                      "taken: one was killed while taking a file): nothing was imported")
+                if fds[owner] not in alive:  # its worker ended (EOF on its pipe) without this file's result
+                    raise WorkerError(f"{f}: the process parsing this file ended without an answer "
+                                      f"({_how_it_ended(procs[owner])}): nothing was imported")
+                receive(None, fds[owner])
             status, value, fd = ready.pop(k)
             if fd is not None:
                 unread[fd] -= 1
             if status == "error":
                 raise value
+            if k == len(files) - 1 and stop_holding_ctrl_c():  # every result is in: the workers go now
+                raise KeyboardInterrupt  # (the caller may never ask for more: zip() stops at the shorter list)
             yield value
     finally:
-        for fd in fds:
-            os.close(fd)
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+        stop_holding_ctrl_c()  # a Ctrl-C here ends an import that is already failing or stopped
