@@ -43,9 +43,20 @@ class Finite(click.FloatRange):
 
 
 
+def _json_safe(value):
+    """``value`` with every NaN or infinite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def emit_json(data) -> None:
-    """Print JSON to stdout (machines read it)."""
-    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    """Print JSON to stdout (machines read it): strict JSON, a NaN or infinite figure as null."""
+    click.echo(json.dumps(_json_safe(data), indent=2, default=str, ensure_ascii=False, allow_nan=False))
 
 
 def warn(message: str) -> None:
@@ -236,7 +247,7 @@ import_.command("csv")(_generic("csv"))
 @FMT_OPT
 @pass_ctx
 def stats(ctx: Ctx, fmt: str) -> None:
-    """Counts per task family: items, responses, ratings by judge and status, labels, verbosity pairs."""
+    """Counts per task family: items, responses, ratings and pairwise verdicts by judge and status (a judge shown as `name (id N)` where several judges share the name), labels, verbosity pairs."""
     from judgecal.report.tables import stats_table
     from judgecal.stats import collect_stats
 
@@ -548,8 +559,8 @@ def _print_board(board: dict, fmt: str, tables, markdown, footer) -> None:
         click.echo(markdown(board))
     elif fmt == "csv":
         _emit_csv(board["rows"])
-        for line in footer(board):
-            warn(line)
+        for line in footer(board):  # already prefixed (note: / left out:)
+            err.print(line, markup=False, highlight=False)
     else:
         for t in tables(board):
             out.print(t)
