@@ -87,6 +87,12 @@ def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str | None]]]]:
         raise InputError("empty CSV file (no header row)", source=str(path), line=1)
     (_, head), rows = records[0], records[1:]
     header = [(h or "").strip() for h in head]
+    seen: dict[str, int] = {}
+    for i, h in enumerate(header, start=1):
+        if h and h in seen:
+            raise InputError(f"column {h!r} appears twice in the header row (columns {seen[h]} and {i})",
+                             source=str(path), line=records[0][0])
+        seen.setdefault(h, i)
     for line, row in rows:
         if len(row) != len(header):
             raise InputError(f"row has {len(row)} fields, the header has {len(header)}", source=str(path), line=line)

@@ -64,6 +64,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     ("model,score\nm1,NaN\n", 2, "'NaN' is not a number"),
     ("model,score\nm1,1e400\n", 2, "not a finite number"),
     ("model,score\n,3\n", 2, "empty model name"),
+    ("model,model,score\nm1,a,3\n", 1, "column 'model' appears twice in the header row (columns 1 and 2)"),
 ])
 def test_compare_to_malformed_is_file_line(tmp_path, text, line, message):
     p = _write(tmp_path, "r.csv", text)
