@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from proc_helpers import children
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, create_engine, text
@@ -256,16 +257,6 @@ def test_no_workers_while_other_threads_run(data_dir):
     assert parallel.auto_workers(files[:1]) == 0
 
 
-def _children(pid: int) -> set[int]:
-    out = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.add(int(d.name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
@@ -286,7 +277,7 @@ def test_ctrl_c_during_parallel_import(data_dir, tmp_path):
     first_seen = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        kids |= _children(proc.pid)
+        kids |= children(proc.pid)
         if kids and first_seen is None:
             first_seen = time.monotonic()
         if first_seen is not None and time.monotonic() - first_seen > 0.4:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_helpers import children
 
 from judgecal.errors import WorkerError
 from judgecal.importers import parallel
@@ -66,16 +67,6 @@ def _state(pid: int) -> str | None:
         return None
 
 
-def _children(pid: int) -> set[int]:
-    out = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.add(int(d.name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
 
 
 # --- D1: a killed worker ------------------------------------------------------------------------
@@ -108,7 +99,7 @@ def test_a_worker_killed_while_the_others_are_full_is_one_error_not_a_hang(tmp_p
     assert msg.endswith("the process parsing this file ended without an answer (it was killed by signal 9 "
                         "(SIGKILL): killed from outside or out of memory): nothing was imported"), msg
     assert "0, 0" not in msg
-    assert not _children(os.getpid()), "a worker outlived map_files"
+    assert not children(os.getpid()), "a worker outlived map_files"
 
 
 def test_a_worker_that_exits_names_its_status(tmp_path):
@@ -175,7 +166,7 @@ def _start_slow(setup: str = "") -> tuple[subprocess.Popen, set[int]]:
     deadline = time.monotonic() + 20
     kids: set[int] = set()
     while len(kids) < 3 and time.monotonic() < deadline:
-        kids = _children(proc.pid)
+        kids = children(proc.pid)
         time.sleep(0.02)
     assert len(kids) == 3, "the workers did not start"
     time.sleep(0.2)  # the workers are in fn now
@@ -248,7 +239,7 @@ def test_workers_blocked_writing_end_when_the_importer_dies():
     deadline = time.monotonic() + 20
     kids: set[int] = set()
     while len(kids) < 3 and time.monotonic() < deadline:
-        kids = _children(proc.pid)
+        kids = children(proc.pid)
         time.sleep(0.02)
     assert len(kids) == 3
     time.sleep(1.0)  # they are blocked writing by now
