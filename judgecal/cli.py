@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from judgecal import __version__
+from judgecal.cliopts import StrictGroup
 from judgecal.errors import JudgecalError
 from judgecal.secrets import scrub
 
@@ -71,7 +72,7 @@ class Ctx:
 pass_ctx = click.make_pass_decorator(Ctx)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=StrictGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="judgecal")
 @click.option(
     "--database-url",
@@ -368,7 +369,9 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
 
 
 # ---------------------------------------------------------------- fit
-@cli.command()
+# a repeated --task-family is refused: a calibration is fitted on one family (pooled fits do not exist)
+@cli.command(repeat_hints={"family": "run one fit per family, or import the sets under one family name "
+                                     "(`judgecal import ... --task-family NAME`) to fit them together"})
 @click.option("--task-family", "family", metavar="NAME", help="Task family to fit (required unless --list).")
 @click.option("--judge", metavar="NAME|ID", help="Judge whose ratings are calibrated (required unless --list).")
 @click.option("--objective", type=click.Choice(["pairwise", "pointwise"]), default=None,
@@ -636,6 +639,9 @@ def _datasets_map(values) -> dict:
         name, sep, folder = v.partition("=")
         if not sep or not name or not folder:
             raise click.BadParameter(f"{v!r}: give OWNER/NAME=FOLDER (a Hub dataset id and its local copy)",
+                                     param_hint="--dataset")
+        if name in out and out[name] != folder:  # never silently the last one
+            raise click.BadParameter(f"{name} given two folders ({out[name]}, {folder}): give one",
                                      param_hint="--dataset")
         out[name] = folder
     return out

@@ -24,7 +24,10 @@ def render() -> str:
     """docs/cli.md as Markdown: every command, its help, arguments and options."""
     lines = ["# CLI reference", "",
              "Generated from the code by `python -m judgecal.clidoc > docs/cli.md` (a test keeps it in step).",
-             "Global option: `--database-url URL` (env `JUDGECAL_DATABASE_URL`), before the command.", ""]
+             "Global option: `--database-url URL` (env `JUDGECAL_DATABASE_URL`), before the command.", "",
+             "An option that takes one value is given once: a repeat is refused with one line naming it "
+             "(exit 2), never silently the last value (`fit --task-family A --task-family B` fits nothing). "
+             "A repeatable option uses every value given; an exact repeat counts once, with a note on stderr.", ""]
     for path, cmd in _walk(cli, ["judgecal"]):
         if len(path) == 1:
             continue
