@@ -14,9 +14,14 @@ Nested cross-validation (Varma & Simon 2006; Cawley & Talbot 2010) keeps the fig
   pointwise, Spearman rho. Its 95% CI resamples items over the pooled outer credits (no refit;
   ``seed + 5``) - the same procedure as ``agreement_cv_ci``.
 
-The **recommended** candidate is the one the same inner procedure picks on all the data; the
-nested figure is what that *procedure* is worth out of sample. ``chosen_in_outer_folds`` shows
-how stable the choice is.
+"Keep raw" is an answer. The *candidate* is the one the same inner procedure picks on all the
+data. It is **recommended** only when it is not ``raw`` and both (a) the nested procedure's gain
+over raw and (b) the candidate's own out-of-sample gain over raw (the candidate refitted on each
+outer training fold, predicting the held-out fold) have a paired 95% CI above zero (the same
+item resamples for both figures of a difference). Otherwise the recommendation is ``raw``
+("keep raw") with the reason. The figure printed beside a recommendation is the recommended
+method's own out-of-sample figure (raw's for "keep raw"), never the procedure's;
+``candidate_chosen_in`` says in how many outer folds the inner loop chose the candidate.
 
 Candidates (in this order; ``unit`` ranges over the length units given, the fit's first):
 ``raw``; per unit: ``linear``, ``polylog`` with the fit's bounds (gamma in [0, G], the fit's p
@@ -127,19 +132,71 @@ def _inner_choice(cands, variants, idx, folds, seed, kind, target) -> tuple[int,
     return best, figs
 
 
+def _figure_ci(pred_by_name: dict, data, kind, target, codes, n_items, n_bootstrap, seed) -> dict:
+    """Figure, 95% CI and the paired gain over ``raw`` with its 95% CI of each prediction vector
+    in ``pred_by_name`` (every vector predicts the same rows out of sample; ``raw`` among them).
+    The same item resamples (``default_rng(seed)``) serve every vector, so each gain CI is of the
+    paired difference. Pairwise: agreement (ties 1/2); pointwise: Spearman rho (at most 500
+    resamples, weighted Spearman of the repeated rows)."""
+    out = {}
+    if kind == "pairwise":
+        credit = {k: M.agreement_credit(p, 1.0 - p, data.outcome) for k, p in pred_by_name.items()}
+        W = None
+        if n_bootstrap > 0:
+            W = resample_counts(n_items, n_bootstrap, np.random.default_rng(seed))[:, codes]
+            tot = W.sum(axis=1)
+        for k, c in credit.items():
+            d = c - credit["raw"]
+            out[k] = {"figure": float(c.mean()), "ci": None if W is None else percentile_ci(W @ c / tot),
+                      "gain": float(d.mean()), "gain_ci": None if W is None else percentile_ci(W @ d / tot)}
+        return out
+    figs = {k: M.spearman(p, target) for k, p in pred_by_name.items()}
+    boot = {}
+    if n_bootstrap > 0:
+        W = resample_counts(n_items, min(n_bootstrap, 500), np.random.default_rng(seed))[:, codes]
+        boot = {k: np.array([M.weighted_spearman(p, target, w) for w in W]) for k, p in pred_by_name.items()}
+    for k, v in figs.items():
+        g = v - figs["raw"] if np.isfinite(v) and np.isfinite(figs["raw"]) else float("nan")
+        out[k] = {"figure": v, "ci": percentile_ci(boot[k]) if boot else None, "gain": g,
+                  "gain_ci": percentile_ci(boot[k] - boot["raw"]) if boot else None}
+    return out
+
+
+def _ci_above_zero(ci) -> bool:
+    return ci is not None and ci[0] is not None and ci[0] > 0
+
+
 def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, folds: int = 5, seed: int = 0,
                      n_bootstrap: int = 1000, warnings: list | None = None) -> dict | None:
-    """Nested cross-validated choice of method, bounds and length unit (module doc).
+    """Nested cross-validated choice of method, bounds and length unit, with "keep raw" as an
+    answer (module doc).
 
     Args:
         variants: {unit: PairData | PointData}, the same rows with lengths in each unit.
         unit: the fit's own unit (a key of ``variants``). ctx: the fit's context.
         kind: "pairwise" or "pointwise". folds: K of both loops. n_bootstrap: CI resamples.
     Returns:
-        {"recommended": name, "recommended_description", "recommended_cv" (the optimistic
-        inner figure on all the data), "nested": figure, "nested_ci", "metric" ("agreement" |
-        "spearman"), "chosen_in_outer_folds": [names], "candidates": {name: inner CV figure on
-        all the data}, "units": [...], "folds"}; None when there are fewer than 2*folds items.
+        {"decision": "calibrate" | "keep raw", "reason": one line,
+        "recommended": name ("raw" when the decision is keep raw), "recommended_method",
+        "recommended_unit", "recommended_description",
+        "nested", "nested_ci": the recommended method's OWN out-of-sample figure (refitted on
+        each outer training fold, predicting the held-out fold; raw's figure for keep raw),
+        "nested_gain", "nested_gain_ci": that figure minus raw's, paired 95% CI,
+        "candidate", "candidate_description": the inner choice on all the data (what would be
+        recommended if the evidence allowed), "candidate_nested", "candidate_nested_ci",
+        "candidate_gain", "candidate_gain_ci": its own outer-fold figure and gain over raw,
+        "procedure", "procedure_ci", "procedure_gain", "procedure_gain_ci": the nested figure of
+        the whole selection procedure (each outer fold's own inner choice),
+        "raw", "raw_ci": raw's figure on the same rows,
+        "chosen_in_outer_folds": [names], "candidate_chosen_in": folds whose inner loop chose the
+        candidate, "recommended_cv" (the optimistic inner figure of the candidate on all the
+        data), "metric" ("agreement" | "spearman"), "candidates": {name: inner CV figure},
+        "units", "folds"}; None when there are fewer than 2*folds items.
+
+    Decision rule: the candidate is recommended only when it is not raw AND both the nested
+    procedure's gain over raw and the candidate's own out-of-sample gain over raw have a paired
+    95% CI above zero; otherwise "keep raw", with the reason (no CI: keep raw, the evidence is
+    missing). Seeds: outer folds ``seed + 3``, inner folds ``seed + 4``, item resamples ``seed + 5``.
     """
     main = variants[unit]
     codes, n_items = item_codes(main.item_ids)
@@ -165,21 +222,65 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
         pred[test] = _predict(fitted, d.take(test), kind)
     all_idx = np.arange(main.n)
     best, figs = _inner_choice(cands, variants, all_idx, folds, seed + 4, kind, target)
-    out = {"metric": "agreement" if kind == "pairwise" else "spearman", "units": sorted(variants, key=lambda u: u != unit),
-           "folds": k, "recommended": cands[best]["name"], "recommended_method": cands[best]["name"].split("[")[0],
-           "recommended_unit": cands[best]["unit"], "recommended_description": cands[best]["description"],
-           "recommended_cv": figs[cands[best]["name"]], "chosen_in_outer_folds": chosen,
-           "candidates": {n: (None if v is None or not np.isfinite(v) else v) for n, v in figs.items()},
-           "nested": None, "nested_ci": None}
-    if kind == "pairwise":
-        credit = M.agreement_credit(pred, 1.0 - pred, main.outcome)
-        out["nested"] = float(credit.mean())
-        if n_bootstrap > 0:
-            W = resample_counts(n_items, n_bootstrap, np.random.default_rng(seed + 5))[:, codes]
-            out["nested_ci"] = percentile_ci(W @ credit / W.sum(axis=1))
+    cand = cands[best]
+    own = None
+    try:  # the candidate's own out-of-sample predictions on the outer folds
+        own = _oof(cand, variants[cand["unit"]], outer, k, kind)
+    except FitError as exc:
+        if warnings is not None:
+            warnings.append(f"nested selection: {cand['name']} could not be refitted on an outer fold ({exc})")
+    preds = {"raw": _predict(Raw().fit(main, ctx), main, kind), "procedure": pred}
+    if own is not None:
+        preds["candidate"] = own
+    figs_ci = _figure_ci(preds, main, kind, target, codes, n_items, n_bootstrap, seed + 5)
+    metric = "agreement" if kind == "pairwise" else "spearman"
+    proc, raw = figs_ci["procedure"], figs_ci["raw"]
+    cown = figs_ci.get("candidate")
+    n_chosen = sum(c == cand["name"] for c in chosen)
+    if cand["name"] == "raw":
+        decision, reason = "keep raw", "the inner cross-validation on all the data prefers the raw judge"
+    elif cown is None:
+        decision, reason = "keep raw", f"{cand['name']} could not be evaluated out of sample"
+    elif proc["gain_ci"] is None or cown["gain_ci"] is None:
+        decision, reason = "keep raw", "no confidence interval (--bootstrap 0): a gain over raw is not established"
+    elif not _ci_above_zero(proc["gain_ci"]):
+        decision, reason = "keep raw", (f"the nested out-of-sample gain over raw, {_fmt_gain(proc['gain'], proc['gain_ci'], kind)}, "
+                                        f"does not clear zero")
+    elif not _ci_above_zero(cown["gain_ci"]):
+        decision, reason = "keep raw", (f"{cand['name']}'s own out-of-sample gain over raw, "
+                                        f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)}, does not clear zero")
     else:
-        out["nested"] = M.spearman(pred, target)
-        if n_bootstrap > 0:
-            W = resample_counts(n_items, min(n_bootstrap, 500), np.random.default_rng(seed + 5))[:, codes]
-            out["nested_ci"] = percentile_ci([M.weighted_spearman(pred, target, w) for w in W])
+        decision, reason = "calibrate", (f"out-of-sample gain over raw {_fmt_gain(cown['gain'], cown['gain_ci'], kind)} "
+                                         f"(paired 95% CI above zero; "
+                                         f"chosen in {n_chosen} of {k} outer folds)")
+    rec = cand if decision == "calibrate" else cands[0]
+    rec_fig = cown if decision == "calibrate" else raw
+    out = {"metric": metric, "units": sorted(variants, key=lambda u: u != unit), "folds": k,
+           "decision": decision, "reason": reason,
+           "recommended": rec["name"], "recommended_method": rec["name"].split("[")[0],
+           "recommended_unit": rec["unit"] if decision == "calibrate" else None,
+           "recommended_description": rec["description"],
+           "nested": rec_fig["figure"], "nested_ci": rec_fig["ci"],
+           "nested_gain": rec_fig["gain"] if decision == "calibrate" else 0.0,
+           "nested_gain_ci": rec_fig["gain_ci"] if decision == "calibrate" else None,
+           "candidate": cand["name"], "candidate_description": cand["description"],
+           "candidate_nested": None if cown is None else cown["figure"],
+           "candidate_nested_ci": None if cown is None else cown["ci"],
+           "candidate_gain": None if cown is None else cown["gain"],
+           "candidate_gain_ci": None if cown is None else cown["gain_ci"],
+           "candidate_chosen_in": n_chosen,
+           "procedure": proc["figure"], "procedure_ci": proc["ci"], "procedure_gain": proc["gain"],
+           "procedure_gain_ci": proc["gain_ci"], "raw": raw["figure"], "raw_ci": raw["ci"],
+           "recommended_cv": figs[cand["name"]], "chosen_in_outer_folds": chosen,
+           "candidates": {n: (None if v is None or not np.isfinite(v) else v) for n, v in figs.items()}}
     return out
+
+
+def _fmt_gain(v, ci, kind) -> str:
+    """"+1.0 [-2.0, +4.3] points" (pairwise, agreement points) or "+0.012 [-0.020, +0.041]"."""
+    def one(x):
+        if x is None or not np.isfinite(x):
+            return "-"
+        return f"{100 * x:+.1f}" if kind == "pairwise" else f"{x:+.3f}"
+    txt = one(v) + ("" if ci is None else f" [{one(ci[0])}, {one(ci[1])}]")
+    return txt + (" points" if kind == "pairwise" else " Spearman")

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 
 def simple_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
-    """A rich Table with ``columns`` and stringified ``rows`` (floats to 3 decimals)."""
+    """A rich Table with ``columns`` and stringified ``rows`` (floats to 3 decimals). Cells are
+    plain text: brackets in names (``lc_glm[chars]``) are shown, never read as rich markup."""
     table = Table(title=title, show_lines=False)
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*[_fmt(v) for v in row])
+        table.add_row(*[Text(_fmt(v)) for v in row])
     return table
 
 

@@ -1,0 +1,142 @@
+"""Is a fitted polylog calibration identified by the data? Pure numpy; no I/O.
+
+A fit can report "converged" and still be decided by its constraints or by one item rather than
+by the labels. Such a calibration must not be published, badged or passed by ``check``. The
+polylog fit (the seed formula, gamma >= 0 unless signed) is **not identified** when any of:
+
+* ``bound``: gamma sits at its upper bound G (``--gamma-max``, else 10 x the scale width): the
+  data ask for a stronger penalty than allowed, the value is the bound's, not the data's;
+* ``ci``: gamma's bootstrap 95% CI covers more than :data:`MAX_CI_SHARE` of its effective
+  range [0, min(G, G_sat)] (signed: symmetric), where G_sat = width / median over the labelled
+  answers of |ln(L / L_ref)|^p is the gamma at which half the answers move by a whole scale
+  width (beyond it the calibration is a sort by length): the labels do not pin gamma down;
+* ``influence``: the optimum moves when one item is left out (jackknife over items, at most
+  :data:`MAX_JACKKNIFE_ITEMS` items, each refit started from the full-data optimum): some item's
+  removal moves gamma by more than ``max(INFLUENCE_REL * |gamma|, INFLUENCE_ABS * width / max_i
+  |ln(L_i / L_ref)|^p)`` (half the estimate, and at least a shift that moves the most extreme
+  answer's penalty by 5% of the scale width);
+* ``clipped``: the calibration puts more than :data:`MAX_CLIPPED_SHARE` more of the labelled
+  scores at the ends of the judge's scale than the raw judge does (clipped scores are ties).
+
+A fit with gamma = 0 (at its lower bound, unsigned) is the raw judge: identified (nothing is
+applied), said as such. p at a bound of its range is a caveat (the seed's stated range of p, default [1.0, 1.5],
+is a modelling choice; p is then set by its bound), listed but not a failure: the decision
+rests on gamma. Source of the rules: issue 18 ("Advice a team can publish on"), docs/calibration.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgecal.calibrate.data import PairData
+from judgecal.calibrate.penalty import LENGTH_FLOOR
+
+#: A gamma CI wider than this share of its allowed range is "not identified".
+MAX_CI_SHARE = 0.5
+#: More than this share of labelled scores newly clipped to the scale's ends: "not identified".
+MAX_CLIPPED_SHARE = 0.25
+#: Leave-one-item-out shift of gamma beyond max(INFLUENCE_REL * |gamma|, INFLUENCE_ABS * width / max feature):
+#: half the estimate, and at least a shift that moves the most extreme answer's penalty by 5% of the scale width.
+INFLUENCE_REL = 0.5
+INFLUENCE_ABS = 0.05
+#: Above this many items the jackknife is skipped (one item then weighs under 0.2%), said so.
+MAX_JACKKNIFE_ITEMS = 500
+
+
+def _responses(data):
+    if isinstance(data, PairData):
+        return (np.concatenate([data.score_a, data.score_b]), np.concatenate([data.len_a, data.len_b]),
+                None if data.density_a is None else np.concatenate([data.density_a, data.density_b]))
+    return data.score, data.length, data.density
+
+
+def clipped_share(fitted, data, scale) -> float | None:
+    """Share of the labelled scores at the ends of ``scale`` after calibration minus the share
+    there before (raw); None for an unbounded scale. Shape-free: pairs count both answers."""
+    lo, hi = (float(v) for v in scale)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return None
+    s, le, d = _responses(data)
+    c = fitted.calibrate(s, le, d)
+    return float(np.mean((c <= lo) | (c >= hi)) - np.mean((s <= lo) | (s >= hi)))
+
+
+def identification(poly, data, ctx, *, method, gamma_ci, codes, n_items: int, item_ids, width: float) -> dict:
+    """Identification of the full-data polylog fit ``poly`` (module doc).
+
+    Args:
+        poly: the fitted polylog (:class:`judgecal.calibrate.baselines.Fitted` with ``.fit``).
+        data: the labelled PairData / PointData it was fitted on. ctx: its FitContext.
+        method: the PolyLog method object (for the jackknife refits, ``fit_batch``).
+        gamma_ci: gamma's bootstrap [2.5, 97.5] percentiles or None.
+        codes, n_items, item_ids: each row's item code (0..n_items-1) and the item keys.
+        width: the judge scale's width (score units).
+    Returns:
+        {"identified": bool, "reasons": [one line each], "caveats": [...], "gamma": value,
+        "gamma_bound": G, "gamma_ci_share": share or None, "influence": {"max_shift", "item",
+        "gamma_without", "threshold"} or None (with "skipped" giving why), "clipped_share": share
+        or None, "gamma_saturation": G_sat, "rules": {constant: value}}.
+    """
+    res = poly.fit
+    g = float(res.gamma)
+    g_hi = float(ctx.gamma_max) if ctx.gamma_max is not None else 10.0 * width
+    g_lo = -g_hi if ctx.signed else 0.0
+    out = {"identified": True, "reasons": [], "caveats": [], "gamma": g, "gamma_bound": g_hi,
+           "gamma_ci_share": None, "influence": None, "clipped_share": None,
+           "rules": {"max_ci_share": MAX_CI_SHARE, "max_clipped_share": MAX_CLIPPED_SHARE,
+                     "influence_rel": INFLUENCE_REL, "influence_abs": INFLUENCE_ABS}}
+    at = res.at_bound or {}
+    if not ctx.signed and at.get("gamma") == "lower":
+        out["caveats"].append("gamma = 0: no length penalty fits the labels better; the calibration is the raw judge")
+        return out
+    if at.get("gamma") is not None:
+        out["reasons"].append(f"gamma {g:.4g} sits at its {at['gamma']} bound {g_hi if at['gamma'] == 'upper' else g_lo:g}: "
+                              f"the bound, not the labels, sets it")
+    if at.get("p") is not None:
+        out["caveats"].append(f"p {res.p:.4g} sits at its {at['p']} bound: p is set by its range, not by the labels")
+    _, lengths, _ = _responses(data)
+    feat = np.abs(np.log(np.maximum(lengths, LENGTH_FLOOR) / float(ctx.l_ref))) ** float(res.p)
+    feat = feat[feat > 0]
+    g_sat = float(width / np.median(feat)) if feat.size else g_hi
+    g_top = min(g_hi, g_sat)  # beyond g_sat half the answers move a whole scale width: a length sort
+    g_bot = -g_top if ctx.signed else 0.0
+    out["gamma_saturation"] = g_sat
+    if gamma_ci is not None and g_top > g_bot:
+        lo_ci, hi_ci = max(float(gamma_ci[0]), g_bot), min(float(gamma_ci[1]), g_top)
+        share = max(hi_ci - lo_ci, 0.0) / (g_top - g_bot)
+        out["gamma_ci_share"] = share
+        if share > MAX_CI_SHARE:
+            out["reasons"].append(f"gamma's 95% CI [{gamma_ci[0]:.3g}, {gamma_ci[1]:.3g}] covers {share:.0%} of its "
+                                  f"effective range [{g_bot:.3g}, {g_top:.3g}] (limit {MAX_CI_SHARE:.0%})")
+    share = clipped_share(poly, data, ctx.scale)
+    out["clipped_share"] = share
+    if share is not None and share > MAX_CLIPPED_SHARE:
+        out["reasons"].append(f"the calibration clips {share:.0%} more of the labelled scores to the ends of the scale "
+                              f"(limit {MAX_CLIPPED_SHARE:.0%})")
+    thr = max(INFLUENCE_REL * abs(g), INFLUENCE_ABS * width / float(feat.max()) if feat.size else 0.0)
+    if n_items > MAX_JACKKNIFE_ITEMS:
+        out["influence"] = {"skipped": f"{n_items} items: one item weighs too little to move the optimum"}
+    elif n_items >= 3:
+        W = np.ones((n_items, data.n))
+        W[codes, np.arange(data.n)] = 0.0  # row i leaves out item i
+        fits = method.fit_batch(data, ctx, W, start=poly)
+        shifts = np.array([abs(f.fit.gamma - g) if f is not None else np.inf for f in fits])
+        i = int(np.argmax(shifts))
+        keys = np.unique(np.asarray(item_ids).astype(str))
+        keys = np.array([k[:12] if len(k) == 64 else k for k in keys])  # a SHA-256 content key: its prefix
+        out["influence"] = {"max_shift": float(shifts[i]) if np.isfinite(shifts[i]) else None, "item": str(keys[i]),
+                            "gamma_without": None if fits[i] is None else float(fits[i].fit.gamma), "threshold": thr}
+        if shifts[i] > thr:
+            without = "the refit fails" if fits[i] is None else f"gamma moves from {g:.4g} to {fits[i].fit.gamma:.4g}"
+            out["reasons"].append(f"one item decides the optimum: without item {keys[i]}, {without} "
+                                  f"(more than {thr:.3g})")
+    out["identified"] = not out["reasons"]
+    return out
+
+
+def flag(ident: dict | None) -> dict | None:
+    """The ``not_identified`` flag ({"code", "message"}) of an identification, or None."""
+    if not ident or ident.get("identified", True):
+        return None
+    return {"code": "not_identified",
+            "message": "calibration not identified: " + "; ".join(ident.get("reasons") or [])}
