@@ -8,7 +8,7 @@ DEMO_DIR ?= out/demo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: venv model test test-fast demo bench clean chromium
+.PHONY: venv model test test-fast demo bench clean chromium results results-check
 
 venv: $(VENV)/.installed
 
@@ -74,6 +74,15 @@ demo: venv model
 	    || echo "demo: judgecal check failed a threshold (exit status $$?): a release would stop here"
 	$(JC) mc score --model smollm2 --task $(DATA)/mc/arc_easy.jsonl --limit $(DEMO_MC_LIMIT)
 	@echo "demo: HTML report in $(DEMO_DIR)/report/report.html"
+
+# docs/results.md, generated from the current code on the real data (fresh SQLite database in a
+# temporary folder; LLMBar fits, transfers, AlpacaEval win rates): never edited by hand.
+# results-check regenerates it and fails with a diff when docs/results.md is not what the code gives.
+results: venv model
+	$(PY) benchmarks/results.py --data $(DATA) --out docs/results.md
+
+results-check: venv model
+	$(PY) benchmarks/results.py --data $(DATA) --check docs/results.md
 
 bench: venv model
 	$(PY) benchmarks/bench_import.py

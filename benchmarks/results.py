@@ -1,0 +1,631 @@
+"""docs/results.md, generated from the current code on the real data (``make results``).
+
+Into a fresh SQLite database in a temporary folder, through the judgecal command line:
+import the LLMBar sets Natural, Adversarial_Neighbor and Adversarial_GPTInst (their real GPT-4
+and ChatGPT ratings), store SmolLM2 token lengths, fit every family x judge (``fit --bootstrap
+500 --seed 0 --format json``), report them (``report --format json``), apply each judge's Natural
+calibration to the adversarial sets (``report --calibration ID --task-family ...``), import
+AlpacaEval's gpt4_1106_preview outputs with its concise/verbose variants and the real annotator
+verdicts of ``alpaca_eval/results``, and build the win-rate leaderboard against
+gpt4_1106_preview (``leaderboard --baseline ... --format json``). Every number of the Markdown
+written comes from those JSON outputs (or, for AlpacaEval's published figures, from its
+leaderboard.csv); a field the code does not give (any more) shows as a dash.
+
+Run: ``.venv/bin/python benchmarks/results.py [--out docs/results.md]`` (``make results``);
+``--check docs/results.md`` regenerates and exits 1 with a diff when the file differs
+(``make results-check``, and the slow test tests/test_results_doc.py). ``--save-json FILE``
+keeps what was collected; ``--from-json FILE`` renders it again without running anything.
+Needs ``make venv model`` (the SmolLM2 tokenizer) and the data folder (``--data``, default
+``$JUDGECAL_SHARED_DATA`` or ../shared/data)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import difflib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FAMILIES = ("Natural", "Adversarial_Neighbor", "Adversarial_GPTInst")
+JUDGES = ("GPT-4", "ChatGPT")
+SOURCE = "Natural"  # the family each transfer is fitted on
+BOOTSTRAP, SEED = 500, 0
+TOKENIZER = "smollm2"
+BASELINE = "gpt4_1106_preview"
+DATA_SHOWN = "../shared/data"  # how the data folder is written in the document (never a machine's path)
+DASH = "-"
+#: The seed article's claim (DESIGN.md), quoted as published: what the figures below are compared with.
+CLAIM = {"agreement_raw": 58.2, "agreement_calibrated": 92.6, "verbose_raw": 78.4, "verbose_calibrated": 50.2}
+
+
+# ----------------------------------------------------------------------------- running
+def _default_data() -> Path:
+    return Path(os.environ.get("JUDGECAL_SHARED_DATA") or REPO.parent / "shared" / "data")
+
+
+class Runner:
+    """``python -m judgecal --database-url URL ARGS`` in a subprocess; JSON output parsed."""
+
+    def __init__(self, url: str, data: Path, log=sys.stderr):
+        self.url, self.data, self.log = url, data, log
+        self.env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        self.env.pop("JUDGECAL_DATABASE_URL", None)
+        self.shown: list[str] = []  # the commands as the document shows them
+
+    def __call__(self, *args, json_out: bool = False, show: bool = True):
+        argv = [str(a) for a in args]
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "judgecal", "--database-url", self.url, *argv], cwd=REPO,
+                           env=self.env, capture_output=True, text=True)
+        shown = " ".join(a.replace(str(self.data), DATA_SHOWN) for a in ["judgecal", *argv])
+        print(f"results: {time.perf_counter() - t0:5.1f} s  {shown}", file=self.log, flush=True)
+        if r.returncode != 0:
+            raise SystemExit(f"results: `{shown}` failed (exit {r.returncode}):\n{r.stderr.strip()}")
+        if show:
+            self.shown.append(shown.replace(" --format json", ""))
+        return json.loads(r.stdout) if json_out else r.stdout
+
+
+def collect(data: Path, log=sys.stderr) -> dict:
+    """Run the pipeline on a fresh SQLite database; everything the document needs, as JSON."""
+    llmbar, alpaca = data / "llmbar", data / "alpaca_eval"
+    for need in [llmbar / f for f in FAMILIES] + [alpaca]:
+        if not need.exists():
+            raise SystemExit(f"results: {need} is missing (give --data DIR or set JUDGECAL_SHARED_DATA)")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="judgecal-results-") as tmp:
+        run = Runner(f"sqlite:///{Path(tmp) / 'results.db'}", data, log)
+        run("db", "upgrade", show=False)
+        for fam in FAMILIES:
+            run("import", "llmbar", llmbar / fam)
+        run("lengths", "--tokenizer", TOKENIZER)  # before AlpacaEval's 20,000 answers: the win rates use characters
+        run("import", "alpaca-eval", alpaca / f"{BASELINE}.json", "--pair", alpaca / f"{BASELINE}_concise.json",
+            alpaca / f"{BASELINE}_verbose.json")
+        run("import", "alpaca-eval", alpaca / "results")
+        fits: dict[str, dict] = {}
+        for fam in FAMILIES:
+            for judge in JUDGES:
+                fits[f"llmbar/{fam}|{judge}"] = run("fit", "--task-family", f"llmbar/{fam}", "--judge", judge,
+                                                    "--bootstrap", BOOTSTRAP, "--seed", SEED, "--format", "json",
+                                                    json_out=True, show=(judge == JUDGES[0]))
+        run.shown[-len(FAMILIES):] = [f"judgecal fit --task-family llmbar/<set> --judge {'|'.join(JUDGES)} "
+                                      f"--bootstrap {BOOTSTRAP} --seed {SEED}"]
+        report = run("report", "--bootstrap", BOOTSTRAP, "--seed", SEED, "--format", "json", json_out=True)
+        transfers: dict[str, dict] = {}
+        targets = [a for fam in FAMILIES if fam != SOURCE for a in ("--task-family", f"llmbar/{fam}")]
+        for judge in JUDGES:
+            cid = fits[f"llmbar/{SOURCE}|{judge}"].get("id")
+            transfers[judge] = run("report", "--calibration", cid, *targets, "--bootstrap", BOOTSTRAP, "--seed", SEED,
+                                   "--format", "json", json_out=True, show=False)
+        run.shown.append(f"judgecal report --calibration <id of the {SOURCE} fit> "
+                         + " ".join(targets) + f" --bootstrap {BOOTSTRAP} --seed {SEED}")
+        board = run("leaderboard", "--baseline", BASELINE, "--task-family", "alpaca_eval",
+                    "--lc-weights", alpaca / "length_controlled_v1_weights.csv",
+                    "--compare-to", alpaca / "leaderboard.csv", "--compare-column", "length_controlled_winrate",
+                    "--format", "json", json_out=True)
+    published = {}
+    with open(alpaca / "leaderboard.csv", newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            name = row.get("") or row.get("name") or row.get("model")
+            published[name] = {k: _float(row.get(k)) for k in ("win_rate", "length_controlled_winrate")}
+    print(f"results: collected in {time.perf_counter() - t0:.1f} s", file=log, flush=True)
+    return {"fits": fits, "report": report, "transfers": transfers, "board": board, "published": published,
+            "commands": run.shown}
+
+
+def _float(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------- formatting
+def num(x):
+    """A finite number, or None."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def ci_of(x):
+    if isinstance(x, (list, tuple)) and len(x) == 2 and num(x[0]) is not None and num(x[1]) is not None:
+        return num(x[0]), num(x[1])
+    return None
+
+
+def f3(x, ci=None) -> str:
+    v = num(x)
+    if v is None:
+        return DASH
+    c = ci_of(ci)
+    return f"{v:.3f}" + (f" [{c[0]:.3f}, {c[1]:.3f}]" if c else "")
+
+
+def pts(x, ci=None) -> str:
+    """A share difference in points: ``+1.0 [-2.0, +4.3]``."""
+    v = num(x)
+    if v is None:
+        return DASH
+    c = ci_of(ci)
+    return f"{100 * v:+.1f}" + (f" [{100 * c[0]:+.1f}, {100 * c[1]:+.1f}]" if c else "")
+
+
+def pct(x, digits: int = 1) -> str:
+    """A number already in percent."""
+    v = num(x)
+    return DASH if v is None else f"{v:.{digits}f}"
+
+
+def length(x) -> str:
+    v = num(x)
+    if v is None:
+        return DASH
+    return f"{v:.0f}" if v == round(v) else f"{v:.1f}"
+
+
+def cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def table(headers: list[str], rows: list[list], right: set[int] = frozenset()) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def short(family: str) -> str:
+    return family.split("/", 1)[-1]
+
+
+def listing(items: list[str]) -> str:
+    if not items:
+        return "none"
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# ----------------------------------------------------------------------------- reading
+def entries_by_cell(report: dict) -> dict[tuple[str, str], dict]:
+    return {(e.get("task_family"), e.get("judge")): e for e in report.get("entries") or []
+            if e.get("kind") != "transfer"}
+
+
+def method(entry: dict, name: str) -> dict:
+    return (entry.get("methods") or {}).get(name) or {}
+
+
+def flag_codes(entry: dict, fit: dict) -> list[str]:
+    """Short flag names of a cell: the fit's flags, the entry's, stale, identification."""
+    codes = []
+    for f in list(fit.get("flags") or []) + list(entry.get("flags") or []):
+        code = f.get("code") or f.get("message") if isinstance(f, dict) else str(f)
+        if code and code not in codes:
+            codes.append(str(code))
+    ident = fit.get("identification") or entry.get("identification") or {}
+    if ident.get("identified") is False and not any("identif" in c for c in codes):
+        codes.append("not_identified")
+    if entry.get("stale") or fit.get("stale"):
+        codes.append("stale")
+    return codes
+
+
+def flag_messages(entry: dict, fit: dict) -> list[str]:
+    out = []
+    for f in list(fit.get("flags") or []) + list(entry.get("flags") or []):
+        msg = (f.get("message") or f.get("code")) if isinstance(f, dict) else str(f)
+        if msg and msg not in out:
+            out.append(str(msg))
+    ident = fit.get("identification") or entry.get("identification") or {}
+    if ident.get("identified") is False and not out:
+        out.append("not identified: " + "; ".join(ident.get("reasons") or []))
+    return out
+
+
+def recommended(entry: dict, fit: dict) -> str:
+    """The nested recommendation: method (or keep raw, with the reason) with its own nested figure."""
+    rec = entry.get("recommendation") or {}
+    sel = fit.get("selection") or entry.get("selection") or {}
+    if not rec and not sel.get("recommended"):
+        return DASH
+    decision = rec.get("decision", sel.get("decision"))
+    name = rec.get("name") or sel.get("recommended") or DASH
+    nested, nested_ci = rec.get("nested", sel.get("nested")), rec.get("nested_ci", sel.get("nested_ci"))
+    folds = rec.get("outer_folds") or len(sel.get("chosen_in_outer_folds") or []) or None
+    chosen_in = rec.get("candidate_chosen_in", sel.get("candidate_chosen_in"))
+    cand = rec.get("candidate") or sel.get("candidate")
+    if decision == "keep raw":
+        txt = f"keep raw {f3(nested, nested_ci)}"
+        reason = rec.get("reason") or sel.get("reason")
+        if cand and cand != "raw":
+            txt += (f"; best candidate {cand} {f3(sel.get('candidate_nested'), sel.get('candidate_nested_ci'))}"
+                    + (f", chosen in {chosen_in} of {folds} outer folds" if chosen_in is not None and folds else ""))
+        return txt + (f" ({reason})" if reason else "")
+    txt = f"{name} {f3(nested, nested_ci)}"
+    if chosen_in is not None and folds:
+        txt += f", chosen in {chosen_in} of {folds} outer folds"
+    gain, gain_ci = rec.get("nested_gain", sel.get("nested_gain")), rec.get("nested_gain_ci", sel.get("nested_gain_ci"))
+    if num(gain) is not None:
+        txt += f"; gain over raw {pts(gain, gain_ci)}"
+    return txt
+
+
+def rec_kind(entry: dict, fit: dict) -> str:
+    rec = entry.get("recommendation") or {}
+    sel = fit.get("selection") or entry.get("selection") or {}
+    if (rec.get("decision") or sel.get("decision")) == "keep raw":
+        return "keep raw"
+    return rec.get("method") or sel.get("recommended_method") or rec.get("name") or sel.get("recommended") or DASH
+
+
+METHOD_NAMES = {"raw": "raw", "linear": "linear", "lowess": "LOWESS", "lc_glm": "LC GLM", "polylog": "polylog"}
+
+
+# ----------------------------------------------------------------------------- rendering
+def render(res: dict) -> str:
+    fits, report, transfers = res.get("fits") or {}, res.get("report") or {}, res.get("transfers") or {}
+    cells = entries_by_cell(report)
+    order = [(f"llmbar/{fam}", judge) for fam in FAMILIES for judge in JUDGES]
+    L: list[str] = []
+    add = L.append
+    add("# Results on real data")
+    add("")
+    add("> Generated by `make results` (benchmarks/results.py) from the current code and the real data in "
+        f"`{DATA_SHOWN}`. Do not edit by hand: change the code or the script and run `make results`; "
+        "`make results-check` (and the slow test tests/test_results_doc.py) fails when this file differs from "
+        "what the code gives.")
+    add("")
+    add("What judgecal finds on the real public data, and where calibration helps out of sample and where it "
+        "does not. A fresh SQLite database, these commands:")
+    add("")
+    add("```")
+    L.extend(res.get("commands") or [])
+    add("```")
+    add("")
+    any_e = next(iter(cells.values()), {})
+    pb = any_e.get("p_bounds") or (next(iter(fits.values()), {}) or {}).get("p_bounds")
+    pb_txt = f"p in [{num(pb[0]):g}, {num(pb[1]):g}]" if pb and len(pb) == 2 and num(pb[0]) is not None else "p bounded"
+    folds = any_e.get("folds")
+    add(f"Lengths are SmolLM2 tokens; L_ref is the family's median; {pb_txt}; agreement counts judge ties as "
+        f"half; \"(CV)\" is {folds if folds else DASH}-fold cross-validation grouped by item; the verdict reads the "
+        f"paired bootstrap CI ({BOOTSTRAP} resamples, seed {SEED}) of the out-of-fold agreement gain of the "
+        "fitted calibration (polylog, the seed formula). \"recommended\" is the nested cross-validated choice "
+        "among raw (no calibration), the methods, their bounds and length units, with that choice's own "
+        "out-of-sample agreement: a method is recommended only when its nested gain over raw has a paired 95% "
+        "CI above zero, otherwise \"keep raw\" with the reason. Definitions: docs/calibration.md; how to read "
+        "a report: docs/report.md.")
+    add("")
+
+    # ---- table A
+    add("## LLMBar: each judge on each set")
+    add("")
+    rows = []
+    for key in order:
+        e, fit = cells.get(key, {}), fits.get("|".join(key), {})
+        p = e.get("params") or {}
+        raw, cal = method(e, "raw"), method(e, "polylog")
+        v = e.get("verdict") or {}
+        rows.append([short(key[0]), key[1], e.get("n", DASH), length(e.get("l_ref")),
+                     f3(p.get("gamma", fit.get("gamma")), p.get("gamma_ci", fit.get("gamma_ci"))),
+                     f3(p.get("p", fit.get("p"))), f3(raw.get("agreement_cv")), f3(cal.get("agreement_cv")),
+                     pts(cal.get("agreement_cv_gain"), cal.get("agreement_cv_gain_ci")), v.get("code", DASH),
+                     recommended(e, fit), ", ".join(flag_codes(e, fit)) or DASH])
+    L += table(["set", "judge", "n pairs", "L_ref", "gamma [95% CI]", "p", "agreement raw (CV)",
+                "calibrated (CV)", "gain, 95% CI", "verdict", "recommended: own nested CV agreement", "flags"],
+               rows, right={2, 3, 5, 6, 7})
+    add("")
+    flagged = [(key, flag_messages(cells.get(key, {}), fits.get("|".join(key), {}))) for key in order]
+    flagged = [(k, m) for k, m in flagged if m]
+    if flagged:
+        add("Flags:")
+        add("")
+        for (fam, judge), msgs in flagged:
+            add(f"- {short(fam)} / {judge}: " + "; ".join(msgs))
+        add("")
+
+    # ---- table B
+    add("What a team can act on (same fits; \"best (CV)\" is the method with the highest cross-validated "
+        "agreement among raw, linear, LOWESS, LC GLM and the polylog calibration, the gap its CV agreement "
+        "minus the calibration's with a paired 95% CI; \"shorter rule\" is the judge-free rule \"prefer the "
+        "shorter answer\"; \"from ties\" is the part of the calibration's CV gain that comes from pairs the raw "
+        "judge tied; \"lean\" is the judge's minus the experts' preference for the longer answer):")
+    add("")
+    rows = []
+    for key in order:
+        e = cells.get(key, {})
+        cmp_, rule, lean = e.get("comparison") or {}, e.get("length_rule") or {}, e.get("lean") or {}
+        cal = method(e, "polylog")
+        best = cmp_.get("best_method")
+        best_txt = DASH if not best else f"{METHOD_NAMES.get(best, best)} {f3(cmp_.get('best_agreement_cv'))}"
+        gap = DASH if not best else pts(cmp_.get("gap"), None if best == "polylog" else cmp_.get("gap_ci"))
+        ties = f"{pts(cal.get('gain_from_ties_cv'))} / {pts(cal.get('agreement_cv_gain'))}"
+        lean_txt = DASH if num(lean.get("value")) is None else f"{lean.get('direction', DASH)} {num(lean['value']):+.3f}"
+        rows.append([short(key[0]), key[1], best_txt, gap, f3(rule.get("agreement")), ties, lean_txt])
+    L += table(["set", "judge", "best (CV)", "gap to calibration", "shorter rule", "from ties / gain",
+                "lean (judge - experts)"], rows, right={4})
+    add("")
+
+    # ---- transfers
+    add(f"## Transfer: fitted on {SOURCE}, applied unchanged")
+    add("")
+    add(f"Each judge's llmbar/{SOURCE} calibration applied to each adversarial set's expert labels (nothing "
+        "refitted on the target; the baselines are refitted on the source); agreement on the target with the "
+        "gain over raw and its paired 95% CI over the target's items:")
+    add("")
+    rows, texts = [], []
+    for judge in JUDGES:
+        for e in (transfers.get(judge) or {}).get("entries") or []:
+            if e.get("kind") != "transfer":
+                continue
+            src_fit = fits.get(f"llmbar/{SOURCE}|{judge}", {})
+            src_entry = cells.get((f"llmbar/{SOURCE}", judge), {})
+            ms = []
+            for name in ("polylog", "linear", "lowess", "lc_glm"):
+                m = method(e, name)
+                ms.append(DASH if num(m.get("agreement")) is None else f"{f3(m.get('agreement'))} ({pts(m.get('gain'), m.get('gain_ci'))})")
+            v = e.get("verdict") or {}
+            rows.append([short(e.get("task_family", DASH)), judge, e.get("n", DASH), f3(method(e, "raw").get("agreement")),
+                         *ms, f3((e.get("length_rule") or {}).get("agreement")), rec_kind(src_entry, src_fit),
+                         v.get("code", DASH), ", ".join(flag_codes(e, {})) or DASH])
+            if v.get("text"):
+                texts.append(f"- {short(e.get('task_family', DASH))} / {judge}: {v['text']}")
+    rows.sort(key=lambda r: (r[-2] != "hurts",))  # a transfer that hurts comes first
+    L += table(["target", "judge", "n", "raw", f"calibration ({SOURCE})", "linear", "LOWESS", "LC GLM",
+                "shorter rule", f"{SOURCE} recommends", "verdict", "flags"], rows, right={2, 3, 8})
+    add("")
+    if texts:
+        add("The verdicts in full:")
+        add("")
+        L.extend(texts)
+        add("")
+
+    # ---- known answers
+    known = []
+    for key in order:
+        e = cells.get(key, {})
+        a = method(e, "raw").get("agreement")
+        if num(a) is not None:
+            known.append(f"{key[1]} on {f3(a)} of {short(key[0])}'s {e.get('n', DASH)} pairs")
+    add("Raw judge agreement with the experts, in sample (facts about the files, whatever the calibration): "
+        + listing(known) + ".")
+    add("")
+
+    # ---- plain words
+    add("## What this says, plainly")
+    add("")
+    for bullet in plain_words(cells, fits, transfers, order):
+        add(f"- {bullet}")
+    add("- **The local judge.** `make demo` also rates a subset of AlpacaEval's concise/verbose pairs and of "
+        "LLMBar Natural with the local SmolLM2-135M judge (served by `transformers serve`) and fits it; those "
+        "rows need a served model and minutes of rating, so they are not generated here: run `make demo` and "
+        "read `out/demo/report/report.html`.")
+    add("")
+
+    # ---- win rates
+    L.extend(winrate_section(res.get("board") or {}, res.get("published") or {}))
+    return "\n".join(L).rstrip() + "\n"
+
+
+def plain_words(cells: dict, fits: dict, transfers: dict, order: list) -> list[str]:
+    out = []
+    pref = {}
+    for fam, judge in order:
+        v = num(cells.get((fam, judge), {}).get("expert_length_preference"))
+        if v is not None:
+            pref.setdefault(short(fam), v)
+    if pref:
+        out.append("**Who prefers length.** The experts prefer the longer answer in "
+                   + listing([f"{100 * v:.0f}% of {fam}'s pairs" for fam, v in pref.items()])
+                   + ". LLMBar's adversarial sets are built so that the worse output is often the longer one: "
+                     "there a length penalty can raise agreement with the experts for that reason alone.")
+    verdicts: dict[str, list[str]] = {}
+    for key in order:
+        code = (cells.get(key, {}).get("verdict") or {}).get("code")
+        if code:
+            verdicts.setdefault(code, []).append(f"{short(key[0])} / {key[1]}")
+    if verdicts:
+        out.append("**The fitted calibration (polylog) out of sample**: "
+                   + "; ".join(f"{code} in {len(c)} of {len(order)} cells ({listing(c)})"
+                               for code, c in sorted(verdicts.items(), key=lambda kv: -len(kv[1]))) + ".")
+    recs: dict[str, list[str]] = {}
+    for key in order:
+        k = rec_kind(cells.get(key, {}), fits.get("|".join(key), {}))
+        if k != DASH:
+            recs.setdefault(METHOD_NAMES.get(k, k), []).append(f"{short(key[0])} / {key[1]}")
+    if recs:
+        out.append("**What nested cross-validation recommends** (raw is a candidate): "
+                   + "; ".join(f"{k} in {len(c)} ({listing(c)})" for k, c in sorted(recs.items(), key=lambda kv: -len(kv[1])))
+                   + ". Where a method is recommended, its own nested figure is in the table above; where raw is "
+                     "kept, nothing beat it with a CI clear of zero.")
+    beaten, clear = [], []
+    for key in order:
+        cmp_ = cells.get(key, {}).get("comparison") or {}
+        best = cmp_.get("best_method")
+        if best and best != "polylog" and (num(cmp_.get("gap")) or 0) > 0:
+            where = f"{short(key[0])} / {key[1]} ({METHOD_NAMES.get(best, best)} {pts(cmp_.get('gap'), cmp_.get('gap_ci'))} points)"
+            beaten.append(where)
+            ci = ci_of(cmp_.get("gap_ci"))
+            if ci and ci[0] > 0:
+                clear.append(f"{short(key[0])} / {key[1]}")
+    if cells:
+        out.append(f"**The seed formula against the other methods out of sample.** Another method (raw "
+                   f"included) beats it (cross-validated) in {len(beaten)} of {len(order)} cells: {listing(beaten)}; with a paired CI "
+                   f"above zero in {len(clear)} ({listing(clear)}).")
+    rule_wins = []
+    for key in order:
+        e = cells.get(key, {})
+        r = num((e.get("length_rule") or {}).get("agreement"))
+        figs = [num(method(e, m).get("agreement_cv")) for m in ("raw", "linear", "lowess", "lc_glm", "polylog")]
+        figs = [f for f in figs if f is not None]
+        if r is not None and figs and r > max(figs):
+            rule_wins.append(f"{short(key[0])} / {key[1]} ({r:.3f} against {max(figs):.3f})")
+    if cells:
+        out.append("**The judge-free rule \"prefer the shorter answer\"** beats the judge, raw or calibrated by any "
+                   f"method (cross-validated), in {len(rule_wins)} of {len(order)} cells: {listing(rule_wins)}. Where it "
+                   "does, length alone is the signal on that set, not a property of the judge that a calibration "
+                   "could carry elsewhere; `judgecal check --max-baseline-gap` lets a release gate refuse a "
+                   "calibration that a baseline beats.")
+    tv: dict[str, list[str]] = {}
+    lc_hurts = []
+    for judge in JUDGES:
+        for e in (transfers.get(judge) or {}).get("entries") or []:
+            if e.get("kind") != "transfer":
+                continue
+            code = (e.get("verdict") or {}).get("code")
+            where = f"{short(e.get('task_family', DASH))} / {judge}"
+            if code:
+                tv.setdefault(code, []).append(where)
+            lc = method(e, "lc_glm")
+            ci = ci_of(lc.get("gain_ci"))
+            if ci and ci[1] < 0:
+                lc_hurts.append(f"{where} {pts(lc.get('gain'), lc.get('gain_ci'))}")
+    if tv:
+        n = sum(len(v) for v in tv.values())
+        txt = ("**Transfer from Natural**, verdicts of the stored calibration applied unchanged: "
+               + "; ".join(f"{code} in {len(c)} of {n} ({listing(c)})" for code, c in sorted(tv.items(), key=lambda kv: (kv[0] != "hurts", -len(kv[1])))) + ".")
+        if lc_hurts:
+            txt += (f" The LC GLM fitted on Natural lowers agreement on the target in {len(lc_hurts)} of {n} "
+                    f"({listing(lc_hurts)} points): a calibration is only as good as the family it was fitted on.")
+        out.append(txt)
+    gains = [(num(method(cells.get(k, {}), "polylog").get("agreement_cv_gain")), k) for k in order]
+    gains = [(g, k) for g, k in gains if g is not None]
+    if gains:
+        lo, hi = min(gains), max(gains)
+        out.append(f"**The published claim** (expert agreement {CLAIM['agreement_raw']}% raw -> "
+                   f"{CLAIM['agreement_calibrated']}% calibrated, +{CLAIM['agreement_calibrated'] - CLAIM['agreement_raw']:.1f} points; verbose "
+                   f"win-rate {CLAIM['verbose_raw']}% -> {CLAIM['verbose_calibrated']}%): here the calibration's "
+                   f"cross-validated gain over raw ranges from {pts(lo[0])} ({short(lo[1][0])} / {lo[1][1]}) to "
+                   f"{pts(hi[0])} points ({short(hi[1][0])} / {hi[1][1]}), the large gains only on the adversarial "
+                   "sets built to punish length; LLMBar has no concise/verbose pairs, so the verbosity win-rate of "
+                   "these judges is not measured here (the win-rate section below measures AlpacaEval's).")
+    return out
+
+
+def winrate_section(board: dict, published: dict) -> list[str]:
+    L: list[str] = []
+    add = L.append
+    rows = board.get("rows") or []
+    if not rows:
+        return L
+    add("## Win rates against a baseline: AlpacaEval's real judge verdicts")
+    add("")
+    n_verdicts = sum(int(num(r.get("n_verdicts")) or 0) for r in rows)
+    n_items = max((int(num(r.get("n_items")) or 0) for r in rows), default=0)
+    cal = board.get("calibration") or {}
+    at_bound = [k for k, v in (cal.get("at_bound") or {}).items() if v]
+    add(f"Data: the real annotator's (`{board.get('judge', DASH)}`) pairwise verdicts of {len(rows)} models against "
+        f"`{board.get('baseline', DASH)}` on {n_items} AlpacaEval instructions ({n_verdicts:,} verdicts; "
+        f"`{DATA_SHOWN}/alpaca_eval/results`). Length in {board.get('length_unit', DASH)}, short-side floor "
+        f"{cal.get('short_floor', DASH)}; fitted gamma {f3(cal.get('gamma'))} logits per nat, p {f3(cal.get('p'))}"
+        + (f" ({', '.join(at_bound)} at a bound)" if at_bound else "") + f"; {board.get('n_bootstrap', DASH)} "
+        f"bootstrap resamples. Percent; AlpacaEval's published figures (leaderboard.csv) in brackets.")
+    add("")
+    trows = []
+    for r in rows:
+        pub = published.get(r.get("model")) or {}
+        raw = pct(r.get("win_rate")) + (f" ({pct(pub.get('win_rate'))})" if pub else "")
+        lc = pct(r.get("lc_win_rate")) + (f" ({pct(pub.get('length_controlled_winrate'))})" if pub else "")
+        ranks = " / ".join(str(r.get(k, DASH)) for k in ("rank_raw", "rank_lc", "rank_calibrated"))
+        trows.append([r.get("model", DASH), raw, lc, pct(r.get("calibrated_win_rate")), ranks,
+                      "; ".join(str(f) for f in r.get("flags") or []) or DASH])
+    L += table(["model", "raw win rate", "LC win rate", "calibrated", "rank raw / LC / calibrated", "flags"], trows)
+    add("")
+    raw_d, lc_d = [], []
+    for r in rows:
+        pub = published.get(r.get("model")) or {}
+        if num(pub.get("win_rate")) is not None and num(r.get("win_rate")) is not None:
+            raw_d.append(abs(num(r["win_rate"]) - pub["win_rate"]))
+        if num(pub.get("length_controlled_winrate")) is not None and num(r.get("lc_win_rate")) is not None:
+            lc_d.append(abs(num(r["lc_win_rate"]) - pub["length_controlled_winrate"]))
+    if raw_d:
+        lc_txt = (f" judgecal's LC is within {statistics.median(lc_d):.2f} points of AlpacaEval's for the median "
+                  f"model and {max(lc_d):.2f} for the worst (docs/leaderboard.md says why it differs)." if lc_d else "")
+        add(f"- **Parity.** The raw win rate differs from AlpacaEval's by at most {max(raw_d):.4f} points over the "
+            f"{len(raw_d)} shared models.{lc_txt}")
+    spreads = board.get("verbosity_spreads") or []
+    if spreads:
+        parts = []
+        for s in spreads:
+            parts.append(f"{s.get('longer', DASH)} vs {s.get('shorter', DASH)}: spread raw {pct(s.get('spread_raw'))}, "
+                         f"LC {pct(s.get('spread_lc'))}, calibrated {pct(s.get('spread_calibrated'))} points; implied "
+                         f"verbosity win-rate {pct(s.get('implied_verbosity_win_rate_raw'), 0)}% raw, "
+                         f"{pct(s.get('implied_verbosity_win_rate_lc'), 0)}% LC, "
+                         f"{pct(s.get('implied_verbosity_win_rate_calibrated'), 0)}% calibrated")
+        add("- **Verbosity spreads** (longer minus shorter variant of the same model, same instructions): "
+            + "; ".join(parts) + ".")
+    by_model = {r.get("model"): r for r in rows}
+    games = []
+    for name, what in (("gpt4_gamed", "truncated answers"), ("NullModel", "one fixed text for every instruction")):
+        r = by_model.get(name)
+        if r:
+            games.append(f"`{name}` ({what}): raw {pct(r.get('win_rate'))} (rank {r.get('rank_raw', DASH)}), LC "
+                         f"{pct(r.get('lc_win_rate'))} (rank {r.get('rank_lc', DASH)}), calibrated "
+                         f"{pct(r.get('calibrated_win_rate'))} (rank {r.get('rank_calibrated', DASH)})")
+    if games:
+        add("- **Gaming.** " + "; ".join(games) + ". The calibrated column's short side saturates below the floor "
+            "and repeated answers earn no brevity credit (docs/calibration.md#win-rate-calibration-and-the-gaming-guard).")
+    cmp_ = board.get("comparison") or {}
+    corr = []
+    for key, label in (("raw", "raw"), ("lc", "judgecal's LC"), ("calibrated", "calibrated")):
+        c = cmp_.get(key) or {}
+        if num(c.get("spearman")) is not None:
+            corr.append(f"{label} {f3(c.get('spearman'), c.get('spearman_ci'))}")
+    if corr:
+        add(f"- **Agreement with AlpacaEval's published LC ranking** (Spearman, {cmp_.get('n_matched', DASH)} models, "
+            f"95% bootstrap CI): {', '.join(corr)}. This is agreement with another length correction of the same "
+            "verdicts, not with human preferences: a human ranking (Chatbot Arena) can be given with `--compare-to`.")
+    for note in board.get("notes") or []:
+        add(f"- Note from judgecal: {note}")
+    add("")
+    return L
+
+
+# ----------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown here (default: standard output)")
+    ap.add_argument("--check", type=Path, default=None, metavar="FILE",
+                    help="regenerate and compare with FILE: exit 1 with a diff when they differ")
+    ap.add_argument("--data", type=Path, default=None, help="the shared data folder (default: ../shared/data)")
+    ap.add_argument("--save-json", type=Path, default=None, help="also write what was collected, as JSON")
+    ap.add_argument("--from-json", type=Path, default=None, help="render a --save-json file; run nothing")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    if args.from_json:
+        res = json.loads(args.from_json.read_text(encoding="utf-8"))
+    else:
+        res = collect((args.data or _default_data()).resolve())
+    if args.save_json:
+        args.save_json.write_text(json.dumps(res, indent=1, sort_keys=True), encoding="utf-8")
+    text = render(res)
+    print(f"results: {time.perf_counter() - t0:.1f} s in all", file=sys.stderr)
+    if args.check:
+        old = args.check.read_text(encoding="utf-8") if args.check.exists() else ""
+        if old != text:
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                                       str(args.check), "generated by benchmarks/results.py"))
+            print(f"results: {args.check} differs from what the code gives: run `make results`", file=sys.stderr)
+            return 1
+        print(f"results: {args.check} is what the code gives", file=sys.stderr)
+        return 0
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+        print(f"results: wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
