@@ -589,20 +589,60 @@ def set_lm_eval_seeds(random_seed: int = DEFAULT_RANDOM_SEED, numpy_seed: int = 
         torch.manual_seed(torch_seed)
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def stable_value(value: Any) -> Any:
+    """``value`` (a task or group config as lm-eval dumps it) as plain JSON data that is the
+    same in every process: dicts, lists, strings and numbers as they are; a function (at any
+    depth: lm-eval's ``to_dict`` turns top-level functions into their source but leaves those
+    inside ``fewshot_config`` and other nested dicts as objects whose repr carries a memory
+    address) as its module, qualified name and source text; a ``functools.partial`` as its
+    function and arguments; a dataclass as its fields; anything else as its repr with memory
+    addresses removed."""
+    import inspect
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): stable_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [stable_value(v) for v in value]
+        return sorted(items, key=lambda x: json.dumps(x, sort_keys=True)) if isinstance(value, (set, frozenset)) else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return stable_value({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if isinstance(value, functools.partial):
+        return {"partial": stable_value(value.func), "args": stable_value(value.args),
+                "keywords": stable_value(value.keywords)}
+    if callable(value):
+        target = value if inspect.isroutine(value) or isinstance(value, type) else type(value)
+        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(target).__name__)}"
+        try:
+            source = inspect.getsource(target)
+        except (TypeError, OSError):
+            source = None
+        out = {"function": name, "source": source}
+        if target is not value:  # a callable object: its state too
+            out["state"] = _ADDRESS.sub("", repr(value))
+        return out
+    return _ADDRESS.sub("", repr(value))
+
+
 def config_sha256(task_dict: dict) -> str:
-    """SHA-256 of the resolved configs of every task (lm-eval's ``dump_config``: functions by
-    their source) and group, before run-time settings (num_fewshot) are applied, leaving out
-    where the data are read from (``dataset_path``, ``dataset_kwargs``, the config file's own
-    path): the data themselves are hashed apart (``dataset_sha256``)."""
+    """SHA-256 of the resolved configs of every task (lm-eval's ``dump_config``) and group,
+    before run-time settings (num_fewshot) are applied, leaving out where the data are read
+    from (``dataset_path``, ``dataset_kwargs``, the config file's own path): the data
+    themselves are hashed apart (``dataset_sha256``). Functions count by their source text
+    (:func:`stable_value`), so the hash is the same in every process for the same configs."""
     def clean(cfg: dict) -> dict:
         cfg = {k: v for k, v in cfg.items() if k not in ("dataset_path", "dataset_kwargs")}
         if isinstance(cfg.get("metadata"), dict):
             cfg["metadata"] = {k: v for k, v in cfg["metadata"].items() if k != "config_source"}
         return cfg
 
-    body = {"tasks": {n: clean(t.dump_config()) for n, t in sorted(task_dict["tasks"].items())},
+    body = {"tasks": {n: clean(t.config.to_dict(keep_callable=True)) for n, t in sorted(task_dict["tasks"].items())},
             "groups": {n: clean(g.to_dict() or {}) for n, g in sorted((task_dict.get("groups") or {}).items())}}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(stable_value(body), sort_keys=True).encode()).hexdigest()
 
 
 def _leaf_configs(tm: Any, what: str | dict) -> tuple[dict[str, dict], bool, list[str]]:
