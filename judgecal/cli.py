@@ -140,6 +140,10 @@ def _print_import(result: dict, fmt: str) -> None:
     for reason, s in (result.get("skipped") or {}).items():
         more = f" (first: {', '.join(s['where'][:3])})" if s["where"] else ""
         click.echo(f"  not imported: {s['count']} records: {reason}{more}")
+    parity = result.get("llmbar_statistics")
+    if parity and parity["compared"]:
+        click.echo(f"  LLMBar statistics.json: {parity['equal']} of {parity['compared']} files reproduced figure for figure"
+                   + (f"; {len(parity['differ'])} differ (warnings above)" if parity["differ"] else ""))
 
 
 FAMILY_OPT = click.option("--task-family", "family", default=None, metavar="NAME", help="Task family to file the items under.")

@@ -70,9 +70,19 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
     """Import LLMBar: a set folder (dataset.json + ratings_*.json, or the repository's
-    evaluators/<judge>/Rating*/result.json), the repository's Dataset/LLMBar folder or its root
-    (every set). Family default: ``llmbar/<set>`` (``llmbar/Adversarial_<set>``)."""
-    return import_batch(llmbar.parse_any(Path(folder), family), url)
+    evaluators/<judge>/<protocol>/result.json: ratings and pairwise verdicts in both orders),
+    the repository's Dataset/LLMBar folder or its root (every set). Family default:
+    ``llmbar/<set>`` (``llmbar/Adversarial_<set>``). Written file by file in ONE transaction.
+    The result also holds ``llmbar_statistics``: {"compared": statistics.json files compared,
+    "equal": those whose every figure judgecal reproduced, "differ": [file: differences]}
+    (:func:`judgecal.importers.llmbar.batches`)."""
+    parity: list[dict] = []
+    folder = Path(folder)
+    result = import_batches(f"llmbar/{folder.resolve().name}", llmbar.batches(folder, family, parity), url)
+    result["llmbar_statistics"] = {
+        "compared": len(parity), "equal": sum(not p["differences"] for p in parity),
+        "differ": [f"{p['file']}: {'; '.join(p['differences'])}" for p in parity if p["differences"]]}
+    return result
 
 
 def import_autoj(path: Path, family: str | None = None, url: str | None = None) -> dict:

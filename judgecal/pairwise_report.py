@@ -1,47 +1,181 @@
 """The pairwise-judge section of ``judgecal report``: per task family and judge with pairwise
-verdicts, the judge's position consistency (pairs judged in both orders) and its length
-preference on pairs (docs/report.md)."""
+verdicts, the judge's position bias (pairs judged in both orders: consistency, flip rate,
+first-position preference), its agreement with the experts from one order, the other and both
+combined, LLMBar's own figures where the verdicts are LLMBar's (``statistics.json``'s
+definitions, reproduced), the judge comparison per family and the length preference on pairs
+(docs/report.md)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from judgecal.calibrate import llmbar_stats
+from judgecal.calibrate.position import MODES, compare_judges, cohen_kappa_binary, credits, \
+    expert_agreement_by_order, mode_preferences
 from judgecal.calibrate.winrate import length_preference, position_consistency
 from judgecal.db import models as m
+from judgecal.db import positions as pq
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 
+_WINNER = {"a": "1", "b": "2"}
+
+
+def _pref(d: dict | None) -> float:
+    if d is None or d["status"] != "ok" or d["preference"] is None:
+        return float("nan")
+    return float(d["preference"])
+
+
+def repository_figures_of_verdicts(pairs: list[dict]) -> dict:
+    """LLMBar's statistics.json figures (:func:`judgecal.calibrate.llmbar_stats.repository_statistics`)
+    of a judge's verdicts on expert-labelled pairs (rows of
+    :func:`judgecal.db.positions.labelled_verdict_pairs`, position 'ab' = LLMBar's ``swap = False``);
+    {} when a pair lacks an order or a decided label (not LLMBar's setting)."""
+    labelled = [p for p in pairs if p["gold"] in ("a", "b")]
+    if not labelled or any("ab" not in p or "ba" not in p for p in labelled):
+        return {}
+
+    def winner(d):
+        return _WINNER.get(d["verdict"]) if d["status"] == "ok" else None
+
+    return llmbar_stats.repository_statistics([1 if p["gold"] == "a" else 2 for p in labelled],
+                                              [winner(p["ab"]) for p in labelled], [winner(p["ba"]) for p in labelled])
+
+
+def repository_figures_of_ratings(pairs: list[dict]) -> dict:
+    """LLMBar's statistics.json figures of a Rating protocol from the two raw scores of each
+    expert-labelled pair (rows of :func:`judgecal.db.positions.labelled_rating_pairs`), with
+    the repository's tie and ``int()`` rules (:func:`judgecal.calibrate.llmbar_stats.winners_from_scores`)."""
+    labelled = [p for p in pairs if p["gold"] in ("a", "b")]
+    if not labelled:
+        return {}
+    wins = [llmbar_stats.winners_from_scores(p["raw_a"], p["raw_b"]) for p in labelled]
+    return llmbar_stats.repository_statistics([1 if p["gold"] == "a" else 2 for p in labelled],
+                                              [w[0] for w in wins], [w[1] for w in wins])
+
+
+def repository_figures(family: str, judge: str, url: str | None = None) -> dict:
+    """LLMBar's statistics.json figures recomputed from what the database holds for ``judge``
+    (name or id; pairwise verdicts, or ratings of a Rating protocol) on ``family``."""
+    engine = get_engine(url)
+    try:
+        with session_scope(engine) as s:
+            fid = q.family_id(s, family)
+            j = q.judge_by_name(s, judge)
+            if j.mode == "pairwise":
+                return repository_figures_of_verdicts(pq.labelled_verdict_pairs(s, fid, j.id))
+            return repository_figures_of_ratings(pq.labelled_rating_pairs(s, fid, j.id))
+    finally:
+        engine.dispose()
+
+
+def _position_entry(pairs: list[dict], n_bootstrap: int, seed: int) -> dict:
+    """Position and expert-agreement figures of one judge on one family (pairs: rows of
+    :func:`judgecal.db.positions.labelled_verdict_pairs`)."""
+    both = [p for p in pairs if "ab" in p and "ba" in p]
+    pc = position_consistency([_pref(p["ab"]) for p in both], [_pref(p["ba"]) for p in both], n_bootstrap, seed)
+    labelled = [p for p in pairs if p["outcome"] is not None]
+    out = dict(pc)
+    out["n_labelled"] = len(labelled)
+    if labelled:
+        outcome = np.array([p["outcome"] for p in labelled])
+        ab = np.array([_pref(p.get("ab")) for p in labelled])
+        ba = np.array([_pref(p.get("ba")) for p in labelled])
+        out["expert_agreement"] = expert_agreement_by_order(outcome, ab, ba, n_bootstrap, seed + 2)
+        out["kappa"] = {mode: cohen_kappa_binary(outcome, pref) for mode, pref in mode_preferences(ab, ba).items()
+                        if mode in ("ab", "ba")}
+        rep = repository_figures_of_verdicts(labelled)
+        out["llmbar_figures"] = rep or None
+    else:
+        out["expert_agreement"] = None
+        out["kappa"] = None
+        out["llmbar_figures"] = None
+    return out
+
 
 def collect_pairwise(families=None, judge: str | None = None, url: str | None = None, n_bootstrap: int = 1000,
                      seed: int = 0) -> list[dict]:
-    """One dict per (task family, judge) with pairwise verdicts: task_family, judge, n_verdicts,
-    position consistency (:func:`judgecal.calibrate.winrate.position_consistency` keys) and
-    length preference ("longer_preferred", "n_length_pairs"; lengths in characters).
-    ``families``/``judge`` narrow the selection (judge: name or id)."""
+    """One dict per (task family, judge) with pairwise verdicts: task_family, judge (its label:
+    the name, or ``name (id N)`` where judges share a name), judge_id, status_counts,
+    n_verdicts, position consistency (:func:`judgecal.calibrate.winrate.position_consistency`
+    keys), n_labelled, expert_agreement ({mode: {agreement, ci, n}} for the modes of
+    :mod:`judgecal.calibrate.position`), kappa ({"ab", "ba"}: judgecal's Cohen's kappa against
+    the experts), llmbar_figures (LLMBar's statistics.json definitions, or None), comparison
+    (rank, gap_to_best and its paired CI within the family on the combined agreement;
+    :func:`judgecal.calibrate.position.compare_judges`) and length preference
+    ("longer_preferred", "n_length_pairs"; lengths in characters). ``families``/``judge``
+    narrow the selection (judge: name or id; a judge that shares its name with another - e.g. a
+    pointwise one - is found by that name when it is the only one with verdicts)."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
+        labels = q.judge_labels(s)
         counts = vq.verdict_counts(s)
         wanted = set(q.family_ids(s, families)) if families else None
-        chosen = q.judge_by_name(s, judge) if judge else None  # by name or id: two judges may share a name
-        judge_name = chosen.name if chosen else None
-        for fid in sorted(counts):
+        chosen = _chosen_judge(s, judge) if judge else None
+        names = {fid: s.get(m.TaskFamily, fid).name for fid in counts}
+        for fid in sorted(counts, key=names.__getitem__):  # by name: the same order in every database
             if wanted is not None and fid not in wanted:
                 continue
-            fam = s.get(m.TaskFamily, fid).name
-            for jname in sorted(counts[fid]):
-                if judge_name and jname != judge_name:
+            fam = names[fid]
+            entries, credit_by = [], {}
+            for jrow in sorted((j for j in vq.judges_with_verdicts(s) if labels[j.id] in counts[fid]),
+                               key=lambda j: (labels[j.id], j.id)):
+                if chosen is not None and jrow.id != chosen.id:
                     continue
-                for jrow in s.query(m.Judge).filter(m.Judge.name == jname).order_by(m.Judge.id):
-                    if chosen is not None and jrow.id != chosen.id:
-                        continue
-                    pairs = vq.both_order_pairs(s, [fid], jrow.id)
-                    pc = position_consistency([p["ab"] for p in pairs], [p["ba"] for p in pairs], n_bootstrap, seed)
-                    lens = vq.verdict_lengths(s, fid, jrow.id)
-                    if not lens and not pc["n_pairs"]:
-                        continue
-                    lp = length_preference([x[0] for x in lens], [x[1] for x in lens], [x[2] for x in lens])
-                    out.append({"task_family": fam, "judge": jname, "judge_id": jrow.id,
-                                "status_counts": counts[fid][jname], "n_verdicts": len(lens),
-                                **pc, "longer_preferred": lp["longer_preferred"], "n_length_pairs": lp["n"]})
+                pairs = pq.labelled_verdict_pairs(s, fid, jrow.id)
+                lens = vq.verdict_lengths(s, fid, jrow.id)
+                entry = _position_entry(pairs, n_bootstrap, seed)
+                if not lens and not entry["n_pairs"]:
+                    continue
+                lp = length_preference([x[0] for x in lens], [x[1] for x in lens], [x[2] for x in lens])
+                label = labels[jrow.id]
+                entries.append({"task_family": fam, "judge": label, "judge_id": jrow.id,
+                                "status_counts": counts[fid][label], "n_verdicts": len(lens), **entry,
+                                "longer_preferred": lp["longer_preferred"], "n_length_pairs": lp["n"]})
+                labelled = [p for p in pairs if p["outcome"] is not None]
+                if labelled:
+                    prefs = mode_preferences([_pref(p.get("ab")) for p in labelled], [_pref(p.get("ba")) for p in labelled])
+                    credit_by[label] = (tuple(p["key"] for p in labelled),
+                                        credits([p["outcome"] for p in labelled], prefs["combined"]))
+            _compare(entries, credit_by, n_bootstrap, seed + 7)
+            # the judge comparison: best first, judges without a comparison last, by label
+            out.extend(sorted(entries, key=lambda e: (e["comparison"] is None, (e["comparison"] or {}).get("rank", 0),
+                                                      e["judge"])))
     engine.dispose()
     return out
+
+
+def _chosen_judge(s, judge: str) -> m.Judge:
+    """The judge named ``judge`` (name or id); where a name is shared, the one judge of that
+    name with pairwise verdicts when there is exactly one (else the ambiguity error)."""
+    from judgecal.errors import UsageError
+
+    try:
+        return q.judge_by_name(s, judge)
+    except UsageError:
+        with_verdicts = [j for j in vq.judges_with_verdicts(s) if j.name == judge]
+        if len(with_verdicts) == 1:
+            return with_verdicts[0]
+        raise
+
+
+def _compare(entries: list[dict], credit_by: dict, n_bootstrap: int, seed: int) -> None:
+    """Add "comparison" to each entry: the judge comparison on the pairs every judge of the
+    family judged (aligned by content key)."""
+    if not credit_by:
+        for e in entries:
+            e["comparison"] = None
+        return
+    common = set.intersection(*(set(keys) for keys, _ in credit_by.values()))
+    aligned = {}
+    for label, (keys, c) in credit_by.items():
+        at = {k: i for i, k in enumerate(keys)}
+        aligned[label] = np.array([c[at[k]] for k in sorted(common)])
+    cmp_ = compare_judges(aligned, n_bootstrap, seed)
+    for e in entries:
+        row = cmp_["rows"].get(e["judge"])
+        e["comparison"] = None if row is None else dict(row, n_pairs=cmp_["n_pairs"], best=cmp_["best"],
+                                                        n_judges=len(aligned))

@@ -45,8 +45,13 @@ def _write_llmbar_repo(root, accuracy="100.0%"):
         # statistics.json in LLMBar's format; every excerpt pair is decided correctly by the scores
         (d / "evaluators" / "GPT-4" / "Rating" / "statistics.json").write_text(json.dumps(
             {"correct_False": f"{len(recs)} / {len(recs)} = 100.0%", "correct_average": accuracy}))
+        # Vanilla in the repository's shape: both orders, winners numbered as in the dataset;
+        # the second record's swapped order chose output 1 (a position flip)
         (d / "evaluators" / "GPT-4" / "Vanilla" / "result.json").write_text(json.dumps(
-            [dict(x, result={"winner": "2"}) for x in data]))
+            [dict(x, results=[{"swap = False": {"completion": ["Output (b)", "stop"], "winner": "2"},
+                               "swap = True": {"completion": ["Output (b)" if i == 1 else "Output (a)", "stop"],
+                                               "winner": "1" if i == 1 else "2"}}])
+             for i, x in enumerate(data)], indent=2))
     return root
 
 
@@ -62,8 +67,11 @@ def test_llmbar_repository_layout_every_set(tmp_path):
     assert ("llmbar/Adversarial_Manual", 6.0) in scores and len(batch.ratings) == 14
     assert {r["judge"].name for r in batch.ratings} == {"GPT-4"}
     assert {r["judge"].prompt_name for r in batch.ratings} == {"llmbar/Rating"}
-    # the Vanilla protocol (a winner per pair, no scores) is counted as skipped, not dropped silently
-    assert sum(len(v) for k, v in batch.skipped.items() if "Vanilla" in k) == 3
+    # the Vanilla protocol: one pairwise verdict per order of every pair, judge GPT-4/Vanilla
+    assert len(batch.verdicts) == 2 * 7 and {v.judge.name for v in batch.verdicts} == {"GPT-4/Vanilla"}
+    assert {v.judge.mode for v in batch.verdicts} == {"pairwise"}
+    assert sorted((v.position, v.verdict) for v in batch.verdicts if v.a.family == "llmbar/Natural") == [
+        ("ab", "b"), ("ab", "b"), ("ba", "a"), ("ba", "b")]
     assert batch.warnings == []  # statistics.json agrees with the imported scores
     # a single set folder of the repository layout, and Dataset/LLMBar itself
     one = llmbar.parse_any(root / "Dataset" / "LLMBar" / "Adversarial" / "Manual")
@@ -83,7 +91,8 @@ def test_llmbar_repository_layout_through_the_cli(tmp_path, sqlite_url, run_cli)
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
     assert out["added"]["expert_label"] == 7 and out["added"]["rating"] == 14
-    assert any("Vanilla" in k for k in out["skipped"])
+    assert out["added"]["pairwise_judgment"] == 14
+    assert out["llmbar_statistics"]["compared"] == 3 and out["llmbar_statistics"]["differ"] == []
     r = run_cli("--database-url", sqlite_url, "import", "llmbar", root, "--task-family", "x")
     assert r.exit_code != 0 and "one family" in r.stderr and "Traceback" not in r.output
 

@@ -277,17 +277,22 @@ class Writer:
     # (a later import must not silently keep what an earlier one stored; docs/data-formats.md)
 
     def _stored(self, table, key_cols: tuple[str, ...], value_cols: tuple[str, ...], keys: list[tuple],
-                by: str, extra: tuple[str, ...] = ()) -> dict[tuple, tuple]:
+                by: str, extra: tuple[str, ...] = (), judge_at: int | None = None) -> dict[tuple, tuple]:
         """{key: (values..., extra...)} of the stored rows of ``table`` whose ``key_cols``
-        are among ``keys``, looked up by the column ``by`` (the first key column)."""
+        are among ``keys``, looked up by the column ``by`` (the first key column) and, when
+        ``judge_at`` gives the position of ``judge_id`` in the key, by the keys' judges (a
+        response judged by dozens of judges is not read dozens of times over)."""
         out: dict[tuple, tuple] = {}
         wanted = set(keys)
         firsts = sorted({k[0] for k in wanted})
         cols = [table.c[c] for c in key_cols + value_cols + extra]
         nk = len(key_cols)
         conn = self.session.connection()
+        judges = sorted({k[judge_at] for k in wanted}) if judge_at is not None else []
         for start in range(0, len(firsts), 900):
             stmt = select(*cols).where(table.c[by].in_(firsts[start:start + 900]))
+            if judges and len(judges) <= 100:
+                stmt = stmt.where(table.c.judge_id.in_(judges))
             for row in conn.execute(stmt):
                 key = tuple(row[:nk])
                 if key in wanted:
@@ -314,7 +319,7 @@ class Writer:
         val_at = [cols.index(c) for c in names]
         keys = [tuple(r[i] for i in key_at) for r in rows]
         table = m.PairwiseJudgment.__table__
-        stored = self._stored(table, tuple(cols[i] for i in key_at), names, keys, "response_a_id", ("source",))
+        stored = self._stored(table, tuple(cols[i] for i in key_at), names, keys, "response_a_id", ("source",), judge_at=2)
         for i, (key, r) in enumerate(zip(keys, rows)):
             have = stored.get(key)
             given = tuple(r[j] for j in val_at)
@@ -326,7 +331,7 @@ class Writer:
         key_cols = ("response_id", "judge_id", "sample_index")
         names = ("status", "score", "raw_output", "error")
         keys = [tuple(r[c] for c in key_cols) for r in rows]
-        stored = self._stored(m.Rating.__table__, key_cols, names, keys, "response_id")
+        stored = self._stored(m.Rating.__table__, key_cols, names, keys, "response_id", judge_at=1)
         for i, (key, r) in enumerate(zip(keys, rows)):
             have, given = stored.get(key), tuple(r[c] for c in names)
             if have is not None and have != given:

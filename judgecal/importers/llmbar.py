@@ -1,5 +1,5 @@
 """LLMBar folders (princeton-nlp/LLMBar): ``dataset.json`` plus ``ratings_<JUDGE>.json``, or the
-repository's own layout.
+repository's own layout with every judge and protocol.
 
 Two layouts are read:
 
@@ -8,40 +8,107 @@ Two layouts are read:
   ``evaluators/<JUDGE>/<PROTOCOL>/result.json`` and ``statistics.json``, for every set
   (``Natural``, ``Adversarial/Neighbor``, ``Adversarial/GPTInst``, ``Adversarial/GPTOut``,
   ``Adversarial/Manual``). :func:`parse_any` takes a set folder, ``Dataset/LLMBar``, or the
-  repository root. Families: ``llmbar/Natural``, ``llmbar/Adversarial_<set>``. Only the
-  pointwise rating protocols (``Rating``, ``Rating_*``) hold per-output scores: ``Rating`` is
-  imported as judge ``<JUDGE>``, ``Rating_<variant>`` as ``<JUDGE>/Rating_<variant>``; the
-  other protocols (Vanilla, CoT, Swap, Metrics, Reference ...) hold only a winner per pair and
-  are counted as skipped, never silently dropped. When ``statistics.json`` is present its
-  ``correct_average`` (LLMBar's accuracy: the mean over both presentation orders, i.e. a tie
-  counts 1/2; the repository stores it as a percentage string such as ``"92.0%"``, and a plain
-  number <= 1 is read as a share) is compared with the agreement of the imported scores; a
-  difference, or a value that is not a finite accuracy (NaN, Infinity, text), is a warning.
+  repository root. Families: ``llmbar/Natural``, ``llmbar/Adversarial_<set>``.
 
 ``dataset.json`` is a JSON array of ``{input, output_1, output_2, label}``; ``label`` is 1 or 2
 (an integer or a string: both occur) naming the better output. Each becomes an item, two
 responses (producing model ``llmbar/output_1`` and ``llmbar/output_2``: LLMBar does not name
 the generators) and one pairwise expert label (annotator ``llmbar-gold``).
 
-``ratings_<JUDGE>.json`` holds the same records plus ``results``: a list, or a Python-literal
-string of a list (both occur), whose first element has ``score_1`` and ``score_2`` as
-``[score_string, finish_reason]``. They become imported ratings by judge ``<JUDGE>`` with the
-LLMBar "Rating" protocol on a 0-10 scale (the data README says 0-9, but real files contain the
-score 10 twice, so the declared scale is 0-10 and no real score is dropped). An empty score
-string is stored as an ``unparsed`` rating with its raw value, never as a low score. A ratings
-record whose input/outputs differ from ``dataset.json`` at the same position is an error.
+Every ``result.json`` holds the dataset's records, in the same order, plus ``results``: a list
+(or, in the shared layout's ratings files, a Python-literal string of one), whose LAST element
+is the protocol's final output (source: LLMBar ``LLMEvaluator/evaluate.py``, ``annotate``); the
+elements before it are the judge's auxiliary outputs (``[text, finish_reason]``: the metrics
+questions it wrote, its own reference answer) or, in the Swap protocols, the first stage when
+the two orders disagreed (the final element is then the synthesis stage). Those earlier
+elements are counted as not imported, by reason.
+
+* **Rating protocols** (``Rating``, ``Rating_*``): the last element holds ``score_1`` and
+  ``score_2`` as ``[score_string, finish_reason]``; each output's score becomes an imported
+  rating by judge ``<JUDGE>`` (``Rating``; the same judge as the shared layout's
+  ``ratings_<JUDGE>.json``) or ``<JUDGE>/Rating_<variant>``, prompt ``llmbar/<PROTOCOL>``, on a
+  0-10 scale (the data README says 0-9, but real files contain the score 10 twice). An empty
+  score string is an ``unparsed`` rating with its raw value, never a low score.
+* **Pairwise protocols** (every other folder: Vanilla, Vanilla_NoRules, Vanilla_1shot/2shot,
+  CoT, Swap, Swap_CoT, Metrics, Reference, Metrics_Reference ...): the last element is
+  ``{"swap = False": {"completion": [text, finish_reason], "winner": "1"|"2"|null}, "swap =
+  True": {...}}``: the pair judged with output_1 shown first and with output_2 shown first,
+  the winner already numbered as in the dataset. Each order becomes a pairwise verdict of
+  judge ``<JUDGE>/<PROTOCOL>`` (model ``<JUDGE>``, prompt ``llmbar/<PROTOCOL>``, mode
+  pairwise): response a = output_1, b = output_2, position ``ab`` (swap = False) or ``ba``
+  (swap = True), verdict ``a``/``b``, preference 1/0, the completion as raw output. A null
+  winner (the output matched none of the protocol's verdict patterns) is an ``unparsed``
+  verdict with its text kept.
+
+A record that differs from ``dataset.json`` at the same position (input, outputs, label), a
+result file with another number of records, and any other shape are FILE:LINE errors. A
+protocol folder without ``result.json`` and anything else in ``evaluators/`` that is not a
+judge/protocol folder are counted as not imported, with their path.
+
+``statistics.json`` (the repository's own figures: correct per order, average, both,
+"equal", Cohen's kappas; :mod:`judgecal.calibrate.llmbar_stats`) is read and compared with
+the same figures recomputed from the imported verdicts or scores: every comparison is returned
+(``parity``), and a difference is a warning. A ``correct_average`` that is not a finite
+accuracy is a warning too (it is printed as ``"92.0%"``; a plain number <= 1 is read as a share).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import math
+from collections.abc import Iterator
 from pathlib import Path
 
+from judgecal.calibrate import llmbar_stats
 from judgecal.errors import InputError
-from judgecal.importers.records import Fields, ImportBatch, JudgeSpec, RespRef, read_json_array, check_family
+from judgecal.importers.records import (
+    Fields,
+    ImportBatch,
+    JudgeSpec,
+    RespRef,
+    Verdict,
+    check_family,
+    merge,
+    read_json_array,
+    read_text,
+)
 
 LABELS = {"1": "a", "2": "b"}
 SCALE = (0.0, 10.0)
+#: The scale of a pairwise protocol's judge: P(output_1 preferred) in [0, 1].
+VERDICT_SCALE = (0.0, 1.0)
+ORDERS = (("swap = False", "ab"), ("swap = True", "ba"))
+WINNERS = {"1": ("a", 1.0), "2": ("b", 0.0)}
+
+
+def is_rating_protocol(protocol: str) -> bool:
+    """Whether an LLMBar protocol folder holds per-output scores (``Rating``, ``Rating_*``)."""
+    return protocol == "Rating" or protocol.startswith("Rating_")
+
+
+def judge_name(judge: str, protocol: str) -> str:
+    """The judgecal judge name of an LLMBar judge x protocol: ``<JUDGE>`` for ``Rating`` (as
+    the shared layout's ``ratings_<JUDGE>.json``), ``<JUDGE>/<PROTOCOL>`` otherwise."""
+    return judge if protocol == "Rating" else f"{judge}/{protocol}"
+
+
+def judge_spec(judge: str, protocol: str) -> JudgeSpec:
+    """The imported judge of an LLMBar judge x protocol (module doc)."""
+    if is_rating_protocol(protocol):
+        return JudgeSpec(name=judge_name(judge, protocol), model=judge, endpoint="import:llmbar",
+                         prompt_name=f"llmbar/{protocol}", scale_min=SCALE[0], scale_max=SCALE[1])
+    return JudgeSpec(name=judge_name(judge, protocol), model=judge, endpoint="import:llmbar",
+                     prompt_name=f"llmbar/{protocol}", scale_min=VERDICT_SCALE[0], scale_max=VERDICT_SCALE[1],
+                     mode="pairwise")
+
+
+def set_name(folder: Path) -> str:
+    """The default family (and label source) of a set folder: ``llmbar/<set>``, or
+    ``llmbar/Adversarial_<set>`` for a folder under ``Adversarial/`` (so the repository's
+    ``Adversarial/Neighbor`` and the shared layout's ``Adversarial_Neighbor`` are one set)."""
+    folder = Path(folder).resolve()
+    return f"llmbar/Adversarial_{folder.name}" if folder.parent.name == "Adversarial" else f"llmbar/{folder.name}"
 
 
 def set_folders(root: Path) -> list[tuple[Path, str]]:
@@ -49,9 +116,7 @@ def set_folders(root: Path) -> list[tuple[Path, str]]:
     repository's ``Dataset/LLMBar`` folder, or the repository root. Empty when none is found."""
     root = Path(root)
     if (root / "dataset.json").is_file():
-        parent = root.resolve().parent.name
-        name = f"Adversarial_{root.resolve().name}" if parent == "Adversarial" else root.resolve().name
-        return [(root, f"llmbar/{name}")]
+        return [(root, set_name(root))]
     base = root / "Dataset" / "LLMBar" if (root / "Dataset" / "LLMBar").is_dir() else root
     out = []
     for d in sorted(base.iterdir()) if base.is_dir() else []:
@@ -62,9 +127,20 @@ def set_folders(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def parse_any(folder: Path, family: str | None = None) -> ImportBatch:
+def parse_any(folder: Path, family: str | None = None, parity: list | None = None) -> ImportBatch:
     """Every LLMBar set found under ``folder`` (see :func:`set_folders`) in one batch. A given
-    ``family`` files a single set under that name (refused for several sets). Raises InputError."""
+    ``family`` files a single set under that name (refused for several sets). ``parity``: a
+    list that receives one dict per statistics.json compared (:func:`batches`). Raises InputError."""
+    return merge(f"llmbar/{Path(folder).resolve().name}", batches(folder, family, parity))
+
+
+def batches(folder: Path, family: str | None = None, parity: list | None = None) -> Iterator[ImportBatch]:
+    """The batches of an LLMBar import, one per file (``dataset.json``, each ratings or result
+    file), each with its origin and lines for FILE:LINE messages; :func:`parse_any` merges them.
+    Checks the folder before the first batch. ``parity`` receives one dict per statistics.json
+    compared: {"file", "task_family", "judge", "protocol", "n_pairs", "figures" (judgecal's
+    reproduction, statistics.json's keys), "file_figures", "differences" (lines; empty =
+    parity)}. Raises InputError."""
     check_family(family)
     folder = Path(folder)
     if not folder.is_dir():
@@ -75,70 +151,172 @@ def parse_any(folder: Path, family: str | None = None) -> ImportBatch:
         raise InputError("no LLMBar set found (no dataset.json here, nor under Dataset/LLMBar/<set>/)", source=str(folder))
     if family and len(sets) > 1:
         raise InputError(f"--task-family names one family but {len(sets)} LLMBar sets were found", source=str(folder))
-    batch = ImportBatch(source=f"llmbar/{folder.resolve().name}")
+    return _batches(sets, family, parity)
+
+
+def _batches(sets, family, parity) -> Iterator[ImportBatch]:
     for path, fam in sets:
-        parse(path, family or fam, batch=batch)
-    return batch
+        yield from set_batches(path, family or fam, parity)
 
 
-def parse(folder: Path, family: str, batch: ImportBatch | None = None) -> ImportBatch:
-    """Parse one LLMBar set folder (either layout) into an ImportBatch for ``family`` (added to
+def parse(folder: Path, family: str, batch: ImportBatch | None = None, parity: list | None = None) -> ImportBatch:
+    """Parse one LLMBar set folder (either layout) into one ImportBatch for ``family`` (added to
     ``batch`` when given). Raises InputError."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError("not a folder (expected an LLMBar folder with dataset.json)", source=str(folder))
+    merged = merge(f"llmbar/{folder.name}", set_batches(folder, family, parity))
+    if batch is None:
+        return merged
+    return merge(batch.source, [batch, merged])
+
+
+class _Pair:
+    __slots__ = ("a", "b", "label", "line")
+
+    def __init__(self, a: RespRef, b: RespRef, label, line: int):
+        self.a, self.b, self.label, self.line = a, b, label, line
+
+
+def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterator[ImportBatch]:
+    """The batches of one set folder: ``dataset.json`` first, then every ratings and result file
+    in name order (module doc)."""
+    folder = Path(folder)
     dataset = folder / "dataset.json"
-    batch = batch or ImportBatch(source=f"llmbar/{folder.name}")
-    pairs: list[tuple[RespRef, RespRef, dict]] = []
+    first = ImportBatch(source=set_name(folder))
+    first.origin = str(dataset)
+    pairs: list[_Pair] = []
+    lines = first.at.setdefault("pair_labels", [])
     for line, obj in read_json_array(dataset):
         f = Fields(obj, str(dataset), line)
         prompt = f.text("input")
-        a = batch.add_response(RespRef(family, prompt, "llmbar/output_1", f.text("output_1")))
-        b = batch.add_response(RespRef(family, prompt, "llmbar/output_2", f.text("output_2")))
+        a = first.add_response(RespRef(family, prompt, "llmbar/output_1", f.text("output_1")))
+        b = first.add_response(RespRef(family, prompt, "llmbar/output_2", f.text("output_2")))
         pref = f.choice("label", LABELS)
-        batch.pair_labels.append((a, b, pref, "llmbar-gold", batch.source))
-        pairs.append((a, b, obj))
+        first.pair_labels.append((a, b, pref, "llmbar-gold", first.source))
+        lines.append(line)
+        pairs.append(_Pair(a, b, obj.get("label"), line))
     if not pairs:
-        batch.warnings.append(f"{dataset}: no record (an empty array): nothing imported from this set")
-    sources = [(path, path.stem[len("ratings_"):], "Rating", None) for path in sorted(folder.glob("ratings_*.json"))]
+        first.warnings.append(f"{dataset}: no record (an empty array): nothing imported from this set")
+    yield first
+    for path in sorted(folder.glob("ratings_*.json")):
+        yield _result_batch(path, path.stem[len("ratings_"):], "Rating", None, pairs, first.source, parity)
     ev_dir = folder / "evaluators"
-    if ev_dir.is_dir():
-        for jdir in sorted(p for p in ev_dir.iterdir() if p.is_dir()):
-            for pdir in sorted(p for p in jdir.iterdir() if p.is_dir()):
-                result = pdir / "result.json"
-                if not result.is_file():
-                    continue
-                if pdir.name == "Rating" or pdir.name.startswith("Rating_"):
-                    name = jdir.name if pdir.name == "Rating" else f"{jdir.name}/{pdir.name}"
-                    sources.append((result, name, pdir.name, pdir / "statistics.json"))
-                else:
-                    batch.skip(f"LLMBar protocol {pdir.name}: a winner per pair, no per-output score "
-                               f"(only the Rating protocols are imported)", str(result))
-    for path, judge_name, protocol, stats in sources:
-        judge = JudgeSpec(
-            name=judge_name,
-            model=judge_name.split("/")[0],
-            endpoint="import:llmbar",
-            prompt_name=f"llmbar/{protocol}",
-            scale_min=SCALE[0],
-            scale_max=SCALE[1],
-        )
-        records = read_json_array(path)
-        if len(records) != len(pairs):
-            raise InputError(
-                f"has {len(records)} records but dataset.json has {len(pairs)} (they must match one to one)",
-                source=str(path),
-                line=records[-1][0] if records else 1,
-            )
-        for (line, obj), (a, b, _) in zip(records, pairs):
-            f = Fields(obj, str(path), line)
-            if f.text("input") != a.prompt or f.text("output_1") != a.text or f.text("output_2") != b.text:
-                raise f.fail("record does not match dataset.json at the same position")
-            result = _first_result(f)
+    if not ev_dir.is_dir():
+        return
+    skipped = ImportBatch(source=first.source)
+    for jdir in sorted(ev_dir.iterdir()):
+        if not jdir.is_dir():
+            skipped.skip("not a judge folder in evaluators/ (not a folder)", str(jdir))
+            continue
+        for pdir in sorted(jdir.iterdir()):
+            if not pdir.is_dir():
+                skipped.skip("not a protocol folder in evaluators/<judge>/ (not a folder)", str(pdir))
+                continue
+            result = pdir / "result.json"
+            if not result.is_file():
+                skipped.skip("protocol folder without result.json", str(pdir))
+                continue
+            stats = pdir / "statistics.json"
+            yield _result_batch(result, jdir.name, pdir.name, stats if stats.is_file() else None, pairs,
+                                first.source, parity)
+    if skipped.skipped:
+        yield skipped
+
+
+def _results(f: Fields) -> list:
+    results = f.obj.get("results")
+    if isinstance(results, str):
+        try:
+            results = ast.literal_eval(results)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise f.fail("field 'results' is a string that is not a Python literal") from None
+    if not isinstance(results, list) or not results:
+        raise f.fail("field 'results' must be a non-empty list (its last element is the protocol's final output)")
+    return results
+
+
+def _completion(f: Fields, value, where: str) -> tuple[str, str]:
+    if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
+            or not isinstance(value[1], str)):
+        raise f.fail(f"{where}: expected [completion text, finish reason], got {json.dumps(value)[:60]}")
+    return value[0], value[1]
+
+
+def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pairs: list[_Pair], source: str,
+                  parity: list | None) -> ImportBatch:
+    """The ratings or verdicts of one result (or ratings) file, checked against the dataset."""
+    spec = judge_spec(judge, protocol)
+    rating = is_rating_protocol(protocol)
+    batch = ImportBatch(source=source)
+    batch.origin = str(path)
+    at = batch.at.setdefault("ratings" if rating else "verdicts", [])
+    records = read_json_array(path)
+    if len(records) != len(pairs):
+        raise InputError(f"has {len(records)} records but dataset.json has {len(pairs)} (they must match one to one)",
+                         source=str(path), line=records[-1][0] if records else 1)
+    src = str(path)
+    win_false: list[str | None] = []
+    win_true: list[str | None] = []
+    labels = []
+    aux_where: list[str] = []
+    for (line, obj), pair in zip(records, pairs):
+        f = Fields(obj, src, line)
+        a, b = pair.a, pair.b
+        if f.text("input") != a.prompt or f.text("output_1") != a.text or f.text("output_2") != b.text:
+            raise f.fail(f"record does not match dataset.json at the same position (line {pair.line} there)")
+        if "label" in f.obj and str(f.obj.get("label")).strip() != str(pair.label).strip():
+            raise f.fail(f"label {json.dumps(f.obj.get('label'))} differs from dataset.json's "
+                         f"{json.dumps(pair.label)} at the same position (line {pair.line} there)")
+        labels.append(f.obj.get("label", pair.label))
+        results = _results(f)
+        last = results[-1]
+        if len(results) > 1:
+            aux_where.append(f"{src}:{line}")
+        batch.add_response(a)
+        batch.add_response(b)
+        if rating:
+            if not isinstance(last, dict) or "score_1" not in last or "score_2" not in last:
+                raise f.fail(f"the last element of 'results' must be an object with score_1 and score_2 "
+                             f"(protocol {protocol}), got {json.dumps(last)[:60]}")
             for ref, key in ((a, "score_1"), (b, "score_2")):
-                batch.ratings.append(_rating(f, judge, ref, result.get(key), key))
-        if stats is not None and stats.is_file():
-            _check_statistics(batch, stats, judge, pairs)
+                batch.ratings.append(_rating(f, spec, ref, last.get(key), key))
+                at.append(line)
+            raw = [str(x[0]) if isinstance(x, (list, tuple)) and x else x for x in (last["score_1"], last["score_2"])]
+            wf, wt = llmbar_stats.winners_from_scores(*raw)
+        else:
+            if not isinstance(last, dict) or any(k not in last for k, _ in ORDERS):
+                raise f.fail(f"the last element of 'results' must be an object with 'swap = False' and 'swap = True' "
+                             f"(protocol {protocol}), got {json.dumps(last)[:60]}")
+            found = []
+            for key, position in ORDERS:
+                one = last[key]
+                if not isinstance(one, dict) or "winner" not in one:
+                    raise f.fail(f"results[-1][{key!r}] must be an object with 'winner'")
+                winner = one["winner"]
+                text, finish = _completion(f, one.get("completion", ["", ""]), f"results[-1][{key!r}]['completion']")
+                if winner is None:
+                    batch.verdicts.append(Verdict(spec, a, b, 0, position, "unparsed", None, None, None, src, text,
+                                                  f"LLMBar winner is null: the output matched none of the protocol's "
+                                                  f"verdict patterns (finish reason {finish!r})"))
+                elif winner in WINNERS:
+                    verdict, pref = WINNERS[winner]
+                    batch.verdicts.append(Verdict(spec, a, b, 0, position, "ok", verdict, pref, None, src, text, None))
+                else:
+                    raise f.fail(f"results[-1][{key!r}]['winner'] must be \"1\", \"2\" or null, got {json.dumps(winner)[:40]}")
+                at.append(line)
+                found.append(winner)
+            wf, wt = found
+        win_false.append(wf)
+        win_true.append(wt)
+    if aux_where:
+        what = ("the first stage, whose two orders disagreed, re-judged by the synthesis stage (the last element, "
+                "imported)" if protocol.startswith("Swap") else
+                "auxiliary outputs (the judge's own metrics questions or reference answer written before its verdict)")
+        for w in aux_where:
+            batch.skip(f"LLMBar {protocol}: {what}", w)
+    if stats is not None:
+        _check_statistics(batch, stats, spec, judge, protocol, pairs, labels, win_false, win_true, parity)
     return batch
 
 
@@ -162,47 +340,46 @@ def correct_average_share(value) -> float:
     return share
 
 
-def _check_statistics(batch: ImportBatch, stats: Path, judge: JudgeSpec, pairs) -> None:
-    """Compare LLMBar's ``correct_average`` with the agreement of the imported scores (ties 1/2)."""
-    import json
-
-    from judgecal.importers.records import read_text
-
+def _check_statistics(batch: ImportBatch, stats: Path, spec: JudgeSpec, judge: str, protocol: str, pairs,
+                      labels, win_false, win_true, parity: list | None) -> None:
+    """Compare statistics.json with the figures recomputed from the file's winners (module doc)."""
+    fam = pairs[0].a.family if pairs else None
     try:
         data = json.loads(read_text(stats))
-        theirs = correct_average_share(data["correct_average"])
-    except (ValueError, KeyError, TypeError) as exc:
-        why = f" ({exc})" if isinstance(exc, ValueError) else ""
-        batch.warnings.append(f"{stats}: no readable correct_average{why}: LLMBar's own accuracy was not compared")
+    except (ValueError, RecursionError) as exc:
+        batch.warnings.append(f"{stats}: not readable JSON ({exc}): LLMBar's own figures were not compared")
         return
-    by_ref = {(r["response"], r["judge"]): r for r in batch.ratings if r["judge"] == judge}
-    credit, unparsed = [], 0
-    for a, b, obj in pairs:
-        ra, rb = by_ref.get((a, judge)), by_ref.get((b, judge))
-        if ra is None or rb is None or ra["status"] != "ok" or rb["status"] != "ok":
-            unparsed += 1
-            continue
-        label = str(obj.get("label")).strip()
-        better_a = ra["score"] > rb["score"]
-        credit.append(0.5 if ra["score"] == rb["score"] else float(better_a == (label == "1")))
-    if unparsed or not credit:
-        return  # LLMBar scores unparsed outputs its own way: nothing exact to compare
-    ours = sum(credit) / len(credit)
-    if abs(ours - theirs) > 5e-4:
-        batch.warnings.append(f"{stats}: LLMBar's correct_average is {theirs:.4f} but the imported scores give "
-                              f"{ours:.4f} (ties 1/2) over {len(credit)} pairs: check the files belong together")
-
-
-def _first_result(f: Fields) -> dict:
-    results = f.obj.get("results")
-    if isinstance(results, str):
+    except InputError as exc:
+        batch.warnings.append(f"{exc}: LLMBar's own figures were not compared")
+        return
+    if not isinstance(data, dict):
+        batch.warnings.append(f"{stats}: not a JSON object: LLMBar's own figures were not compared")
+        return
+    ours = llmbar_stats.repository_statistics(labels, win_false, win_true)
+    theirs = dict(data)
+    diffs: list[str] = []
+    if "correct_average" in theirs:
+        value = theirs.pop("correct_average")
         try:
-            results = ast.literal_eval(results)
-        except (ValueError, SyntaxError):
-            raise f.fail("field 'results' is a string that is not a Python literal") from None
-    if not isinstance(results, list) or not results or not isinstance(results[0], dict):
-        raise f.fail("field 'results' must be a non-empty list of objects")
-    return results[0]
+            share = correct_average_share(value)
+        except (ValueError, TypeError) as exc:
+            batch.warnings.append(f"{stats}: no readable correct_average ({exc}): LLMBar's own accuracy was not compared")
+        else:
+            mine = float(ours["correct_average"].rstrip("%")) / 100 if ours else float("nan")
+            if not math.isclose(share, mine, abs_tol=5e-4):
+                diffs.append(f"correct_average: the file says {value!r}, judgecal gives {ours.get('correct_average')!r}")
+                batch.warnings.append(
+                    f"{stats}: LLMBar's correct_average is {share:.4f} but the imported "
+                    f"{'scores' if is_rating_protocol(protocol) else 'verdicts'} give {mine:.4f} (LLMBar's definition: "
+                    f"the mean over both orders) over {len(labels)} pairs: check the files belong together")
+    other = llmbar_stats.compare(ours, theirs)
+    if other:
+        batch.warnings.append(f"{stats}: LLMBar's own figures differ from those of the imported "
+                              f"{'scores' if is_rating_protocol(protocol) else 'verdicts'}: " + "; ".join(other))
+    if parity is not None:
+        parity.append({"file": str(stats), "task_family": fam, "judge": spec.name, "llmbar_judge": judge,
+                       "protocol": protocol, "n_pairs": len(labels), "figures": ours, "file_figures": data,
+                       "differences": diffs + other})
 
 
 def _rating(f: Fields, judge: JudgeSpec, ref: RespRef, value, key: str) -> dict:
