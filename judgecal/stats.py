@@ -13,7 +13,9 @@ from judgecal.db.engine import get_engine, session_scope
 def collect_stats(url: str | None = None) -> list[dict]:
     """One dict per task family: items, responses, expert labels (pairwise/pointwise),
     verbosity pairs, ratings and pairwise verdicts as {judge: {status: n}} (the judge's name, or ``name (id N)``
-    where several judges share it)."""
+    where several judges share it), and ``judges_told_apart``: {``name (id N)``: what tells that
+    judge from the others of its name (:func:`judgecal.db.queries.judge_differences`, e.g.
+    ``"mode pairwise"``)} for the family's judges that share a name."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
@@ -47,6 +49,7 @@ def collect_stats(url: str | None = None) -> list[dict]:
         ):
             ratings.setdefault(fid, {}).setdefault(label[judge_id], {})[status] = n
         verdicts = vq.verdict_counts(s)
+        differ = {label[jid]: d for jid, d in q.shared_name_differences(s).items()}
         for fid, name in fams:
             out.append(
                 {
@@ -57,6 +60,8 @@ def collect_stats(url: str | None = None) -> list[dict]:
                     "verbosity_pairs": pairs.get(fid, 0),
                     "ratings": ratings.get(fid, {}),
                     "pairwise_verdicts": verdicts.get(fid, {}),
+                    "judges_told_apart": {k: differ[k] for k in sorted(set(ratings.get(fid, {})) | set(verdicts.get(fid, {})))
+                                          if k in differ},
                 }
             )
     engine.dispose()

@@ -251,7 +251,8 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
         raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
     if len(found) > 1:
         ids = "; ".join(f"{j.id} ({describe_judge(j)})" for j in found)
-        raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids}")
+        differ = "; ".join(f"{j.id}: {d}" for j, d in zip(found, judge_differences(found).values()))
+        raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids} (what tells them apart: {differ})")
     return found[0]
 
 
@@ -283,15 +284,78 @@ def canonical(obj: Any) -> Any:
     return obj
 
 
+def identity_params(obj: Any) -> Any:
+    """A judge's sampling parameters as they count for its identity: :func:`canonical` with every
+    number (not a boolean) as a float, so ``{"temperature": 0}`` and ``{"temperature": 0.0}``
+    (JSON makes no difference between them) are the same judge."""
+    if isinstance(obj, dict):
+        return {k: identity_params(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [identity_params(v) for v in obj]
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return float(obj)
+    return obj
+
+
 def get_or_create_judge(session: Session, **fields: Any) -> m.Judge:
     """The Judge row with these identity fields (model, endpoint, prompt_name, prompt_sha256,
     mode, params, scale_min, scale_max, name); inserted on first use. The key is the SHA-256
-    of the identity (name excluded), so the same settings always map to one row. ``params``
-    is stored canonical (keys sorted: :func:`canonical`), so exports of it are byte-stable."""
+    of the identity (name excluded) with the parameters as :func:`identity_params` gives them
+    (0 and 0.0 are one value), so the same settings always map to one row. ``params`` is
+    stored canonical (keys sorted: :func:`canonical`) as first given, so exports of it are
+    byte-stable. A row stored before parameters were compared this way (its key made from the
+    parameters as given) is found by its identity fields and reused."""
     fields = dict(fields, params=canonical(fields.get("params") or {}))
     ident = {k: fields[k] for k in ("model", "endpoint", "prompt_sha256", "mode", "params", "scale_min", "scale_max")}
+    ident["params"] = identity_params(ident["params"])
     judge_key = key_of(ident)
+    found = session.scalar(select(m.Judge).where(m.Judge.judge_key == judge_key))
+    if found is not None:
+        return found
+    J = m.Judge
+    for row in session.scalars(select(J).where(J.model == fields["model"], J.endpoint == fields["endpoint"],
+                                               J.prompt_sha256 == fields["prompt_sha256"], J.mode == fields["mode"],
+                                               J.scale_min == fields["scale_min"], J.scale_max == fields["scale_max"])
+                               .order_by(J.id)):
+        if identity_params(row.params or {}) == ident["params"]:
+            return row
     row = dict(fields, judge_key=judge_key, created_at=m.utcnow())
     row.setdefault("name", fields["model"])
     insert_ignore(session, m.Judge, [row])
     return session.scalar(select(m.Judge).where(m.Judge.judge_key == judge_key))
+
+
+IDENTITY_FIELDS = ("model", "mode", "endpoint", "prompt_name", "prompt_sha256", "params", "scale_min", "scale_max")
+
+
+def judge_differences(judges: Iterable[m.Judge]) -> dict[int, str]:
+    """{judge id: what tells it from the other judges given} - only the identity fields whose
+    values differ among them (model, mode, endpoint, prompt name, prompt SHA-256 (12 hex digits),
+    parameters as canonical JSON, scale), e.g. ``"mode pairwise"``; "" for a single judge."""
+    judges = list(judges)
+
+    def show(j, f):
+        v = getattr(j, f)
+        if f == "params":
+            return json.dumps(canonical(v or {}), ensure_ascii=False, separators=(",", ":"))
+        if f == "prompt_sha256":
+            return v[:12]
+        if f in ("scale_min", "scale_max"):
+            return f"{v:g}"
+        return str(v)
+
+    differ = [f for f in IDENTITY_FIELDS if len({show(j, f) for j in judges}) > 1]
+    return {j.id: ", ".join(f"{f.replace('_', ' ')} {show(j, f)}" for f in differ) for j in judges}
+
+
+def shared_name_differences(session: Session) -> dict[int, str]:
+    """{judge id: :func:`judge_differences` among the judges of its name} for every judge whose
+    name another judge shares (what ``stats`` prints beside ``name (id N)``)."""
+    by_name: dict[str, list[m.Judge]] = {}
+    for j in session.scalars(select(m.Judge).order_by(m.Judge.id)):
+        by_name.setdefault(j.name, []).append(j)
+    out: dict[int, str] = {}
+    for group in by_name.values():
+        if len(group) > 1:
+            out.update(judge_differences(group))
+    return out

@@ -38,7 +38,8 @@ def stats_table(stats: list[dict]) -> Table:
             status = ", ".join(f"{k} {v}" for k, v in sorted(fam["ratings"].get(judge, {}).items())) or "-"
             pv = ", ".join(f"{k} {v}" for k, v in sorted(verdicts.get(judge, {}).items())) or "-"
             head = [fam["task_family"], fam["items"], fam["responses"], labels, fam["verbosity_pairs"]] if i == 0 else [""] * 5
-            rows.append(head + [judge, status, pv])
+            apart = (fam.get("judges_told_apart") or {}).get(judge)
+            rows.append(head + [f"{judge}: {apart}" if apart else judge, status, pv])
     return simple_table(
         "judgecal stats",
         ["task family", "items", "responses", "expert labels", "verbosity pairs", "judge", "ratings", "pairwise verdicts"],
