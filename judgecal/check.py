@@ -11,6 +11,10 @@ id: that calibration, refused when ``families`` or ``judge`` name another family
 - with ``max_baseline_gap``: no baseline beats the published calibration (polylog) out of sample
   by more than that much cross-validated agreement (``comparison.gap`` of the fit: best method's
   CV agreement minus polylog's; a fit without that figure fails: refit).
+- ``degenerate_answers``: no model of the family gives empty answers, the same answer to many
+  items, or answers far below L_ref (the fit's flags of :mod:`judgecal.calibrate.guards`),
+  unless ``allow_degenerate_answers``; a calibration stored before judgecal looked for them fails
+  (refit), unless allowed.
 Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from judgecal.fitting import load_calibrations
 
 def run_check(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None, *,
               max_verbosity_winrate: float = 0.55, min_agreement_gain: float = 0.0, max_unparsed: float = 0.05,
-              fail_at_bound: bool = False, max_baseline_gap: float | None = None) -> dict:
+              fail_at_bound: bool = False, max_baseline_gap: float | None = None,
+              allow_degenerate_answers: bool = False) -> dict:
     """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
     Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
@@ -81,7 +86,54 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
                 add(fam, jud, "baseline_gap", gap, max_baseline_gap, ok,
                     f"{where}: best method out of sample is {best}; it beats the published calibration by "
                     f"{gap:+.3f} cross-validated agreement {'<=' if ok else '>'} {max_baseline_gap}")
+        _degenerate_check(add, fam, jud, where, row, r, allow_degenerate_answers)
         if fail_at_bound:
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+def _degenerate_check(add, fam, jud, where, row, r: dict, allow: bool) -> None:
+    """The ``degenerate_answers`` check of one calibration: fails on the fit's empty / constant /
+    far-short flags (each message listed), or when the fit predates the guards, unless allowed."""
+    from judgecal.calibrate.guards import CODES
+
+    found = [f for f in r.get("flags") or [] if isinstance(f, dict) and f.get("code") in CODES]
+    known = "degenerate_answers" in ((row.data or {}) if isinstance(row.data, dict) else {})
+    allowed = " (allowed by --allow-degenerate-answers)" if allow else " (--allow-degenerate-answers to publish anyway)"
+    if found:
+        add(fam, jud, "degenerate_answers", [f["code"] for f in found], [], allow,
+            f"{where}: degenerate answers: " + "; ".join(f["message"] for f in found) + allowed)
+    elif not known:
+        add(fam, jud, "degenerate_answers", None, [], allow,
+            f"{where}: stored before judgecal looked for empty, constant and far-short answers: refit with judgecal fit"
+            + (" (allowed by --allow-degenerate-answers)" if allow else ""))
+    else:
+        add(fam, jud, "degenerate_answers", [], [], True,
+            f"{where}: no empty, constant or far-short answers among the judge's rated responses")
+
+
+def _identified(add, fam, jud, where, r: dict, allow: bool) -> None:
+    """The "identified" check: fails on a calibration whose fit the labels do not determine
+    (:mod:`judgecal.calibrate.identify`) or that predates the test, unless ``allow``."""
+    ident = r.get("identification")
+    if ident is None:
+        add(fam, jud, "identified", None, True, allow,
+            f"{where}: identification unknown (fitted before judgecal tested it): refit with judgecal fit"
+            + (" (allowed by --allow-unidentified)" if allow else ""))
+        return
+    ok = bool(ident.get("identified"))
+    why = "; ".join(ident.get("reasons") or [])
+    add(fam, jud, "identified", ok, True, ok or allow,
+        f"{where}: " + ("the fit is identified" if ok else f"not identified: {why}"
+                        + (" (allowed by --allow-unidentified)" if allow else "")))
+
+
+def _transfer(add, row, fam, jud, target, url, n_bootstrap, seed) -> None:
+    """The "transfer" check of one target family (fails on a verdict of "hurts")."""
+    from judgecal.fitting import transfer_evaluation
+    from judgecal.report.build import verdict
+
+    ev = transfer_evaluation(row, fam, jud, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
+    v = verdict(ev)
+    add(target, jud, "transfer", v.get("difference"), 0.0, v["code"] != "hurts",
+        f"{target} / {jud} (calibration {row.id} from {fam}): {v['text']}")

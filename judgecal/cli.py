@@ -440,6 +440,8 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         emit_json(row)
         return
     out.print(fits_table([row], title=f"calibration {row['id']}"))
+    for f in row.get("flags") or []:  # every flag of the fit (degenerate answers, identification ...)
+        err.print(f"flag {f.get('code')}: {f.get('message')}", markup=False, highlight=False)
     for w in row["warnings"]:
         warn(w)
 
@@ -597,17 +599,20 @@ def _emit_csv(rows: list[dict]) -> None:
 @click.option("--max-baseline-gap", type=Finite(min=0), default=None,
               help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
                    "this cross-validated agreement (a share, e.g. 0.02).")
+@click.option("--allow-degenerate-answers", is_flag=True,
+              help="Pass the degenerate_answers check although a model of the family gives empty answers, the same "
+                   "answer to many items or answers far below L_ref (the fit's flags; by default check fails on them).")
 @FMT_OPT
 @pass_ctx
 def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound,
-          max_baseline_gap, fmt) -> None:
+          max_baseline_gap, allow_degenerate_answers, fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error."""
     from judgecal.check import run_check
     from judgecal.report.board import check_table
 
     result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
                        min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound,
-                       max_baseline_gap=max_baseline_gap)
+                       max_baseline_gap=max_baseline_gap, allow_degenerate_answers=allow_degenerate_answers)
     if fmt == "json":
         emit_json(result)
     else:

@@ -18,6 +18,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.fitdata import FamilyRows, load_family
+from judgecal.db.guarddata import answer_keys
 from judgecal.errors import FitError, UsageError
 
 LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
@@ -141,6 +142,8 @@ def evaluate_family(
     rows, pair, point, verb, info = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
                                                  tokenizer=tok if length_unit == "tokens" else None, density=density,
                                                  verbosity_family_id=vfam_id, url=url)
+    with session_scope(engine) as s:
+        keys = answer_keys(s, rows.score)
     if not rows.score:
         engine.dispose()
         raise FitError(f"judge {judge!r} has no ok rating in task family {family!r} (see `judgecal stats`)")
@@ -178,6 +181,7 @@ def evaluate_family(
                 evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
     _numeric_warnings(evaluation, caught)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
+    _guard_flags(evaluation, rows, keys, fixed_l_ref)
     left = left_out(info, rows.status_counts)
     evaluation["data"]["left_out"] = left
     evaluation.setdefault("warnings", [])
@@ -186,6 +190,30 @@ def evaluate_family(
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
                signed=signed, gamma_max=gamma_max)
     return evaluation, ctx
+
+
+def _guard_flags(evaluation: dict, rows: FamilyRows, keys: dict, fixed_l_ref) -> None:
+    """Flag degenerate answers among the judge's rated responses of the family (every one, not
+    only the expert-labelled): ``evaluation["flags"]`` gets one {"code", "message", "models"} per
+    code of :mod:`judgecal.calibrate.guards` (empty, constant, far-short answers; ``check`` fails
+    on them unless allowed) and ``evaluation["data"]["degenerate_answers"]`` the per-model flags.
+    Far-short is measured against the fit's L_ref with its short-side floor."""
+    from judgecal.calibrate.fit import default_l_ref
+    from judgecal.calibrate.guards import family_flags, model_flags
+    from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR
+
+    flags = evaluation.setdefault("flags", [])
+    evaluation["data"]["degenerate_answers"] = {}  # present: the guards ran (check reads it)
+    rids = sorted(r for r in rows.score if r in keys and r in rows.length)
+    if not rids:
+        return
+    params = evaluation.get("params") if isinstance(evaluation.get("params"), dict) else {}
+    l_ref = evaluation.get("l_ref") or fixed_l_ref or default_l_ref([rows.length[r] for r in rids])
+    floor = params.get("short_floor") or DEFAULT_SHORT_FLOOR
+    per_model = model_flags([keys[r][0] for r in rids], [keys[r][1] for r in rids], [keys[r][2] for r in rids],
+                            [keys[r][3] for r in rids], [rows.length[r] for r in rids], float(l_ref), floor=floor)
+    flags.extend(family_flags(per_model))
+    evaluation["data"]["degenerate_answers"] = per_model
 
 
 def _numeric_warnings(evaluation: dict, caught: list) -> None:
@@ -275,6 +303,7 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
         "objective": row.objective, "length_unit": row.length_unit, "tokenizer": row.tokenizer,
         "l_ref": row.l_ref, "gamma": row.gamma, "p": row.p, "p_bounds": [row.p_min, row.p_max],
         "signed": bool(params.get("signed", False)), "gamma_max": params.get("gamma_max"),
+        "short_floor": params.get("short_floor"),
         "scale": [_finite_or_none(row.scale_min), _finite_or_none(row.scale_max)],
         "gamma_ci": params.get("gamma_ci"), "p_ci": params.get("p_ci"),
         "n": row.n, "converged": row.converged, "loss": row.loss, "folds": row.folds, "n_bootstrap": row.n_bootstrap,
@@ -287,6 +316,7 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
         "methods": {name: {k: fig.get(k) for k in METHOD_FIGURES if k in fig} for name, fig in methods.items()},
         "comparison": metrics.get("comparison"), "length_rule": metrics.get("length_rule"),
         "lean": metrics.get("lean"), "selection": metrics.get("selection"),
+        "flags": metrics.get("flags", []),
         "warnings": metrics.get("warnings", []), "judgecal_version": row.judgecal_version,
     }
 
@@ -300,7 +330,7 @@ def stored_params(row: m.Calibration) -> dict:
     and :func:`apply_calibration` read them."""
     params = row.params or {}
     out = {"gamma": row.gamma, "p": row.p, "l_ref": row.l_ref, "signed": bool(params.get("signed", row.gamma < 0))}
-    for k in ("gamma_ci", "p_ci", "at_bound"):
+    for k in ("gamma_ci", "p_ci", "at_bound", "short_floor"):
         if k in params:
             out[k] = params[k]
     if isinstance(params.get("density"), dict):
@@ -308,16 +338,18 @@ def stored_params(row: m.Calibration) -> dict:
     return out
 
 
-def apply_calibration(row: m.Calibration, scores, lengths, density=None) -> np.ndarray:
+def apply_calibration(row: m.Calibration, scores, lengths, density=None, no_credit=None) -> np.ndarray:
     """Calibrated scores of a stored calibration (the fitted function: clipped to the stored
-    scale, signed when the fit was). Lengths must be in the row's unit/tokenizer; ``density``
-    (entropies in bits) is required when the row uses the density exemption."""
-    from judgecal.calibrate.transfer import stored_polylog
+    scale, signed when the fit was, with its stored short-side floor; a row stored before the
+    floor existed has none). Lengths must be in the row's unit/tokenizer; ``density``
+    (entropies in bits) is required when the row uses the density exemption; ``no_credit`` (bool
+    per response, :func:`judgecal.calibrate.guards.no_credit`): no length credit there."""
+    from judgecal.calibrate.transfer import apply_stored
 
     if row.density_exemption and density is None:
         raise UsageError(f"calibration {row.id} uses the density exemption: it needs the response texts")
-    f = stored_polylog(stored_params(row), (row.scale_min, row.scale_max))
-    return f.calibrate(np.asarray(scores, dtype=float), np.asarray(lengths, dtype=float), density)
+    return apply_stored(stored_params(row), (row.scale_min, row.scale_max), np.asarray(scores, dtype=float),
+                        np.asarray(lengths, dtype=float), density, no_credit)
 
 
 def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, target_family: str, *,

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from judgecal.calibrate.guards import model_flags, no_credit
 from judgecal.calibrate.metrics import verbosity_win_rate
 from judgecal.calibrate.penalty import token_entropy
 from judgecal.calibrate.ranking import mean_ci, ranks
@@ -19,6 +20,7 @@ from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.guarddata import answer_keys
 from judgecal.errors import NotFoundError, UsageError
 from judgecal.fitting import apply_calibration, load_calibrations
 
@@ -50,7 +52,14 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
     moved up), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
     verbosity_pairs, acc, acc_norm,
-    acc_bytes, acc_norm_minus_acc, mc_run, flags (list of strings).
+    acc_bytes, acc_norm_minus_acc, mc_run, degenerate_answers ([{"code", "message"}] of
+    :mod:`judgecal.calibrate.guards`: empty, constant or far-short answers), flags (list of
+    strings, the degenerate-answer messages included). ``notes``: board-level notes (a
+    calibration stored before the short-side floor is applied as fitted, and said so).
+
+    Guards: per family, answers that are empty or repeated verbatim across items
+    (:func:`judgecal.calibrate.guards.no_credit`) earn no length credit (calibrated <= raw), and
+    the stored short-side floor caps the credit of far-short answers.
 
     ``calibration``: "latest" or one id (of the judge; without ``judge``, its judge is used); see
     :func:`_choose_calibrations` for what is applied where and what is refused (UsageError)."""
@@ -69,6 +78,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
+        keys = answer_keys(s, [r["response_id"] for r in rows if r["score"] is not None])
+        guard_flags: dict[str, list[dict]] = defaultdict(list)
+        notes: list[str] = []
         for fid in fam_ids:
             frows = [r for r in rows if r["family_id"] == fid and r["score"] is not None]
             cal = cals.get(fid)
@@ -82,6 +94,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 fill_lengths(tok, url, response_ids=[i for i in ids if i not in lens])
                 lens = boarddata.lengths(s, ids, unit, tok)
             length_of.update(lens)
+            _guard_family(frows, keys, lens, cal, fam_names[fid] if len(fam_ids) > 1 else None, guard_flags)
             if cal is None or not frows:
                 continue
             have = [r for r in frows if r["response_id"] in lens]
@@ -89,8 +102,15 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             if cal.density_exemption:
                 txt = boarddata.texts(s, [r["response_id"] for r in have])
                 dens = [token_entropy(txt[r["response_id"]]) for r in have]
-            out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens)
+            guard = no_credit([keys[r["response_id"]][0] for r in have], [keys[r["response_id"]][1] for r in have],
+                              [keys[r["response_id"]][2] for r in have], [keys[r["response_id"]][3] for r in have])
+            out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens,
+                                    no_credit=guard)
             calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
+            if (cal.params or {}).get("short_floor") is None:
+                notes.append(f"calibration {cal.id} ({fam_names[fid]}) was fitted before judgecal had the short-side "
+                             f"floor: it is applied as fitted, with an unbounded short side (empty and repeated answers "
+                             f"still earn no length credit); refit with `judgecal fit` to get the guard")
         vpairs = boarddata.verbosity_pairs(s, fam_ids)
         mc = boarddata.mc_runs_by_model(s)
         ref_run = s.get(m.McRun, mc_reference) if mc_reference else None
@@ -135,6 +155,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "transferred": bool(ok) and any(r["family_id"] in transferred for r in ok),
         }
         row.update(_mc_columns(mc.get(model, []), ref_metrics))
+        row["degenerate_answers"] = guard_flags.get(model, [])
         table.append(row)
     rated = [r for r in table if r["mean_raw"] is not None]
     if rated:
@@ -155,6 +176,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 and cals.get(r["family_id"]) is not None),
     }
     return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+            "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,
             "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table,
             "left_out": {k: v for k, v in left.items() if v}}
@@ -243,4 +265,28 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append("fit at bound")
     if r.get("mc_opposite"):
         flags.append("acc/acc_norm opposite")
+    flags += [f["message"] for f in r.get("degenerate_answers") or []]
     return flags
+
+
+def _guard_family(frows: list[dict], keys: dict, lens: dict, cal, family: str | None, out: dict) -> None:
+    """Add each model's degenerate-answer flags (:func:`judgecal.calibrate.guards.model_flags`)
+    of one family's rated responses to ``out`` ({model: [{"code", "message"}]}); far-short is
+    measured against the family's calibration's L_ref and floor (uncalibrated: the median
+    length, the default L_ref, and the default floor). ``family`` prefixes the messages when
+    the board shows several families."""
+    have = [r for r in frows if r["response_id"] in keys and r["response_id"] in lens]
+    if not have:
+        return
+    from judgecal.calibrate.fit import default_l_ref
+    from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR
+
+    le = [lens[r["response_id"]] for r in have]
+    l_ref = cal.l_ref if cal is not None else default_l_ref(le)
+    stored = (cal.params or {}).get("short_floor") if cal is not None else None
+    k = [keys[r["response_id"]] for r in have]
+    per_model = model_flags([x[0] for x in k], [x[1] for x in k], [x[2] for x in k], [x[3] for x in k], le, l_ref,
+                            floor=stored or DEFAULT_SHORT_FLOOR, floor_applied=cal is None or stored is not None)
+    for model, flags in per_model.items():
+        out[model] += [{"code": f["code"], "message": f"{family}: {f['message']}" if family else f["message"]}
+                       for f in flags]

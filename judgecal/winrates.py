@@ -11,14 +11,13 @@ verbosity win-rate; optionally rank correlations with an external ranking (``com
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
 from threadpoolctl import threadpool_limits
 
-from judgecal.calibrate import glm_lc
+from judgecal.calibrate import glm_lc, guards
 from judgecal.calibrate.ranking import ranks
 from judgecal.calibrate.winrate import bootstrap_over_items, discrete_win_rate, rank_correlation, win_rate
 from judgecal.calibrate.winrate_penalty import DEFAULT_FLOOR, DEFAULT_P_BOUNDS, fit_penalty, implied_verbosity_win_rate
@@ -27,13 +26,15 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.guarddata import answer_keys
 from judgecal.errors import InputError, NotFoundError, UsageError
 from judgecal.importers.records import read_csv_cells
 
 COLUMNS = ("raw", "lc", "calibrated")
 VERBOSE, CONCISE = "_verbose", "_concise"
-#: a model whose most common answer covers at least this share of its items is flagged
-CONSTANT_SHARE = 0.5
+#: a model whose most common answer covers at least this share of its items is flagged (one
+#: definition for every mode: judgecal.calibrate.guards)
+CONSTANT_SHARE = guards.CONSTANT_SHARE
 #: --lc-weights: a larger weight (logit units) is refused (AlpacaEval's published weights are below 10)
 MAX_GLM_WEIGHT = 1000.0
 #: LC is flagged as not identified when fewer than this many of a model's answers lie on one side
@@ -42,7 +43,7 @@ MAX_GLM_WEIGHT = 1000.0
 #: data the most one-sided real models have 8 of 805 answers longer than the baseline's)
 LC_MIN_SIDE = 5
 #: an answer given verbatim to at least this many instructions of one model earns no brevity credit
-REPEATED_ANSWER = 3
+REPEATED_ANSWER = guards.REPEATED_ANSWER
 
 
 def _pick_judge(s, judge: str | None) -> m.Judge:
@@ -259,6 +260,9 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
                 hint += " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(data.left_out.items())) + ")"
             raise NotFoundError(f"no usable verdicts of judge {jrow.name!r} against baseline {baseline!r} in {fam}{hint}")
         ids = sorted({r["response_id"] for r in data.rows} | {r["baseline_response_id"] for r in data.rows})
+        words = {rid: k[3] for rid, k in answer_keys(s, [r["response_id"] for r in data.rows]).items()}
+        for r in data.rows:  # whitespace words of the model's answer: empty answers earn no credit
+            r["n_words"] = words.get(r["response_id"], 1)
         unit_len = boarddata.lengths(s, ids, length_unit, tokenizer) if length_unit != "chars" else None
         gamed_models = [baseline + VERBOSE, baseline + CONCISE]
         gamed_outputs = vq.model_outputs(s, fid, [baseline] + gamed_models, "chars")
@@ -332,16 +336,22 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
 
     # calibrated: the seed's penalty in the chosen unit
     if unit_len is not None:
-        lm_unit = np.array([unit_len.get(r["response_id"]) or np.nan for r in rows], dtype=float)
-        lb_unit = np.array([unit_len.get(r["baseline_response_id"]) or np.nan for r in rows], dtype=float)
+        # a length of 0 (an empty answer) is a length, not a missing one (it was read as NaN,
+        # which made the whole calibrated fit fail: every calibrated win rate 50%)
+        lm_unit = np.array([unit_len.get(r["response_id"], np.nan) for r in rows], dtype=float)
+        lb_unit = np.array([unit_len.get(r["baseline_response_id"], np.nan) for r in rows], dtype=float)
     else:
         lm_unit, lb_unit = lm_chars, lb_chars
-    # answers repeated verbatim for several instructions of one model earn no credit for brevity
-    reuse = Counter((r["model"], r["text_sha256"]) for r in rows)
-    repeated = np.array([reuse[(r["model"], r["text_sha256"])] >= REPEATED_ANSWER for r in rows], dtype=bool)
+    # empty answers, and answers repeated verbatim for several instructions of one model, earn no
+    # credit for brevity (judgecal.calibrate.guards: the same rule as the score mode)
+    g_model, g_item = [r["model"] for r in rows], [r["item_id"] for r in rows]
+    g_key, g_words = [r["text_sha256"] for r in rows], [r.get("n_words", 1) for r in rows]
+    repeated = guards.no_credit(g_model, g_item, g_key, g_words)
     if repeated.any():
-        notes.append(f"calibrated: {int(repeated.sum())} verdicts on answers repeated verbatim for {REPEATED_ANSWER} or more "
-                     "instructions earn no credit for brevity (gaming guard)")
+        notes.append(f"calibrated: {int(repeated.sum())} verdicts on answers that are empty or repeated verbatim for "
+                     f"{REPEATED_ANSWER} or more instructions earn no credit for brevity (gaming guard)")
+    degenerate = guards.model_flags(g_model, g_item, g_key, g_words, lm_unit, lb_unit, floor=short_floor,
+                                    reference="the baseline's length")
     pen = fit_penalty(model, pref, lm_unit, lb_unit, difficulty[item], len(models), p_bounds, short_floor, signed,
                       no_short_credit=repeated)
     smooth = fit_penalty(model, pref, lm_unit, lb_unit, difficulty[item], len(models), p_bounds, short_floor, signed,
@@ -358,19 +368,13 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         cal_wr, cal_ci = bootstrap_over_items(pen.p_cal[sel], n_bootstrap, seed)
         lc_wr = lc.lc_win_rate
         per_model_pred[mm] = {"items": item[sel], "raw": smooth.p_cal[sel], "lc": lc.p_lc, "calibrated": pen.p_cal[sel]}
-        shas = Counter(rows[i]["text_sha256"] for i in sel)
-        top_share = shas.most_common(1)[0][1] / len(sel)
-        ratio = np.median(np.log(np.maximum(lm_unit[sel], 1) / np.maximum(lb_unit[sel], 1)))
         n_missing = len(all_items - {items[i] for i in item[sel]})
         flags = []
         if len(sel) < min_items:
             flags.append(f"few verdicts (<{min_items})")
         if n_missing:
             flags.append(f"{n_missing} items without a verdict")
-        if top_share >= CONSTANT_SHARE and len(sel) > 1:
-            flags.append(f"same answer to {top_share:.0%} of items")
-        if np.isfinite(ratio) and ratio < np.log(short_floor):
-            flags.append(f"answers below the short-side floor (median {np.exp(ratio):.2f} of the baseline's length)")
+        flags += [f["message"] for f in degenerate.get(mm, [])]  # empty, constant, far-short (one wording)
         if mm in gamed_models:
             flags.append("gamed baseline (LC regulariser)")
         n_short, n_long = int(np.sum(tanh_len[sel] > 0)), int(np.sum(tanh_len[sel] < 0))

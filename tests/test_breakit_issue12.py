@@ -62,7 +62,14 @@ def test_leaderboard_refuses_a_calibration_of_another_family(board_db, tmp_path,
     assert moved["calibrations"] == {}
     assert moved["calibrations_from"] == {"llmbar/Adversarial_Neighbor": {"id": 2, "fitted_on": "llmbar/Natural"}}
     assert all("calibration from another family" in r["flags"] for r in moved["rows"])
-    assert all(r["mean_calibrated"] != pytest.approx(r["mean_raw"]) for r in moved["rows"])
+    # ChatGPT's Natural fit has gamma 0 under the short-side floor (issue 18: its unfloored gamma,
+    # 0.118, came only from crediting answers under a quarter of L_ref), so the penalty is seen
+    # applied with GPT-4's (#1, gamma 0.38)
+    gpt4 = _json(run_cli("--database-url", board_db, "leaderboard", "--judge", "GPT-4", "--calibration", "1",
+                         "--task-family", "llmbar/Adversarial_Neighbor", "--bootstrap", "20",
+                         "--calibration-from", "llmbar/Natural", "--format", "json"))
+    assert gpt4["calibrations_from"] == {"llmbar/Adversarial_Neighbor": {"id": 1, "fitted_on": "llmbar/Natural"}}
+    assert all(r["mean_calibrated"] != pytest.approx(r["mean_raw"]) for r in gpt4["rows"])
 
 
 def test_leaderboard_refuses_a_calibration_of_another_judge(board_db, run_cli):

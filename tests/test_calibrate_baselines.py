@@ -28,10 +28,23 @@ def test_linear_and_polylog_apply_their_formulas_with_clip():
     new_s, new_l = np.array([5.0, 9.5, 5.0]), np.array([600.0, 0.0, 30000.0])
     np.testing.assert_allclose(lin.calibrate(new_s, new_l),
                                np.clip(new_s - 0.6 * (new_l - 300) / 300, 0, 10), atol=1e-4)
-    expert2 = score - polylog_penalty(length, 300.0, 0.4, 1.2)
+    # polylog is fitted with the short-side floor of the context (default 1/4): planted with the
+    # floored penalty, it recovers gamma and p and applies the floored formula (L = 0 earns the
+    # credit of L = 75, a quarter of L_ref)
+    expert2 = score - polylog_penalty(length, 300.0, 0.4, 1.2, floor=0.25)
     poly = PolyLog().fit(PointData(np.arange(200), score, length, expert2), ctx)
+    assert ctx.short_floor == 0.25 and poly.params["short_floor"] == 0.25
     assert (poly.params["gamma"], poly.params["p"]) == (pytest.approx(0.4, abs=1e-4), pytest.approx(1.2, abs=1e-4))
     np.testing.assert_allclose(poly.calibrate(new_s, new_l),
+                               np.clip(new_s - polylog_penalty(new_l, 300, 0.4, 1.2, floor=0.25), 0, 10), atol=1e-3)
+    assert poly.calibrate(np.array([5.0]), np.array([0.0]))[0] == pytest.approx(5.0 + 0.4 * np.log(4) ** 1.2, abs=1e-3)
+    # without a floor (short_floor None): the seed formula as written, unbounded short side
+    ctx0 = FitContext(l_ref=300.0, scale=(0, 10), expert_scale=(0, 10), short_floor=None)
+    expert3 = score - polylog_penalty(length, 300.0, 0.4, 1.2)
+    poly0 = PolyLog().fit(PointData(np.arange(200), score, length, expert3), ctx0)
+    assert poly0.params["short_floor"] is None
+    assert (poly0.params["gamma"], poly0.params["p"]) == (pytest.approx(0.4, abs=1e-4), pytest.approx(1.2, abs=1e-4))
+    np.testing.assert_allclose(poly0.calibrate(new_s, new_l),
                                np.clip(new_s - polylog_penalty(new_l, 300, 0.4, 1.2), 0, 10), atol=1e-3)
 
 

@@ -70,16 +70,18 @@ def test_the_report_shows_the_function_the_fit_optimised(llmbar_db, data_dir, ru
         assert entry["task_family"] == f"llmbar/{fam}"
         par = entry["params"]
         sa, sb, la, lb, y = _pairs(data_dir, fam, judge)
-        ca = calibrate(sa, la, par["l_ref"], par["gamma"], par["p"], 0.0, 10.0)
-        cb = calibrate(sb, lb, par["l_ref"], par["gamma"], par["p"], 0.0, 10.0)
+        fl = par["short_floor"]  # the fitted function has the short-side floor (1/4 of L_ref)
+        assert fl == 0.25
+        ca = calibrate(sa, la, par["l_ref"], par["gamma"], par["p"], 0.0, 10.0, floor=fl)
+        cb = calibrate(sb, lb, par["l_ref"], par["gamma"], par["p"], 0.0, 10.0, floor=fl)
         assert entry["methods"]["polylog"]["agreement"] == pytest.approx(M.expert_agreement(ca, cb, y), abs=1e-12)
         loss = bt_loss_at(sa, sb, la, lb, y, gamma=par["gamma"], p=par["p"], l_ref=par["l_ref"],
-                          bt_scale=par["bt_scale"], clip=(0.0, 10.0))
+                          bt_scale=par["bt_scale"], clip=(0.0, 10.0), floor=fl)
         assert par["loss"] == pytest.approx(loss, rel=1e-9), (fam, judge)
         # the optimum of the clipped objective is no worse than any gamma on a grid (at the fitted p, s)
         for g in np.linspace(0, 100, 21):
             assert par["loss"] <= bt_loss_at(sa, sb, la, lb, y, gamma=g, p=par["p"], l_ref=par["l_ref"],
-                                              bt_scale=par["bt_scale"], clip=(0.0, 10.0)) + 1e-9
+                                              bt_scale=par["bt_scale"], clip=(0.0, 10.0), floor=fl) + 1e-9
     # the degenerate fits of the unclipped objective are gone: ChatGPT on the adversarial sets
     rep = _json(run_cli("--database-url", llmbar_db, "report", "--calibration", str(ids[("Adversarial_Neighbor", "ChatGPT")]),
                         "--format", "json"))
@@ -144,8 +146,8 @@ def test_transfer_from_natural_to_each_adversarial_family(llmbar_db, data_dir, r
             assert e["kind"] == "transfer" and e["source_family"] == "llmbar/Natural" and e["calibration_id"] == fit["id"]
             fam = e["task_family"].split("/")[1]
             sa, sb, la, lb, y = _pairs(data_dir, fam, judge)
-            ca = calibrate(sa, la, fit["l_ref"], fit["gamma"], fit["p"], 0.0, 10.0)
-            cb = calibrate(sb, lb, fit["l_ref"], fit["gamma"], fit["p"], 0.0, 10.0)
+            ca = calibrate(sa, la, fit["l_ref"], fit["gamma"], fit["p"], 0.0, 10.0, floor=fit["short_floor"])
+            cb = calibrate(sb, lb, fit["l_ref"], fit["gamma"], fit["p"], 0.0, 10.0, floor=fit["short_floor"])
             m = e["methods"]
             assert m["raw"]["agreement"] == pytest.approx(M.expert_agreement(sa, sb, y))
             assert m["polylog"]["agreement"] == pytest.approx(M.expert_agreement(ca, cb, y))
@@ -225,7 +227,8 @@ def test_an_unbounded_scale_is_not_clipped():
     lengths = np.asarray(ev["points"]["labelled"]["length"], dtype=float)
     par = ev["params"]
     assert par["gamma"] < 0
-    unclipped = raw - polylog_penalty(lengths, par["l_ref"], par["gamma"], par["p"], signed=True)
+    unclipped = raw - polylog_penalty(lengths, par["l_ref"], par["gamma"], par["p"], signed=True,
+                                      floor=par["short_floor"])
     np.testing.assert_allclose(cal, unclipped, rtol=0, atol=1e-9)  # no clip anywhere
     assert ev["scale"] == [None, None]
     with pytest.raises(UsageError, match="signed"):

@@ -17,7 +17,9 @@ Methods (source and formula; details in docs/calibration.md):
 * ``raw``: identity, S_calib = S.
 * ``linear``: ``clip(S - gamma * (L - L_ref) / L_ref, min, max)``, gamma >= 0 fitted like the
   seed formula, clip inside the objective (the seed article's linear-penalty baseline).
-* ``polylog``: the seed formula (DESIGN.md), fitted by :mod:`judgecal.calibrate.fit`.
+* ``polylog``: the seed formula (DESIGN.md), fitted by :mod:`judgecal.calibrate.fit`, with the
+  short-side floor of ``FitContext.short_floor`` (default 1/4: an answer shorter than a quarter
+  of L_ref earns no more credit than one at a quarter; None: the seed's unbounded short side).
 * ``lowess``: Huang et al., "Post-hoc Reward Calibration: A Case Study on Length Bias", ICLR
   2025: ``S_calib = S - g(ln L) + mean_train(g(ln L))`` where g is the LOWESS fit of score on
   ln(max(L, 1)) over the training responses (statsmodels.nonparametric.lowess, frac=2/3, it=3),
@@ -50,7 +52,7 @@ from judgecal.calibrate.fit import (
     single_threaded_blas,
 )
 from judgecal.calibrate.metrics import order_credit
-from judgecal.calibrate.penalty import LENGTH_FLOOR, density_multiplier, polylog_penalty
+from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR, LENGTH_FLOOR, density_multiplier, polylog_penalty
 from judgecal.errors import FitError, UsageError
 
 
@@ -63,7 +65,8 @@ class FitContext:
     ``density_w``: its weight w; ``starts``: starting points of the L-BFGS-B fits;
     ``signed``: gamma may be negative (linear and polylog); ``gamma_max``: bound of |gamma|
     (None: 10 x the scale width); ``clip``: the clip to the scale inside the objective (True:
-    the fitted function is the reported one)."""
+    the fitted function is the reported one); ``short_floor``: the short-side floor of polylog
+    (:data:`judgecal.calibrate.penalty.DEFAULT_SHORT_FLOOR`; None: no floor)."""
 
     l_ref: float
     scale: tuple[float, float]
@@ -76,6 +79,7 @@ class FitContext:
     signed: bool = False
     gamma_max: float | None = None
     clip: bool = True
+    short_floor: float | None = DEFAULT_SHORT_FLOOR
 
     @property
     def bounded(self) -> bool:
@@ -163,12 +167,13 @@ class Raw(_Method):
 def _penalty_fitted(name, penalty, res: FitResult, ctx: FitContext, dparams=None) -> Fitted:
     lo, hi = ctx.scale
     l_ref, gamma, p = ctx.l_ref, res.gamma, res.p
+    floor = res.short_floor if penalty == "polylog" else None
 
     def apply(s, le, d):
         if penalty == "linear":
             pen = gamma * (le - l_ref) / l_ref
         else:
-            pen = polylog_penalty(le, l_ref, gamma, p, signed=True)
+            pen = polylog_penalty(le, l_ref, gamma, p, signed=True, floor=floor)
             if dparams is not None:
                 if d is None:
                     raise UsageError("the density exemption needs a density per response")
@@ -177,6 +182,8 @@ def _penalty_fitted(name, penalty, res: FitResult, ctx: FitContext, dparams=None
 
     params = {"gamma": gamma, "p": p, "l_ref": l_ref, "bt_scale": res.bt_scale, "signed": bool(ctx.signed),
               "gamma_max": ctx.gamma_max, "p_bounds": list(ctx.p_bounds)}
+    if penalty == "polylog":
+        params["short_floor"] = floor
     if dparams is not None:
         params["density"] = dparams
     return Fitted(name, params, fit=res, _apply=apply)
@@ -208,7 +215,8 @@ class _PenaltyMethod(_Method):
             res = fit_pairwise(train.score_a, train.score_b, train.len_a, train.len_b, train.outcome,
                                l_ref=l_ref, scale=ctx.scale, p_bounds=ctx.p_bounds, starts=starts,
                                mult_a=mult_a, mult_b=mult_b, penalty=self.penalty, weights=weights,
-                               clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max)
+                               clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max,
+                               floor=ctx.short_floor if self.penalty == "polylog" else None)
         else:
             if ctx.expert_scale is None:
                 raise UsageError("pointwise fits need the experts' scale (expert_scale)")
@@ -219,7 +227,8 @@ class _PenaltyMethod(_Method):
             res = fit_pointwise(train.score, train.length, train.expert, expert_scale=ctx.expert_scale,
                                 judge_scale=ctx.scale, l_ref=l_ref, p_bounds=ctx.p_bounds,
                                 starts=starts, mult=mult, penalty=self.penalty, weights=weights,
-                                clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max)
+                                clip=ctx.clip, signed=ctx.signed, gamma_max=ctx.gamma_max,
+                                floor=ctx.short_floor if self.penalty == "polylog" else None)
         return _penalty_fitted(self.name, self.penalty, res, ctx, dparams)
 
 

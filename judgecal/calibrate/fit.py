@@ -13,7 +13,9 @@ Pairwise model, per pair i (a vs b)::
     P(a beats b) = sigmoid(s * d_i)                   (s = bt_scale, the BT temperature, > 0)
     loss = sum_i w_i [softplus(s d_i) - y_i s d_i] / sum_i w_i,  y_i in {1, 0.5, 0}
 
-(m = 1 unless the density exemption gives per-response multipliers.) **The clip is part of the
+(m = 1 unless the density exemption gives per-response multipliers; with ``floor`` the log
+ratio saturates on the short side, ``r = max(ln(max(L,1)/L_ref), ln(floor))``, the gaming guard
+of :mod:`judgecal.calibrate.penalty`: the fitted function is the one applied.) **The clip is part of the
 fitted model**: with ``clip`` = the judge's (min, max), each calibrated score is
 ``c = clip(S - m*gamma*f(L; p), min, max)`` and ``d_i = c_a - c_b``, so what is fitted is exactly
 the function that is reported (a calibration that pushes scores past the scale ends turns
@@ -45,7 +47,7 @@ from typing import Sequence
 import numpy as np
 from scipy.optimize import minimize
 
-from judgecal.calibrate.penalty import log_ratio
+from judgecal.calibrate.penalty import check_floor, log_ratio
 from judgecal.errors import FitError, UsageError
 
 #: Fewer labelled pairs (or pointwise labels) than this raise FitError.
@@ -54,7 +56,8 @@ MIN_LABELS = 10
 
 @dataclass(frozen=True)
 class FitResult:
-    """A fitted calibration. ``bt_scale`` is None for pointwise fits; ``loss`` is the mean
+    """A fitted calibration. ``short_floor``: the short-side floor of the fitted penalty (None:
+    the seed formula's unbounded short side). ``bt_scale`` is None for pointwise fits; ``loss`` is the mean
     negative log-likelihood in nats per pair (pairwise) or the mean squared error in squared
     score units (pointwise). ``at_bound`` maps "gamma", "p", "bt_scale" to None, "lower" or
     "upper". ``n`` counts labelled pairs (pairwise) or responses (pointwise)."""
@@ -68,6 +71,7 @@ class FitResult:
     converged: bool
     at_bound: dict
     message: str
+    short_floor: float | None = None
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
@@ -116,10 +120,11 @@ def default_l_ref(*lengths) -> float:
 
 
 class _Feature:
-    """Precomputed f(L; p) = m * sign(r) * |r|^p and df/dp for one set of lengths."""
+    """Precomputed f(L; p) = m * sign(r) * |r|^p and df/dp for one set of lengths (r saturating
+    at ln(floor) on the short side when ``floor`` is given)."""
 
-    def __init__(self, length, l_ref, mult=None):
-        r = log_ratio(length, l_ref)
+    def __init__(self, length, l_ref, mult=None, floor=None):
+        r = log_ratio(length, l_ref, floor)
         self.sign = np.sign(r) * (1.0 if mult is None else np.asarray(mult, dtype=float))
         absr = np.abs(r)
         self.logabs = np.where(absr > 0, np.log(np.where(absr > 0, absr, 1.0)), 0.0)
@@ -132,7 +137,7 @@ class _Feature:
 class _LinearFeature:
     """f(L) = (L - L_ref) / L_ref of the linear baseline (no exponent: df/dp = 0)."""
 
-    def __init__(self, length, l_ref, mult=None):
+    def __init__(self, length, l_ref, mult=None, floor=None):  # floor: the linear short side is bounded already
         self.f = (np.asarray(length, dtype=float) - l_ref) / l_ref
         if mult is not None:
             self.f = self.f * np.asarray(mult, dtype=float)
@@ -142,9 +147,9 @@ class _LinearFeature:
         return self.f, self.zero
 
 
-def _make_feature(penalty: str, length, l_ref, mult=None):
+def _make_feature(penalty: str, length, l_ref, mult=None, floor=None):
     if penalty == "polylog":
-        return _Feature(length, l_ref, mult)
+        return _Feature(length, l_ref, mult, floor)
     if penalty == "linear":
         return _LinearFeature(length, l_ref, mult)
     raise UsageError(f"unknown penalty {penalty!r}: expected 'polylog' or 'linear'")
@@ -241,11 +246,11 @@ def bt_objective(theta, ds, feat_a: _Feature, feat_b: _Feature, y, w, *, score_a
 
 
 def bt_loss_at(score_a, score_b, len_a, len_b, outcome, *, gamma, p, l_ref, bt_scale, clip=None,
-               penalty="polylog", weights=None, mult_a=None, mult_b=None) -> float:
+               penalty="polylog", weights=None, mult_a=None, mult_b=None, floor=None) -> float:
     """The pairwise objective of :func:`fit_pairwise` evaluated at given parameters (nats/pair):
     lets a caller check that a stored fit's loss is the loss of the reported function."""
     sa, sb, la, lb, y = _pair_inputs(score_a, score_b, len_a, len_b, outcome)
-    fa, fb = _make_feature(penalty, la, l_ref, mult_a), _make_feature(penalty, lb, l_ref, mult_b)
+    fa, fb = _make_feature(penalty, la, l_ref, mult_a, floor), _make_feature(penalty, lb, l_ref, mult_b, floor)
     w = _weights(weights, sa.shape[0])
     return bt_objective((gamma, p, bt_scale), sa - sb, fa, fb, y, w, score_a=sa, score_b=sb, clip=clip)[0]
 
@@ -304,6 +309,7 @@ def fit_pairwise(
     penalty: str = "polylog",
     clip: bool = True,
     signed: bool = False,
+    floor: float | None = None,
 ) -> FitResult:
     """Fit gamma, p and the BT scale s by maximum likelihood on expert pairwise preferences.
 
@@ -326,6 +332,8 @@ def fit_pairwise(
         clip: clip the calibrated scores to ``scale`` inside the objective (default True: the
             fitted function is the reported one). False fits the unclipped curve (the old fit).
         signed: allow gamma < 0 (bounds [-gamma_max, gamma_max]); default False (gamma >= 0).
+        floor: short-side floor of the polylog penalty (a length ratio in (0, 1]; None: the
+            seed formula's unbounded short side). judgecal's evaluations pass 1/4.
     Returns:
         :class:`FitResult` with bt_scale = s and loss in nats per pair (weighted mean) of the
         fitted (clipped) function.
@@ -350,7 +358,8 @@ def fit_pairwise(
     l_ref = float(l_ref)
     if penalty == "linear":
         p_lo = p_hi = 1.0
-    fa, fb = _make_feature(penalty, la, l_ref, mult_a), _make_feature(penalty, lb, l_ref, mult_b)
+    floor = check_floor(floor) if penalty == "polylog" else None
+    fa, fb = _make_feature(penalty, la, l_ref, mult_a, floor), _make_feature(penalty, lb, l_ref, mult_b, floor)
     if np.all(fa(1.0)[0] == fb(1.0)[0]):
         raise FitError("every labelled pair compares two responses of the same length: "
                        "the length penalty cannot be fitted")
@@ -385,7 +394,7 @@ def fit_pairwise(
     finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
     if not finite:
         msg += "; the optimum is not a finite number (overflow): not converged"
-    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success) and finite, at, msg)
+    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success) and finite, at, msg, floor)
 
 
 # ----------------------------------------------------------------------------- pointwise
@@ -429,6 +438,7 @@ def fit_pointwise(
     penalty: str = "polylog",
     clip: bool = True,
     signed: bool = False,
+    floor: float | None = None,
 ) -> FitResult:
     """Fit gamma and p by least squares between the calibrated score (clipped to the judge's
     scale unless ``clip`` is False) and the expert score mapped linearly onto the judge's scale
@@ -438,7 +448,7 @@ def fit_pointwise(
         score: raw judge scores, shape (n,); length: shape (n,); expert_score: shape (n,).
         expert_scale, judge_scale: (min, max) of each scale.
         l_ref: None = median length. p_bounds, starts, weights, mult, gamma_max, penalty, clip,
-            signed: as in :func:`fit_pairwise` (starts are (gamma, p) pairs here).
+            signed, floor: as in :func:`fit_pairwise` (starts are (gamma, p) pairs here).
     Returns:
         :class:`FitResult` with bt_scale None and loss = weighted mean squared error.
     Raises:
@@ -467,7 +477,8 @@ def fit_pointwise(
     l_ref = float(l_ref)
     if penalty == "linear":
         p_lo = p_hi = 1.0
-    feat = _make_feature(penalty, le, l_ref, mult)
+    floor = check_floor(floor) if penalty == "polylog" else None
+    feat = _make_feature(penalty, le, l_ref, mult, floor)
     if np.all(feat(1.0)[0] == 0):
         raise FitError("every labelled response has the reference length: "
                        "the length penalty cannot be fitted")
@@ -493,7 +504,7 @@ def fit_pointwise(
     finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
     if not finite:
         msg += "; the optimum is not a finite number (overflow): not converged"
-    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success) and finite, at, msg)
+    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success) and finite, at, msg, floor)
 
 
 

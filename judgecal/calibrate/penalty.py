@@ -14,6 +14,20 @@ is floored at :data:`LENGTH_FLOOR` = 1 unit before the logarithm: ``ln(max(L, 1)
 1))``. An empty answer is therefore treated like a one-unit answer (the shortest possible
 non-empty one); no function here ever raises a math error or returns NaN for L = 0.
 
+Short-side floor (gaming guard, docs/calibration.md): with ``floor`` (a length ratio in (0, 1];
+judgecal's fits use :data:`DEFAULT_SHORT_FLOOR` = 1/4, the same guard as the win-rate mode of
+:mod:`judgecal.calibrate.winrate_penalty`) the log ratio saturates on the short side::
+
+    r = max(ln(max(L, 1) / max(L_ref, 1)), ln(floor))
+
+so an answer shorter than ``floor * L_ref`` earns no more credit than one at ``floor * L_ref``:
+the bonus is bounded by gamma * ln(1/floor)^p. The long side is unchanged (the worked example
+below holds with or without a floor). ``floor`` None (the default of these functions) is the
+seed formula as written: an unbounded short side. ``no_credit`` (per response, bool) marks
+answers that earn no length credit at all: their penalty is clipped at >= 0, so their
+calibrated score is never above their raw score (empty answers and answers repeated verbatim
+across items: :mod:`judgecal.calibrate.guards`).
+
 All functions are pure and vectorised over numpy arrays (broadcasting as numpy does).
 """
 
@@ -29,6 +43,10 @@ from judgecal.errors import UsageError
 #: Lengths (and L_ref) are floored at this many units before the logarithm (handles L = 0).
 LENGTH_FLOOR = 1.0
 
+#: Default short-side floor of judgecal's fits (a length ratio: an answer shorter than a quarter of
+#: L_ref earns no more credit than one at a quarter). The win-rate mode uses the same constant.
+DEFAULT_SHORT_FLOOR = 0.25
+
 #: Default weight ``w`` of the information-density exemption.
 DEFAULT_DENSITY_WEIGHT = 0.5
 
@@ -40,36 +58,61 @@ def _check_l_ref(l_ref) -> np.ndarray:
     return l_ref
 
 
-def log_ratio(length, l_ref) -> np.ndarray:
-    """ln(L / L_ref) with both lengths floored at :data:`LENGTH_FLOOR` (1 unit).
+def check_floor(floor) -> float | None:
+    """``floor`` as a float in (0, 1], or None (no floor). Raises UsageError otherwise."""
+    if floor is None:
+        return None
+    f = float(floor)
+    if not (0.0 < f <= 1.0):
+        raise UsageError(f"the short-side floor must be a length ratio in (0, 1], got {floor!r}")
+    return f
+
+
+def log_ratio(length, l_ref, floor: float | None = None) -> np.ndarray:
+    """ln(L / L_ref) with both lengths floored at :data:`LENGTH_FLOOR` (1 unit), saturating at
+    ln(floor) on the short side when ``floor`` is given (module doc).
 
     Args:
         length: array-like of lengths, shape (n,) (any unit; >= 0).
         l_ref: reference length(s) in the same unit, > 0 (scalar or broadcastable).
+        floor: None (no floor: the seed formula) or a length ratio in (0, 1].
     Returns:
         float array of natural-log ratios (nats), shape of the broadcast. L = 0 gives
-        ln(1 / L_ref), never a math error.
+        ln(1 / L_ref) (or ln(floor) when that is larger), never a math error.
     Raises:
-        UsageError: l_ref not positive/finite. judgecal.errors.InputError is not raised here:
-        negative or NaN lengths give NaN (callers validate their inputs).
-    Source: DESIGN.md seed formula (the ln(L / L_ref) term).
+        UsageError: l_ref not positive/finite, floor outside (0, 1]. judgecal.errors.InputError
+        is not raised here: negative or NaN lengths give NaN (callers validate their inputs).
+    Source: DESIGN.md seed formula (the ln(L / L_ref) term); the floor is judgecal's guard.
     """
     l_ref = _check_l_ref(l_ref)
+    floor = check_floor(floor)
     length = np.asarray(length, dtype=float)
-    return np.log(np.maximum(length, LENGTH_FLOOR)) - np.log(np.maximum(l_ref, LENGTH_FLOOR))
+    r = np.log(np.maximum(length, LENGTH_FLOOR)) - np.log(np.maximum(l_ref, LENGTH_FLOOR))
+    return r if floor is None else np.maximum(r, np.log(floor))
 
 
-def polylog_feature(length, l_ref, p) -> np.ndarray:
-    """sign(ln(L/L_ref)) * |ln(L/L_ref)|^p (the penalty for gamma = 1). Shape of the broadcast.
+def polylog_feature(length, l_ref, p, floor: float | None = None) -> np.ndarray:
+    """sign(r) * |r|^p with r = :func:`log_ratio` (the penalty for gamma = 1). Shape of the broadcast.
 
     Source: DESIGN.md seed formula. Zero at L = L_ref; odd in the log ratio, so answers
-    shorter than L_ref get a bonus of the same size as longer ones get a penalty.
+    shorter than L_ref get a bonus of the same size as longer ones get a penalty (down to the
+    short-side ``floor``, when given).
     """
-    r = log_ratio(length, l_ref)
+    r = log_ratio(length, l_ref, floor)
     return np.sign(r) * np.abs(r) ** np.asarray(p, dtype=float)
 
 
-def polylog_penalty(length, l_ref, gamma, p, *, signed: bool = False) -> np.ndarray:
+def no_credit_clip(pen, no_credit) -> np.ndarray:
+    """The penalty with no length credit for the rows of ``no_credit`` (bool, broadcastable):
+    ``max(pen, 0)`` there (the calibrated score is never above the raw one), ``pen`` elsewhere."""
+    pen = np.asarray(pen, dtype=float)
+    if no_credit is None:
+        return pen
+    return np.where(np.asarray(no_credit, dtype=bool), np.maximum(pen, 0.0), pen)
+
+
+def polylog_penalty(length, l_ref, gamma, p, *, signed: bool = False, floor: float | None = None,
+                    no_credit=None) -> np.ndarray:
     """The penalty gamma * sign(L - L_ref) * |ln(L / L_ref)|^p, in score units.
 
     Args:
@@ -78,13 +121,16 @@ def polylog_penalty(length, l_ref, gamma, p, *, signed: bool = False) -> np.ndar
         gamma: strength >= 0 (score units per |nat|^p); any finite value with ``signed``.
         p: exponent > 0.
         signed: allow gamma < 0 (a signed calibration; see :mod:`judgecal.calibrate.fit`).
+        floor: short-side floor (a ratio in (0, 1]; None: none): module doc.
+        no_credit: optional bool per response: those rows get ``max(pen, 0)`` (no credit).
     Returns:
         float array, shape (n,): positive for L > L_ref (subtracted from the score), negative
-        (a bonus) for L < L_ref, 0 at L = L_ref.
+        (a bonus) for L < L_ref, 0 at L = L_ref. With a floor the bonus is at most
+        gamma * ln(1/floor)^p.
     Raises:
         UsageError: gamma < 0 (without ``signed``) or not finite, p <= 0 or l_ref not positive.
     Source: DESIGN.md seed formula. Worked example (DESIGN.md): L = 1200, L_ref = 300,
-    gamma = 0.5, p = 1.2 gives 0.5 * ln(4)^1.2 = 0.7397.
+    gamma = 0.5, p = 1.2 gives 0.5 * ln(4)^1.2 = 0.7399.
     """
     g = np.asarray(gamma, dtype=float)
     if not np.all(np.isfinite(g)):
@@ -93,7 +139,7 @@ def polylog_penalty(length, l_ref, gamma, p, *, signed: bool = False) -> np.ndar
         raise UsageError(f"gamma must be >= 0 (a negative gamma needs a signed calibration), got {gamma!r}")
     if np.any(np.asarray(p, dtype=float) <= 0):
         raise UsageError(f"p must be > 0, got {p!r}")
-    return np.asarray(gamma, dtype=float) * polylog_feature(length, l_ref, p)
+    return no_credit_clip(np.asarray(gamma, dtype=float) * polylog_feature(length, l_ref, p, floor), no_credit)
 
 
 def token_entropy(text: str) -> float:
@@ -157,6 +203,8 @@ def calibrate(
     density_params: Mapping | None = None,
     *,
     signed: bool = False,
+    floor: float | None = None,
+    no_credit=None,
 ) -> np.ndarray:
     """Calibrated scores: ``clip(S_raw - m * gamma * sign(L-L_ref) * |ln(L/L_ref)|^p, min, max)``.
 
@@ -170,6 +218,9 @@ def calibrate(
             None (default) disables the exemption (m = 1).
         density_params: ``{"h_ref", "w"}`` of :func:`density_multiplier`.
         signed: allow gamma < 0 (see :func:`polylog_penalty`).
+        floor: short-side floor (module doc): ln(L/L_ref) saturates at ln(floor); None: none.
+        no_credit: optional bool per response: no length credit there (penalty clipped at >= 0,
+            after the density multiplier), so the calibrated score is at most the raw one.
     Returns:
         float array, shape (n,), within [scale_min, scale_max].
     Raises:
@@ -179,7 +230,8 @@ def calibrate(
     """
     if not float(scale_min) < float(scale_max):
         raise UsageError(f"scale_min must be < scale_max, got {scale_min!r} >= {scale_max!r}")
-    pen = polylog_penalty(length, l_ref, gamma, p, signed=signed)
+    pen = polylog_penalty(length, l_ref, gamma, p, signed=signed, floor=floor)
     if density is not None:
         pen = pen * density_multiplier(length, l_ref, density, density_params)
+    pen = no_credit_clip(pen, no_credit)
     return np.clip(np.asarray(s_raw, dtype=float) - pen, float(scale_min), float(scale_max))

@@ -33,20 +33,37 @@ from judgecal.errors import FitError, UsageError
 ORDER = ("raw", "linear", "lowess", "lc_glm", "polylog")
 
 
-def stored_polylog(params: dict, scale) -> Fitted:
-    """A :class:`Fitted` applying a stored polylog calibration (``params``: gamma, p, l_ref,
-    optional signed and density) clipped to ``scale`` (an unbounded end clips nothing)."""
+def apply_stored(params: dict, scale, score, length, density=None, no_credit=None) -> np.ndarray:
+    """Calibrated scores of a stored polylog calibration: the fitted function, clipped to
+    ``scale`` (an unbounded end clips nothing), with the stored short-side floor
+    (``params["short_floor"]``; a calibration stored before judgecal had the floor has none and
+    keeps its unbounded short side, as it was fitted) and no length credit for the rows of
+    ``no_credit`` (bool per response: empty or repeated answers, :mod:`judgecal.calibrate.guards`;
+    their calibrated score is at most their raw score, old rows included).
+
+    ``params``: gamma, p, l_ref, optional signed, density, short_floor. Shapes (n,)."""
     gamma, p, l_ref = float(params["gamma"]), float(params["p"]), float(params["l_ref"])
     dparams = params.get("density") if isinstance(params.get("density"), dict) else None
+    floor = params.get("short_floor")
     lo, hi = (float(v) for v in scale)
+    if dparams is not None and density is None:
+        raise UsageError("this calibration uses the density exemption: the target needs response texts")
+    return apply_polylog(score, length, l_ref, gamma, p, lo, hi, density=density if dparams else None,
+                         density_params=dparams, signed=True, floor=None if floor is None else float(floor),
+                         no_credit=no_credit)
+
+
+def stored_polylog(params: dict, scale) -> Fitted:
+    """A :class:`Fitted` applying a stored polylog calibration (``params``: gamma, p, l_ref,
+    optional signed, density and short_floor) clipped to ``scale``: :func:`apply_stored`."""
+    gamma, p, l_ref = float(params["gamma"]), float(params["p"]), float(params["l_ref"])
+    floor = params.get("short_floor")
 
     def apply(s, le, d):
-        if dparams is not None and d is None:
-            raise UsageError("this calibration uses the density exemption: the target needs response texts")
-        return apply_polylog(s, le, l_ref, gamma, p, lo, hi, density=d if dparams else None,
-                             density_params=dparams, signed=True)
+        return apply_stored(params, scale, s, le, d)
 
-    return Fitted("polylog", {"gamma": gamma, "p": p, "l_ref": l_ref, "signed": bool(params.get("signed", gamma < 0))},
+    return Fitted("polylog", {"gamma": gamma, "p": p, "l_ref": l_ref, "signed": bool(params.get("signed", gamma < 0)),
+                              "short_floor": None if floor is None else float(floor)},
                   _apply=apply)
 
 
@@ -139,7 +156,7 @@ def evaluate_transfer(
     return {
         "kind": "transfer", "fitted": True, "no_fit_reason": None, "n": d.n, "n_items": n_items,
         "scale": [float(scale[0]), float(scale[1])], "l_ref": float(calibration["l_ref"]),
-        "params": {k: calibration.get(k) for k in ("gamma", "p", "l_ref", "signed", "gamma_ci", "p_ci", "at_bound")
+        "params": {k: calibration.get(k) for k in ("gamma", "p", "l_ref", "signed", "short_floor", "gamma_ci", "p_ci", "at_bound")
                    if k in calibration},
         "methods": methods, "length_rule": length_rule, "comparison": comparison,
         "expert_length_preference": M.expert_length_preference(d.outcome, d.len_a, d.len_b),

@@ -34,9 +34,11 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
+from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR
 from judgecal.errors import UsageError
 
-DEFAULT_FLOOR = 0.25
+#: The short-side floor: one constant for both modes (the score mode's fits use it too).
+DEFAULT_FLOOR = DEFAULT_SHORT_FLOOR
 DEFAULT_P_BOUNDS = (1.0, 1.5)
 GAMMA_MAX = 50.0
 

@@ -60,8 +60,10 @@ def leaderboard_markdown(board: dict) -> str:
 
 
 def left_out_lines(board: dict) -> list[str]:
-    """'left out: N <reason>' for every count in ``board['left_out']``."""
-    return [f"left out: {n} {reason}" for reason, n in sorted((board.get("left_out") or {}).items())]
+    """'note: ...' for every note of the board (e.g. a calibration stored before the short-side
+    floor), then 'left out: N <reason>' for every count in ``board['left_out']``."""
+    return ([f"note: {n}" for n in board.get("notes") or []]
+            + [f"left out: {n} {reason}" for reason, n in sorted((board.get("left_out") or {}).items())])
 
 
 def check_table(result: dict) -> Table:

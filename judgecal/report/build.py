@@ -66,7 +66,7 @@ TRANSFER_KEYS = ("agreement", "agreement_ci", "gain", "gain_ci", "gain_from_ties
                  "length_preference", "fitted_on")
 KINDS = ("pairwise", "pointwise", "verbosity_only", "transfer")
 PARAM_KEYS = ("gamma", "gamma_ci", "p", "p_ci", "bt_scale", "bt_scale_ci", "l_ref", "loss",
-              "converged", "at_bound", "message", "n_bootstrap_ok", "density")
+              "converged", "at_bound", "message", "n_bootstrap_ok", "density", "short_floor")
 
 ENTRY_FIELDS = ("task_family", "judge", "evaluation")
 
@@ -340,6 +340,24 @@ def recommendation(entry: Mapping) -> dict | None:
             "nested": _num(sel.get("nested")), "nested_ci": _ci(sel.get("nested_ci"))}
 
 
+# ----------------------------------------------------------------------------- flags
+def entry_flags(ev: Mapping) -> list[dict]:
+    """The evaluation's ``flags`` as [{"code", "message"}] (every renderer shows each message;
+    codes: "empty_answers", "constant_answers", "far_short_answers" of
+    :mod:`judgecal.calibrate.guards`, "not_identified", ...; a flag without a message shows its
+    code). An evaluation stored before flags existed has none."""
+    out = []
+    for f in ev.get("flags") or []:
+        if isinstance(f, Mapping) and f.get("code"):
+            out.append({"code": str(f["code"]), "message": str(f.get("message") or f["code"])})
+    return out
+
+
+def flag_lines(entry: Mapping) -> list[str]:
+    """One display line per flag of a report entry: ``code: message``."""
+    return [f"{f['code']}: {f['message']}" for f in entry.get("flags") or []]
+
+
 # ----------------------------------------------------------------------------- warnings
 def _has(warnings: list[str], *needles: str) -> bool:
     return any(all(n in w for n in needles) for w in warnings)
@@ -444,6 +462,7 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "selection": ev.get("selection"),
         "judge_ties": ev.get("judge_ties"),
         "verdict": verdict(ev),
+        "flags": entry_flags(ev),
         "warnings": warnings,
     }
     out["recommendation"] = recommendation(out)
@@ -611,6 +630,8 @@ def entry_facts(entry: Mapping) -> list[str]:
     if p:
         facts.append(f"gamma = {fmt_value(p.get('gamma'), p.get('gamma_ci'))}")
         facts.append(f"p = {fmt_value(p.get('p'), p.get('p_ci'))}")
+    if p and p.get("short_floor") is not None:
+        facts.append(f"short-side floor {p['short_floor']:g} of L_ref")
     if entry.get("signed"):
         facts.append("signed penalty (gamma may be negative)")
     sc = entry.get("scale")

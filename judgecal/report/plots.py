@@ -146,7 +146,9 @@ def plot_score_vs_length(evaluation: Mapping, *, title: str = "", length_unit: s
     handles, labels = ax.get_legend_handles_labels()
     if gamma is not None and p is not None and l_ref:
         ax2 = ax.twinx()
-        shift = -polylog_penalty(np.exp(grid), float(l_ref), float(gamma), float(p))
+        floor = params.get("short_floor")  # the fitted function's short-side floor (None: a fit stored before it)
+        shift = -polylog_penalty(np.exp(grid), float(l_ref), float(gamma), float(p), signed=True,
+                                 floor=None if floor is None else float(floor))
         (h,) = ax2.plot(grid, shift, color=COLOURS["curve"], lw=2.2,
                         label=f"score shift of the calibration (gamma {gamma:.3f}, p {p:.2f})")
         ax2.axhline(0.0, color=COLOURS["curve"], lw=0.6, alpha=0.5)

@@ -78,6 +78,10 @@ def render_markdown(report: Mapping) -> str:
         cols, rows = method_table(e)
         out += [md_table(cols, rows), ""]
         out += [f"**Verdict ({md_escape(e['verdict']['code'])}):** {md_escape(e['verdict']['text'])}", ""]
+        if e.get("flags"):
+            out += ["Flags:", ""]
+            out += [f"- **{md_escape(f['code'])}:** {md_escape(f['message'])}" for f in e["flags"]]
+            out.append("")
         if e.get("notes"):
             out += ["What to act on:", ""]
             out += [f"- {md_escape(n)}" for n in e["notes"]]

@@ -17,6 +17,7 @@ from judgecal.report.build import (
     TEXT_COLUMNS,
     entry_facts,
     entry_title,
+    flag_lines,
     method_table,
     summary_rows,
 )
@@ -43,6 +44,8 @@ def entry_renderable(entry: Mapping) -> Group:
     table = _table(entry_title(entry), cols, rows, caption=" · ".join(entry_facts(entry)))
     v = entry["verdict"]
     parts: list = [table, Text.assemble(("verdict: ", "bold"), (v["text"], VERDICT_STYLE.get(v["code"], "")))]
+    for line in flag_lines(entry):
+        parts.append(Text.assemble(("flag ", "bold red"), line))
     for note in entry.get("notes") or []:
         parts.append(Text.assemble(("note: ", "bold cyan"), note))
     for w in entry["warnings"]:

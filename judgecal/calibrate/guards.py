@@ -1,0 +1,140 @@
+"""Degenerate answers that a length calibration must never reward: empty answers, the same text
+given to many items, answers far below the reference length. Pure (no I/O); one definition for
+every mode (fit, report, the score leaderboard, the win-rate leaderboard, ``check``).
+
+Per response (:func:`no_credit`): an answer earns **no length credit at all** (its penalty is
+clipped at >= 0, so its calibrated score is at most its raw score; :func:`judgecal.calibrate.
+penalty.calibrate` ``no_credit``) when it is
+
+* empty: no whitespace-separated word (``len(text.split()) == 0``: empty or whitespace only), or
+* repeated: the same text (byte for byte) that its model gave to at least
+  :data:`REPEATED_ANSWER` different items (an answer that does not depend on the instruction).
+
+Answers far below the reference length are handled by the short-side floor of the penalty
+(:data:`judgecal.calibrate.penalty.DEFAULT_SHORT_FLOOR`): their credit saturates at the floor.
+
+Per model (:func:`model_flags`), flags ``{"code", "message"}``:
+
+* ``empty_answers``: at least :data:`EMPTY_SHARE` of the model's answers are empty;
+* ``constant_answers``: one non-empty text covers at least :data:`CONSTANT_SHARE` of the model's
+  answers (on two or more items);
+* ``far_short_answers``: the median ratio L / L_ref of the model's non-empty answers is below
+  the floor.
+
+The same messages are used by every output (score and win-rate leaderboards, fit, report), so a
+reader sees one wording. ``reference`` names what L_ref is ("L_ref" in the score mode, "the
+baseline's length" in the win-rate mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR, check_floor
+
+#: An answer given verbatim to at least this many items of one model earns no length credit.
+REPEATED_ANSWER = 3
+#: A model whose most common (non-empty) answer covers at least this share of its items is flagged.
+CONSTANT_SHARE = 0.5
+#: A model with at least this share of empty answers is flagged (every empty answer earns no credit).
+EMPTY_SHARE = 0.05
+#: The flag codes, in the order they are listed.
+CODES = ("empty_answers", "constant_answers", "far_short_answers")
+
+
+def text_key(text: str | None) -> str:
+    """SHA-256 of a response's UTF-8 text (how the database keys responses: ``text_sha256``)."""
+    return hashlib.sha256((text or "").encode("utf-8")).hexdigest()
+
+
+def n_words(text: str | None) -> int:
+    """Whitespace words of a text (``len(text.split())``, the stored ``n_words``)."""
+    return len((text or "").split())
+
+
+def no_credit(model: Sequence, item: Sequence, key: Sequence, words: Sequence) -> np.ndarray:
+    """Per response, True when it earns no length credit (module doc): empty, or its model gave
+    the same text (``key``: the text or any identity of it, e.g. its SHA-256) to at least
+    :data:`REPEATED_ANSWER` different items. All arguments shape (n,). Returns bool (n,)."""
+    words = np.asarray(words, dtype=float).reshape(-1)
+    items_of: dict[tuple, set] = defaultdict(set)
+    for mo, it, k in zip(model, item, key):
+        items_of[(mo, k)].add(it)
+    repeated = np.array([len(items_of[(mo, k)]) >= REPEATED_ANSWER for mo, k in zip(model, key)], dtype=bool)
+    return (words == 0) | repeated
+
+
+def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence, length=None, l_ref=None,
+                floor: float | None = DEFAULT_SHORT_FLOOR, reference: str = "L_ref",
+                floor_applied: bool = True) -> dict[str, list[dict]]:
+    """{model: [{"code", "message", "value"}]} for the models with degenerate answers (module doc).
+
+    Args:
+        model, item, key, words: shape (n,) per response: producing model, item, text identity
+            (text or SHA-256), number of whitespace words.
+        length: shape (n,) lengths in one unit (None: no far-short check); ``l_ref``: the
+            reference length, a number or shape (n,) per response (win-rate mode: the
+            baseline's answer to the same item) in the same unit.
+        floor: the short-side floor (a ratio in (0, 1]); None: no far-short check.
+        reference: how messages name L_ref.
+        floor_applied: False when the calibration applied has no floor (stored before it existed):
+            the far-short message says so instead of "credit capped".
+    Returns: only models with at least one flag; flags in :data:`CODES` order. ``value`` is the
+    share (empty, constant) or the median length ratio (far short)."""
+    floor = check_floor(floor)
+    words = np.asarray(words, dtype=float).reshape(-1)
+    model = list(model)
+    rows: dict = defaultdict(list)
+    for i, mo in enumerate(model):
+        rows[mo].append(i)
+    ratio = None
+    if length is not None and l_ref is not None and floor is not None:
+        le = np.maximum(np.asarray(length, dtype=float).reshape(-1), 1.0)
+        ref = np.maximum(np.broadcast_to(np.asarray(l_ref, dtype=float), le.shape), 1.0)
+        ratio = le / ref
+    out: dict[str, list[dict]] = {}
+    for mo, idx in rows.items():
+        n = len(idx)
+        flags = []
+        n_empty = int(np.sum(words[idx] == 0))
+        if n_empty and n_empty / n >= EMPTY_SHARE:
+            flags.append({"code": "empty_answers", "value": n_empty / n,
+                          "message": f"empty answers: {n_empty} of {n} (no length credit)"})
+        texts = Counter(key[i] for i in idx if words[i] > 0)
+        if texts:
+            top, count = texts.most_common(1)[0]
+            n_items = len({item[i] for i in idx if key[i] == top})
+            if n > 1 and n_items >= 2 and count / n >= CONSTANT_SHARE:
+                flags.append({"code": "constant_answers", "value": count / n,
+                              "message": f"same answer to {count / n:.0%} of items ({count} of {n}; no length credit)"})
+        if ratio is not None:  # over the non-empty answers (empty ones have their own flag)
+            r = ratio[[i for i in idx if words[i] > 0]]
+            r = r[np.isfinite(r)]
+            if r.size:
+                med = float(np.median(r))
+                if med < floor:
+                    cap = (f"credit capped at {floor:g} of {reference}" if floor_applied else
+                           "this calibration has no floor: refit to cap their credit")
+                    flags.append({"code": "far_short_answers", "value": med,
+                                  "message": f"answers below the short-side floor: median {med:.2f} of {reference} "
+                                             f"({cap})"})
+        if flags:
+            out[mo] = flags
+    return out
+
+
+def family_flags(per_model: dict[str, list[dict]]) -> list[dict]:
+    """One flag per code over all models of a family (fit, report, check): ``{"code", "message",
+    "models"}``, the message listing each flagged model with its own message
+    (``"empty-model: empty answers: 30 of 30 (no length credit)"``, several joined by "; ")."""
+    by_code: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for mo in sorted(per_model):
+        for f in per_model[mo]:
+            by_code[f["code"]].append((mo, f["message"]))
+    return [{"code": code, "models": [mo for mo, _ in by_code[code]],
+             "message": "; ".join(f"{mo}: {msg}" for mo, msg in by_code[code])}
+            for code in CODES if by_code.get(code)]
