@@ -156,9 +156,11 @@ FMT_OPT = click.option("--format", "fmt", type=FORMAT_TABLE_JSON, default="table
 @FMT_OPT
 @pass_ctx
 def import_llmbar(ctx: Ctx, folder: Path, family: str | None, fmt: str) -> None:
-    """LLMBar: a set folder (dataset.json + ratings_<JUDGE>.json or evaluators/<JUDGE>/Rating*/result.json),
+    """LLMBar: a set folder (dataset.json + ratings_<JUDGE>.json or evaluators/<JUDGE>/<PROTOCOL>/result.json),
     or the LLMBar repository's Dataset/LLMBar folder or root (every set, Adversarial GPTOut and Manual included).
 
+    Every judge and protocol: Rating protocols as ratings, the others as pairwise verdicts of judge
+    <JUDGE>/<PROTOCOL> in both orders; each statistics.json is recomputed and compared (docs/data-formats.md).
     Default task family: llmbar/<set> (llmbar/Adversarial_<set>)."""
     from judgecal import importing
 
