@@ -15,6 +15,9 @@ id: that calibration, refused when ``families`` or ``judge`` name another family
   items, or answers far below L_ref (the fit's flags of :mod:`judgecal.calibrate.guards`),
   unless ``allow_degenerate_answers``; a calibration stored before judgecal looked for them fails
   (refit), unless allowed.
+- the calibration is fresh: the ratings, labels, lengths and verbosity pairs it was fitted on
+  (its recorded fingerprint) have not changed since ("stale" fails: refit with judgecal fit; a
+  calibration stored before fingerprints existed fails as "freshness unknown").
 Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
 
 from __future__ import annotations
@@ -51,9 +54,20 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         checks.append({"task_family": fam, "judge": jud, "check": name, "value": value, "threshold": threshold,
                        "ok": bool(ok), "message": message})
 
+    from judgecal.fitting import staleness
+
+    stale = staleness(chosen, url)
     for row, fam, jud in chosen:
         r = fit_row(row, fam, jud)
         where = f"{fam} / {jud} (calibration {r['id']})"
+        if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
+            add(fam, jud, "stale", stale[row.id], False, False,
+                f"{where}: stale: the ratings, labels or lengths it was fitted on have changed since: refit with judgecal fit"
+                if stale[row.id] else
+                f"{where}: freshness unknown: stored before judgecal recorded the fingerprint of its data: "
+                f"refit with judgecal fit")
+        else:
+            add(fam, jud, "stale", False, False, True, f"{where}: fresh: fitted on the current ratings, labels and lengths")
         v = r["verbosity_win_rate_calibrated"]
         if v is not None:
             add(fam, jud, "verbosity_win_rate", v, max_verbosity_winrate, v <= max_verbosity_winrate,

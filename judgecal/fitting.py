@@ -17,7 +17,8 @@ from judgecal.calibrate.penalty import token_entropy
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.db.fitdata import FamilyRows, load_family
+from judgecal.calibrate.fingerprint import fingerprint
+from judgecal.db.fitdata import FamilyRows, fingerprint_records, load_family
 from judgecal.db.guarddata import answer_keys
 from judgecal.errors import FitError, UsageError
 
@@ -180,7 +181,8 @@ def evaluate_family(
             else:
                 evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
     _numeric_warnings(evaluation, caught)
-    evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family}
+    evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family,
+                          "fingerprint": fingerprint(fingerprint_records(rows))}
     _guard_flags(evaluation, rows, keys, fixed_l_ref)
     left = left_out(info, rows.status_counts)
     evaluation["data"]["left_out"] = left
@@ -318,6 +320,7 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
         "lean": metrics.get("lean"), "selection": metrics.get("selection"),
         "flags": metrics.get("flags", []),
         "warnings": metrics.get("warnings", []), "judgecal_version": row.judgecal_version,
+        "fingerprint": (row.data or {}).get("fingerprint"),
     }
 
 
@@ -398,6 +401,45 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
         ev["warnings"].append(f"the source family {source_family!r} has fewer than 10 labelled pairs rated by "
                               f"{judge!r}: the baselines could not be refitted there")
     return _clean(ev)
+
+
+def staleness(chosen: list[tuple], url: str | None = None) -> dict[int, bool | None]:
+    """{calibration id: stale} of calibrations (as :func:`load_calibrations` returns them):
+    True when the ratings, labels, lengths or verbosity pairs the calibration was fitted on
+    (its ``data["fingerprint"]``) have changed since, False when they are the same, None when
+    the calibration predates fingerprints (freshness unknown). The data are read again exactly
+    as the fit read them (family, judge, length unit and tokenizer, verbosity family); token
+    lengths are never computed here (one missing since the fit is a change)."""
+    out: dict[int, bool | None] = {}
+    todo = [(row, fam) for row, fam, _ in chosen if row.id not in out]
+    if not todo:
+        return out
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        for row, fam in todo:
+            data = row.data or {}
+            stored = data.get("fingerprint")
+            if not stored:
+                out[row.id] = None
+                continue
+            vname = data.get("verbosity_family") or fam
+            vfam_id = None
+            if vname != fam:
+                vfam_id = s.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == vname))
+                if vfam_id is None:  # the verbosity family is gone: the data changed
+                    out[row.id] = True
+                    continue
+            rows = load_family(s, row.task_family_id, row.judge_id, length_unit=row.length_unit,
+                               tokenizer=row.tokenizer, verbosity_family_id=vfam_id)
+            out[row.id] = fingerprint(fingerprint_records(rows)) != stored
+    engine.dispose()
+    return out
+
+
+STALE_TEXT = ("stale: the ratings, labels or lengths this calibration was fitted on have changed since "
+              "(refit with judgecal fit)")
+UNKNOWN_FRESHNESS_TEXT = ("freshness unknown: this calibration was stored before judgecal recorded the fingerprint "
+                          "of its data (refit with judgecal fit to record one)")
 
 
 def _fit_query(family: str | None, judge: str | None, s):

@@ -22,7 +22,7 @@ from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.guarddata import answer_keys
 from judgecal.errors import NotFoundError, UsageError
-from judgecal.fitting import apply_calibration, load_calibrations
+from judgecal.fitting import apply_calibration, load_calibrations, staleness
 
 DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
 
@@ -46,13 +46,16 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                       mc_reference: int | None = None, calibration_from: str | None = None) -> dict:
     """The leaderboard as {"judge", "families", "calibrations": {family: id of its own fit},
     "calibrations_from": {family: {"id", "fitted_on": donor family}} (``calibration_from``),
-    "rows": [...]}. Token lengths missing under a calibration's tokenizer are computed first.
+    "stale": {family: True (the data its calibration was fitted on changed since) | False |
+    None (freshness unknown: stored before fingerprints)}, "rows": [...]}. Token lengths
+    missing under a calibration's tokenizer are computed first.
 
     Each row: model, n_rated, n_unparsed, n_failed, unparsed_share, mean_raw, mean_raw_ci,
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
     moved up), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
     verbosity_pairs, acc, acc_norm,
-    acc_bytes, acc_norm_minus_acc, mc_run, degenerate_answers ([{"code", "message"}] of
+    acc_bytes, acc_norm_minus_acc, mc_run, stale_calibration, calibration_freshness_unknown (the
+    family's applied calibration is stale / of unknown freshness), degenerate_answers ([{"code", "message"}] of
     :mod:`judgecal.calibrate.guards`: empty, constant or far-short answers), flags (list of
     strings, the degenerate-answer messages included). ``notes``: board-level notes (a
     calibration stored before the short-side floor is applied as fitted, and said so).
@@ -121,6 +124,10 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         cal_from = {fam_names[f]: {"id": c.id, "fitted_on": donor_name} for f, c in cals.items() if f in transferred}
         at_bound = {fam_names[f]: [k for k, v in ((c.params or {}).get("at_bound") or {}).items() if v] for f, c in cals.items()}
     engine.dispose()
+    # freshness of each applied calibration, read on its own family (a donor's on the donor family)
+    own = {c.id: (c, donor_name if f in transferred else fam_names[f], None) for f, c in cals.items()}
+    fresh = staleness(list(own.values()), url)
+    stale_of = {f: fresh[c.id] for f, c in cals.items()}
 
     by_model: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
@@ -153,6 +160,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "verbosity_win_rate": vwr, "verbosity_win_rate_calibrated": vwr_cal, "verbosity_pairs": len(mine),
             "uncalibrated": bool(ok) and any(r["response_id"] not in calibrated for r in ok),
             "transferred": bool(ok) and any(r["family_id"] in transferred for r in ok),
+            "stale_calibration": bool(ok) and any(stale_of.get(r["family_id"]) is True for r in ok),
+            "calibration_freshness_unknown": bool(ok) and any(r["family_id"] in stale_of and stale_of[r["family_id"]] is None
+                                                              for r in ok),
         }
         row.update(_mc_columns(mc.get(model, []), ref_metrics))
         row["degenerate_answers"] = guard_flags.get(model, [])
@@ -178,7 +188,8 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
             "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,
-            "at_bound": {k: v for k, v in at_bound.items() if v}, "rows": table,
+            "at_bound": {k: v for k, v in at_bound.items() if v},
+            "stale": {fam_names[f]: v for f, v in stale_of.items()}, "rows": table,
             "left_out": {k: v for k, v in left.items() if v}}
 
 
@@ -263,6 +274,10 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append("calibration from another family")
     if any(at_bound.values()) and r["mean_raw"] is not None:
         flags.append("fit at bound")
+    if r.get("stale_calibration"):
+        flags.append("stale calibration")
+    elif r.get("calibration_freshness_unknown"):
+        flags.append("calibration freshness unknown")
     if r.get("mc_opposite"):
         flags.append("acc/acc_norm opposite")
     flags += [f["message"] for f in r.get("degenerate_answers") or []]

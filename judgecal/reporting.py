@@ -13,19 +13,21 @@ from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import FitError, NotFoundError
-from judgecal.fitting import evaluate_family, load_calibrations
+from judgecal.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
 from judgecal.report.build import build_report
 
 
-def _entry(row: m.Calibration, family: str, judge: str) -> dict:
+def _entry(row: m.Calibration, family: str, judge: str, stale: bool | None = None) -> dict:
     evaluation = dict(row.metrics or {})
     evaluation["points"] = (row.data or {}).get("points")
     return {"task_family": family, "judge": judge, "calibration_id": row.id, "created_at": row.created_at.isoformat(),
-            "length_unit": row.length_unit, "tokenizer": row.tokenizer, "evaluation": evaluation}
+            "length_unit": row.length_unit, "tokenizer": row.tokenizer, "evaluation": evaluation,
+            "stale": stale, "fingerprint": (row.data or {}).get("fingerprint")}
 
 
 def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], url: str | None) -> list[tuple[str, str]]:
-    """(family, judge) with verbosity pairs and ok ratings by the judge but no calibration."""
+    """(family, judge id) with verbosity pairs and ok ratings by the judge but no calibration, by
+    family name, then judge name."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
@@ -40,11 +42,13 @@ def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], 
             stmt = (select(m.Judge.id, m.Judge.name).join(m.Rating, m.Rating.judge_id == m.Judge.id)
                     .join(m.Response, m.Response.id == m.Rating.response_id).join(m.Item, m.Item.id == m.Response.item_id)
                     .where(m.Item.task_family_id == fid, m.Rating.status == "ok").distinct())
+            found = []
             for jid, jname in s.execute(stmt):
                 if (judge_ids is None or jid in judge_ids) and (fam.name, jname) not in have:
-                    out.append((fam.name, str(jid)))
+                    found.append((jname, jid))
+            out += [(fam.name, str(jid)) for _, jid in sorted(found)]  # by judge name: the same order in every database
     engine.dispose()
-    return out
+    return sorted(out, key=lambda t: t[0])
 
 
 def collect_entries(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
@@ -66,7 +70,8 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
     families = list(dict.fromkeys(families or []))
     if not ids or ids == ["latest"]:
         chosen = load_calibrations(families, judge, "latest", url)
-        entries = [_entry(row, fam, jname) for row, fam, jname in chosen]
+        stale = staleness(chosen, url)
+        entries = [_entry(row, fam, jname, stale[row.id]) for row, fam, jname in chosen]
         have = {(e["task_family"], e["judge"]) for e in entries}
         for fam, jid in _unfitted_families(families, judge, have, url):
             try:
@@ -75,7 +80,8 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
             except FitError:
                 continue
             entries.append({"task_family": fam, "judge": ctx["judge"], "calibration_id": None, "created_at": None,
-                            "length_unit": "words", "tokenizer": None, "evaluation": evaluation})
+                            "length_unit": "words", "tokenizer": None, "evaluation": evaluation,
+                            "stale": False, "fingerprint": evaluation["data"].get("fingerprint")})
     else:
         from judgecal.fitting import transfer_evaluation
 
@@ -84,18 +90,34 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
         entries = []
         chosen = load_calibrations(None, None, ids, url)
         refuse_out_of_scope(chosen, None, judge, url)  # --judge by name, model or id, as everywhere
+        stale = staleness(chosen, url)
         for row, fam, jname in chosen:
             targets = list(families or [])
             if not targets or fam in targets:
-                entries.append(_entry(row, fam, jname))
+                entries.append(_entry(row, fam, jname, stale[row.id]))
             for target in targets:
                 if target == fam:
                     continue
                 ev = transfer_evaluation(row, fam, jname, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
                 entries.append({"task_family": target, "judge": jname, "calibration_id": row.id,
                                 "created_at": row.created_at.isoformat(), "length_unit": row.length_unit,
-                                "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev})
+                                "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev,
+                                "stale": stale[row.id], "fingerprint": (row.data or {}).get("fingerprint")})
     return entries
+
+
+def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
+    """The entries, each stale calibration's (and each one of unknown freshness) with that
+    warning first among its evaluation's warnings, so that every format shows it."""
+    out = []
+    for e in entries:
+        text = STALE_TEXT if e.get("stale") else UNKNOWN_FRESHNESS_TEXT if e.get("stale", False) is None else None
+        if text is not None:
+            ev = dict(e["evaluation"])
+            ev["warnings"] = [text] + [w for w in (ev.get("warnings") or []) if w != text]
+            e = {**e, "evaluation": ev}
+        out.append(e)
+    return out
 
 
 def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
@@ -106,7 +128,12 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries). Returns (report, entries, {format: path})."""
     entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
-    report = build_report(entries)
+    report = build_report(_with_freshness_warnings(entries))
+    fresh = {(str(e["task_family"]), str(e["judge"]), e.get("calibration_id")): e for e in entries}
+    for out in report["entries"]:  # build_report may reorder the entries (a transfer that hurts first)
+        entry = fresh.get((out["task_family"], out["judge"], out.get("calibration_id"))) or {}
+        out["stale"] = entry.get("stale")
+        out["fingerprint"] = entry.get("fingerprint")
     from judgecal.pairwise_report import collect_pairwise
 
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed)

@@ -23,9 +23,11 @@ def percentile_ci(values) -> list | None:
 
 
 def make_folds(item_ids, folds: int, seed: int) -> tuple[np.ndarray, int]:
-    """Fold number of every row, grouped by item: the distinct items are shuffled with
-    ``numpy.random.default_rng(seed)`` and split into ``k = min(folds, n_items)`` near-equal
-    groups (numpy.array_split). Returns (fold per row, shape (n,), k); k < 2 means no CV."""
+    """Fold number of every row, grouped by item: the distinct items (sorted as strings) are
+    shuffled with ``numpy.random.default_rng(seed)`` and split into ``k = min(folds, n_items)``
+    near-equal groups (numpy.array_split). Returns (fold per row, shape (n,), k); k < 2 means no
+    CV. The folds depend only on the item keys and ``seed``: pass content keys (judgecal passes
+    each item's prompt SHA-256), never database row ids, for the same folds in every database."""
     items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
     k = int(min(folds, items.size))
     if k < 2:
@@ -38,7 +40,9 @@ def make_folds(item_ids, folds: int, seed: int) -> tuple[np.ndarray, int]:
 
 
 def item_codes(item_ids) -> tuple[np.ndarray, int]:
-    """(code of each row's item in 0..n_items-1, n_items); ids compared as strings."""
+    """(code of each row's item in 0..n_items-1, n_items); item keys compared as strings, codes
+    in their sorted order (content keys give the same codes, hence the same bootstrap
+    resamples, in every database)."""
     items, codes = np.unique(np.asarray(item_ids).astype(str), return_inverse=True)
     return codes, int(items.size)
 

@@ -3,10 +3,11 @@ length in a unit, text (for the density exemption), and multiple-choice runs per
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased
 
 from judgecal.db import models as m
 from judgecal.db.fitdata import LENGTH_COLUMNS
@@ -14,30 +15,35 @@ from judgecal.db.fitdata import LENGTH_COLUMNS
 
 def rated_responses(s: Session, family_ids: list[int], judge_id: int) -> list[dict]:
     """One dict per response of the families with at least one finished rating by the judge:
-    response_id, family_id, model, score (mean of ok ratings or None), n_ok, n_unparsed, n_failed."""
-    stats = (
-        select(
-            m.Rating.response_id,
-            func.avg(m.Rating.score).filter(m.Rating.status == "ok"),
-            func.count().filter(m.Rating.status == "ok"),
-            func.count().filter(m.Rating.status == "unparsed"),
-            func.count().filter(m.Rating.status == "failed"),
-        )
-        .where(m.Rating.judge_id == judge_id)
-        .group_by(m.Rating.response_id)
-        .subquery()
-    )
+    response_id, family_id, family (name), model, item_sha256, text_sha256, score (mean of ok
+    ratings or None), n_ok, n_unparsed, n_failed.
+
+    In content order (model, family name, item prompt SHA-256, text SHA-256), never row-id or
+    dialect order; the mean is computed here (``math.fsum`` of the scores), the same float on
+    SQLite and PostgreSQL: the leaderboard's bootstrap resamples this order."""
     q = (
-        select(m.Response.id, m.Item.task_family_id, m.Response.model, *list(stats.c)[1:])
-        .join(stats, stats.c.response_id == m.Response.id)
+        select(m.Response.id, m.Item.task_family_id, m.TaskFamily.name, m.Response.model, m.Item.prompt_sha256,
+               m.Response.text_sha256, m.Rating.status, m.Rating.score)
+        .join(m.Response, m.Response.id == m.Rating.response_id)
         .join(m.Item, m.Item.id == m.Response.item_id)
-        .where(m.Item.task_family_id.in_(family_ids))
+        .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+        .where(m.Rating.judge_id == judge_id, m.Item.task_family_id.in_(family_ids))
     )
-    out = []
-    for rid, fid, model, score, n_ok, n_unp, n_fail in s.execute(q):
-        out.append({"response_id": rid, "family_id": fid, "model": model, "score": None if score is None else float(score),
-                    "n_ok": n_ok, "n_unparsed": n_unp, "n_failed": n_fail})
-    return out
+    by_resp: dict[int, dict] = {}
+    ok: dict[int, list[float]] = defaultdict(list)
+    for rid, fid, fam, model, item_sha, text_sha, status, score in s.execute(q):
+        r = by_resp.get(rid)
+        if r is None:
+            r = by_resp[rid] = {"response_id": rid, "family_id": fid, "family": fam, "model": model,
+                                "item_sha256": item_sha, "text_sha256": text_sha, "score": None,
+                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0}
+        if status in ("ok", "unparsed", "failed"):
+            r[f"n_{status}"] += 1
+        if status == "ok" and score is not None:
+            ok[rid].append(float(score))
+    for rid, scores in ok.items():
+        by_resp[rid]["score"] = math.fsum(scores) / len(scores)
+    return sorted(by_resp.values(), key=lambda r: (r["model"], r["family"], r["item_sha256"], r["text_sha256"]))
 
 
 def lengths(s: Session, response_ids: list[int], unit: str, tokenizer: str | None) -> dict[int, float]:
@@ -64,13 +70,20 @@ def texts(s: Session, response_ids: list[int]) -> dict[int, str]:
 
 
 def verbosity_pairs(s: Session, family_ids: list[int]) -> list[tuple[int, int]]:
-    """(concise response id, verbose response id) of the families."""
+    """(concise response id, verbose response id) of the families, in content order (family,
+    item prompt SHA-256, then each answer's model and text SHA-256; sorted here, as text
+    collation differs between dialects)."""
+    C, V = aliased(m.Response), aliased(m.Response)
     q = (
-        select(m.VerbosityPair.concise_response_id, m.VerbosityPair.verbose_response_id)
+        select(m.VerbosityPair.concise_response_id, m.VerbosityPair.verbose_response_id, m.TaskFamily.name,
+               m.Item.prompt_sha256, C.model, C.text_sha256, V.model, V.text_sha256)
         .join(m.Item, m.Item.id == m.VerbosityPair.item_id)
+        .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+        .join(C, C.id == m.VerbosityPair.concise_response_id)
+        .join(V, V.id == m.VerbosityPair.verbose_response_id)
         .where(m.Item.task_family_id.in_(family_ids))
     )
-    return [tuple(r) for r in s.execute(q)]
+    return [(r[0], r[1]) for r in sorted(s.execute(q), key=lambda r: tuple(r[2:]))]
 
 
 def mc_runs_by_model(s: Session) -> dict[str, list[m.McRun]]:

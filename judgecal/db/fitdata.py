@@ -1,12 +1,23 @@
 """Load what a calibration needs from the database: per-response judge scores and lengths,
 expert-labelled pairs, pointwise expert labels, verbosity pairs (plain Python lists; the
-calibrate layer turns them into arrays)."""
+calibrate layer turns them into arrays).
+
+Reproducible whatever the database: nothing handed on depends on row ids or on the order a
+dialect returns rows in. Items are named by their prompt's SHA-256 (unique in a family), every
+list is ordered by content keys (item prompt SHA-256, response model + text SHA-256, the label's
+values), and a response's score is the mean of its ok ratings computed here from the scores
+sorted by sample index (``math.fsum``: exact, so SQLite and PostgreSQL give the same float).
+Row ids serve only to join rows inside one load.
+
+:func:`fingerprint_records` gives the content of what a fit used (ratings, labels, lengths,
+verbosity pairs) as sorted plain records, for :func:`judgecal.calibrate.fingerprint.fingerprint`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
@@ -16,20 +27,31 @@ LENGTH_COLUMNS = {"words": m.Response.n_words, "chars": m.Response.n_chars, "byt
 
 @dataclass
 class FamilyRows:
-    """One family's data for one judge. ``score``: mean of the judge's ok ratings of a response
-    (over samples); ``length``: in the requested unit; ``text`` only when asked for."""
+    """One family's data for one judge, keyed by response row id (valid inside this load only).
+
+    ``score``: mean of the judge's ok ratings of a response (over samples); ``length``: in the
+    requested unit; ``text`` only when asked for. ``item_of``: the item's prompt SHA-256 (the
+    item key the calibrate layer groups folds and resamples by); ``key_of``: the response's
+    content key (prompt SHA-256, model, text SHA-256); ``family_of``: the response's task family
+    name. ``ratings``: (response, sample index, status, score) of every rating of the judge.
+    ``pairs``, ``points`` and ``verbosity`` are in content order (module doc)."""
 
     score: dict[int, float] = field(default_factory=dict)
     n_samples: dict[int, int] = field(default_factory=dict)
     length: dict[int, float] = field(default_factory=dict)
-    item_of: dict[int, int] = field(default_factory=dict)
+    item_of: dict[int, str] = field(default_factory=dict)
+    key_of: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    family_of: dict[int, str] = field(default_factory=dict)
     model_of: dict[int, str] = field(default_factory=dict)
     text: dict[int, str] = field(default_factory=dict)
-    pairs: list[tuple[int, int, int, float]] = field(default_factory=list)  # item, a, b, outcome
-    points: list[tuple[int, int, float, float, float]] = field(default_factory=list)  # item, resp, score, min, max
+    ratings: list[tuple[int, int, str, float | None]] = field(default_factory=list)
+    pairs: list[tuple[str, int, int, float]] = field(default_factory=list)  # item, a, b, outcome
+    points: list[tuple[str, int, float, float, float]] = field(default_factory=list)  # item, resp, score, min, max
     verbosity: list[tuple[int, int]] = field(default_factory=list)  # concise, verbose
     missing_lengths: list[int] = field(default_factory=list)
     status_counts: dict[str, int] = field(default_factory=dict)
+    length_unit: str = ""
+    tokenizer: str | None = None
 
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -55,29 +77,32 @@ def load_family(
 
     ``length_unit`` 'tokens' reads ``token_length`` rows of ``tokenizer``; responses without
     one are listed in ``missing_lengths`` (the caller fills them and loads again)."""
-    rows = FamilyRows()
+    rows = FamilyRows(length_unit=length_unit, tokenizer=tokenizer if length_unit == "tokens" else None)
     fams = {family_id} | ({verbosity_family_id} if verbosity_family_id else set())
-    base = select(m.Response.id, m.Response.item_id, m.Response.model).join(m.Item, m.Item.id == m.Response.item_id).where(
-        m.Item.task_family_id.in_(fams)
+    base = (
+        select(m.Response.id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.TaskFamily.name)
+        .join(m.Item, m.Item.id == m.Response.item_id)
+        .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+        .where(m.Item.task_family_id.in_(fams))
     )
-    for rid, item_id, model in s.execute(base):
-        rows.item_of[rid] = item_id
+    for rid, item_sha, model, text_sha, fam in s.execute(base):
+        rows.item_of[rid] = item_sha
+        rows.key_of[rid] = (item_sha, model, text_sha)
         rows.model_of[rid] = model
+        rows.family_of[rid] = fam
     ids = select(m.Response.id).join(m.Item, m.Item.id == m.Response.item_id).where(m.Item.task_family_id.in_(fams))
-    q = (
-        select(m.Rating.response_id, func.avg(m.Rating.score), func.count())
-        .where(m.Rating.judge_id == judge_id, m.Rating.status == "ok", m.Rating.response_id.in_(ids))
-        .group_by(m.Rating.response_id)
-    )
-    for rid, score, n in s.execute(q):
-        rows.score[rid] = float(score)
-        rows.n_samples[rid] = int(n)
-    q = (
-        select(m.Rating.status, func.count())
-        .where(m.Rating.judge_id == judge_id, m.Rating.response_id.in_(ids))
-        .group_by(m.Rating.status)
-    )
-    rows.status_counts = dict(s.execute(q).all())
+    q = select(m.Rating.response_id, m.Rating.sample_index, m.Rating.status, m.Rating.score).where(
+        m.Rating.judge_id == judge_id, m.Rating.response_id.in_(ids))
+    rows.ratings = sorted(((rid, int(k), status, None if score is None else float(score))
+                           for rid, k, status, score in s.execute(q)), key=lambda r: (rows.family_of[r[0]], rows.key_of[r[0]], r[1]))
+    ok: dict[int, list[float]] = {}
+    for rid, _, status, score in rows.ratings:
+        rows.status_counts[status] = rows.status_counts.get(status, 0) + 1
+        if status == "ok" and score is not None:
+            ok.setdefault(rid, []).append(score)
+    for rid, scores in ok.items():  # the mean in Python: the same float on every dialect
+        rows.score[rid] = math.fsum(scores) / len(scores)
+        rows.n_samples[rid] = len(scores)
     if length_unit == "tokens":
         q = select(m.TokenLength.response_id, m.TokenLength.n_tokens).where(
             m.TokenLength.tokenizer == tokenizer, m.TokenLength.response_id.in_(ids)
@@ -88,25 +113,49 @@ def load_family(
     if with_text:
         rows.text = dict(s.execute(select(m.Response.id, m.Response.text).where(m.Response.id.in_(ids))).all())
 
+    key = rows.key_of
     fam_ids = select(m.Response.id).join(m.Item, m.Item.id == m.Response.item_id).where(m.Item.task_family_id == family_id)
     q = select(m.ExpertLabel.response_a_id, m.ExpertLabel.response_b_id, m.ExpertLabel.preference).where(
         m.ExpertLabel.kind == "pairwise", m.ExpertLabel.response_a_id.in_(fam_ids)
-    ).order_by(m.ExpertLabel.id)
-    for a, b, pref in s.execute(q):
-        rows.pairs.append((rows.item_of[a], a, b, OUTCOME[pref]))
+    )
+    rows.pairs = sorted(((rows.item_of[a], a, b, OUTCOME[pref]) for a, b, pref in s.execute(q)),
+                        key=lambda p: (key[p[1]], key[p[2]], p[3]))
     q = select(m.ExpertLabel.response_id, m.ExpertLabel.score, m.ExpertLabel.scale_min, m.ExpertLabel.scale_max).where(
         m.ExpertLabel.kind == "pointwise", m.ExpertLabel.response_id.in_(fam_ids)
-    ).order_by(m.ExpertLabel.id)
-    for r, score, lo, hi in s.execute(q):
-        rows.points.append((rows.item_of[r], r, score, lo, hi))
+    )
+    rows.points = sorted(((rows.item_of[r], r, score, lo, hi) for r, score, lo, hi in s.execute(q)),
+                         key=lambda p: (key[p[1]], p[2], p[3], p[4]))
     vfam = verbosity_family_id or family_id
     q = (
         select(m.VerbosityPair.concise_response_id, m.VerbosityPair.verbose_response_id)
         .join(m.Item, m.Item.id == m.VerbosityPair.item_id)
         .where(m.Item.task_family_id == vfam)
-        .order_by(m.VerbosityPair.id)
     )
-    rows.verbosity = [tuple(r) for r in s.execute(q)]
+    rows.verbosity = sorted(((c, v) for c, v in s.execute(q)), key=lambda p: (key[p[0]], key[p[1]]))
     needed = {r for r in rows.score}
     rows.missing_lengths = sorted(r for r in needed if r not in rows.length)
     return rows
+
+
+def fingerprint_records(rows: FamilyRows) -> dict:
+    """The content a fit on ``rows`` used, free of row ids and sorted (identical in every
+    database holding the same data): ``ratings`` [family, prompt SHA-256, model, text SHA-256,
+    sample index, status, score] of every rating of the judge (a retried rating that turned ok,
+    a new sample or a changed score changes it); ``pairwise`` [response a key, response b key,
+    preference] and ``pointwise`` [response key, score, scale min, max] expert labels;
+    ``lengths`` [response key, length] of the rated responses in the fit's unit (``unit``,
+    ``tokenizer``); ``verbosity`` [concise key, verbose key]. A response key is [family,
+    prompt SHA-256, model, text SHA-256]."""
+    def k(rid: int) -> list:
+        return [rows.family_of[rid], *rows.key_of[rid]]
+
+    outcome = {v: p for p, v in OUTCOME.items()}
+    num = lambda x: None if x is None else float(x)  # noqa: E731  (an integer read back is the same number)
+    return {
+        "unit": rows.length_unit, "tokenizer": rows.tokenizer,
+        "ratings": sorted(k(r) + [i, st, sc] for r, i, st, sc in rows.ratings),
+        "pairwise": sorted([k(a), k(b), outcome[o]] for _, a, b, o in rows.pairs),
+        "pointwise": sorted([k(r), num(sc), num(lo), num(hi)] for _, r, sc, lo, hi in rows.points),
+        "lengths": sorted([k(r), rows.length[r]] for r in rows.score if r in rows.length),
+        "verbosity": sorted([k(c), k(v)] for c, v in rows.verbosity),
+    }
