@@ -105,12 +105,16 @@ def db_upgrade(ctx: Ctx, revision: str) -> None:
 
 @db.command("downgrade")
 @click.argument("revision")
+@click.option("--yes", is_flag=True, help="Downgrade even when rows would be deleted or lose values (they are counted first).")
 @pass_ctx
-def db_downgrade(ctx: Ctx, revision: str) -> None:
-    """Migrate the database down to REVISION (`base` removes every table)."""
+def db_downgrade(ctx: Ctx, revision: str, yes: bool) -> None:
+    """Migrate the database down to REVISION (`base` removes every table).
+
+    A downgrade that would delete rows, or drop values a later upgrade cannot bring back, says
+    how many and which and changes nothing unless --yes is given (docs/database.md)."""
     from judgecal import dbadmin
 
-    click.echo(dbadmin.downgrade(ctx.url, revision))
+    click.echo(dbadmin.downgrade(ctx.url, revision, yes=yes))
 
 
 @db.command("current")

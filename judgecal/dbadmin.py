@@ -16,11 +16,12 @@ def _unknown(url_masked: str, now: str, head: str) -> str:
 
 def _run(url: str | None, fn, revision: str) -> str:
     engine = eng.create(url)
+    lost: list = []
     try:
         now, head = migrate.current(engine)
         if now is not None and not migrate.is_known(now):
             raise DatabaseError(_unknown(eng.mask_url(engine.url), now, head))
-        fn(engine, revision)
+        lost = fn(engine, revision) or []
         now, head = migrate.current(engine)
     except CommandError as exc:
         raise UsageError(f"cannot migrate to {revision!r}: {exc}") from None
@@ -30,7 +31,8 @@ def _run(url: str | None, fn, revision: str) -> str:
         raise DatabaseError(f"{eng.mask_url(engine.url)}: {eng._first_line(exc)}") from None
     finally:
         engine.dispose()
-    return f"{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head})"
+    done = "".join(f"lost: {c.line()}\n" for c in lost)
+    return f"{done}{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head})"
 
 
 def upgrade(url: str | None, revision: str = "head") -> str:
@@ -38,9 +40,11 @@ def upgrade(url: str | None, revision: str = "head") -> str:
     return _run(url, migrate.upgrade, revision)
 
 
-def downgrade(url: str | None, revision: str) -> str:
-    """Downgrade to ``revision``; returns a one-line status."""
-    return _run(url, migrate.downgrade, revision)
+def downgrade(url: str | None, revision: str, *, yes: bool = False) -> str:
+    """Downgrade to ``revision``; returns a one-line status, after one ``lost: ...`` line per
+    kind of row deleted or transformed. Refused (DataLossError, nothing changed) when rows
+    would be lost and ``yes`` is not given."""
+    return _run(url, lambda engine, rev: migrate.downgrade(engine, rev, yes=yes), revision)
 
 
 def current(url: str | None) -> str:

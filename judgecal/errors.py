@@ -50,6 +50,16 @@ class SchemaBehindError(DatabaseError):
     """The database schema is older than this judgecal: run ``judgecal db upgrade``."""
 
 
+class DataLossError(UsageError):
+    """A migration step would delete rows or drop values, and the caller did not say yes."""
+
+    def __init__(self, revision: str, losses: list):
+        self.revision, self.losses = revision, list(losses)
+        what = "; ".join(c.line() for c in self.losses)
+        super().__init__(f"downgrade to {revision} would lose data: {what}; nothing was changed: give --yes to "
+                         "downgrade anyway (back up the database first; docs/database.md)")
+
+
 class NotFoundError(JudgecalError):
     """A named thing (task family, judge, run, calibration) does not exist."""
 

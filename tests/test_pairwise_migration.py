@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import inspect, text
 
 from judgecal.db import engine as eng
 from judgecal.db import migrate
+from judgecal.errors import DataLossError
 
 
 def test_0002_up_down_up_keeps_verdicts(db_url):
@@ -33,7 +35,10 @@ def test_0002_up_down_up_keeps_verdicts(db_url):
             c.execute(text("INSERT INTO pairwise_judgment (id, response_a_id, response_b_id, judge_id, sample_index, position, "
                            "status, verdict, preference, baseline_side, source, attempts, created_at) "
                            "VALUES (3, 1, 2, 1, 1, 'na', 'ok', 'b', 0.25, 'b', 'f.json', 0, CURRENT_TIMESTAMP)"))
-        migrate.downgrade(e, "0001")
+        with pytest.raises(DataLossError, match="1 pairwise verdicts without a recorded order"):
+            migrate.downgrade(e, "0001")  # refused: it would delete the 'na' verdict
+        lost = migrate.downgrade(e, "0001", yes=True)
+        assert [(c.revision, c.n) for c in lost] == [("0002", 1)]  # the refilled preferences are no loss
         cols = {c["name"] for c in inspect(e).get_columns("pairwise_judgment")}
         assert "preference" not in cols and "baseline_side" not in cols
         with e.begin() as c:

@@ -47,9 +47,43 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(alembic_config(engine), revision)
 
 
-def downgrade(engine: Engine, revision: str) -> None:
-    """Migrate the database down to ``revision`` (``base`` removes every table)."""
+def downgrade_steps(conn: Connection, revision: str) -> list[str]:
+    """The revisions a downgrade to ``revision`` undoes, newest first (``base``: every one;
+    ``-N``: the last N). Alembic's CommandError for a target it cannot reach."""
+    from alembic.script.revision import RevisionError
+    from alembic.util.exc import CommandError
+
+    now = current_revision(conn)
+    if now is None:
+        return []
+    try:
+        return [r.revision for r in ScriptDirectory.from_config(alembic_config()).iterate_revisions(now, revision)]
+    except RevisionError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def downgrade_losses(engine: Engine, revision: str):
+    """What a downgrade to ``revision`` would delete or transform, counted now
+    (:class:`judgecal.db.migration_losses.Counted`, only those with rows)."""
+    from judgecal.db import migration_losses
+
+    with engine.connect() as conn:
+        return migration_losses.count(conn, downgrade_steps(conn, revision))
+
+
+def downgrade(engine: Engine, revision: str, *, yes: bool = False):
+    """Migrate the database down to ``revision`` (``base`` removes every table).
+
+    A downgrade that would delete rows or drop values a later upgrade cannot bring back is
+    refused (:class:`judgecal.errors.DataLossError`, naming how many rows and what they lose;
+    nothing changed) unless ``yes``. Returns what was lost (counted just before)."""
+    from judgecal.errors import DataLossError
+
+    losses = downgrade_losses(engine, revision)
+    if losses and not yes:
+        raise DataLossError(revision, losses)
     command.downgrade(alembic_config(engine), revision)
+    return losses
 
 
 def current(engine: Engine) -> tuple[str | None, str]:

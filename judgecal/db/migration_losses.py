@@ -1,0 +1,89 @@
+"""What each migration's downgrade deletes or transforms, counted before it runs.
+
+A downgrade that would delete rows, or drop values a later ``db upgrade`` cannot bring back,
+is refused unless the caller says yes (``judgecal db downgrade REV --yes``); the refusal and
+the confirmation both say how many rows and which. Every revision of the tree has an entry
+here (a test keeps it so): a new migration's author writes down what its downgrade loses
+(an empty list when it loses nothing), next to the migration rather than inside it.
+
+Each entry is a list of :class:`Loss`: a count query, run on the schema as it is before the
+downgrade (every column it names still exists there), and what the counted rows lose."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection
+
+
+@dataclass(frozen=True)
+class Loss:
+    """``sql`` counts the rows that lose something; ``what`` says what (after the count)."""
+
+    sql: str
+    what: str
+
+
+# the preference migration 0002's upgrade writes back from a verdict (a = 1, b = 0, tie = 0.5)
+_REFILLED = ("status = 'ok' AND verdict IS NOT NULL AND preference = CASE verdict WHEN 'a' THEN 1.0 "
+             "WHEN 'b' THEN 0.0 WHEN 'tie' THEN 0.5 END")
+
+LOSSES: dict[str, list[Loss]] = {
+    # 0003 (mc_item_result.task, doc_id, golds): the columns are dropped
+    "0003": [
+        Loss("SELECT COUNT(*) FROM mc_item_result WHERE task IS NOT NULL OR doc_id IS NOT NULL "
+             "OR (golds IS NOT NULL AND CAST(golds AS TEXT) <> 'null')",
+             "multiple-choice item results lose their lm-eval task, doc_id and golds "
+             "(mc_item_result.task, doc_id, golds dropped)"),
+    ],
+    # 0002 (pairwise verdicts: soft preference, baseline side, source, position 'na')
+    "0002": [
+        Loss("SELECT COUNT(*) FROM pairwise_judgment WHERE position = 'na'",
+             "pairwise verdicts without a recorded order (position 'na': imported AlpacaEval, LLMBar and "
+             "generic verdicts) are deleted"),
+        Loss(f"SELECT COUNT(*) FROM pairwise_judgment WHERE position <> 'na' AND preference IS NOT NULL "
+             f"AND NOT ({_REFILLED})",
+             "pairwise verdicts lose a soft preference that `db upgrade` cannot refill from the verdict"),
+        Loss("SELECT COUNT(*) FROM pairwise_judgment WHERE position <> 'na' AND baseline_side IS NOT NULL",
+             "pairwise verdicts lose their baseline side (win-rate comparisons no longer find them)"),
+        Loss("SELECT COUNT(*) FROM pairwise_judgment WHERE position <> 'na' AND source IS NOT NULL",
+             "pairwise verdicts lose the name of the file they were imported from"),
+    ],
+    # 0001 (initial schema): `downgrade base` drops every table; counted table by table below
+    "0001": [],
+}
+
+#: the revision whose downgrade drops every table
+INITIAL = "0001"
+
+
+@dataclass(frozen=True)
+class Counted:
+    """``n`` rows of the step undoing ``revision`` lose ``what``."""
+
+    revision: str
+    n: int
+    what: str
+
+    def line(self) -> str:
+        return f"{self.n} {self.what} (undoing {self.revision})"
+
+
+def count(conn: Connection, revisions: list[str]) -> list[Counted]:
+    """What undoing ``revisions`` (newest first, as a downgrade runs them) loses, as counted
+    now; only the losses with rows. Undoing the initial revision counts every table's rows."""
+    found: list[Counted] = []
+    for rev in revisions:
+        if rev not in LOSSES:  # pragma: no cover - tests/test_migration_roundtrip.py keeps the registry complete
+            raise KeyError(f"migration {rev} has no entry in judgecal.db.migration_losses.LOSSES")
+        for loss in LOSSES[rev]:
+            n = int(conn.execute(text(loss.sql)).scalar_one())
+            if n:
+                found.append(Counted(rev, n, loss.what))
+        if rev == INITIAL:
+            for table in sorted(set(inspect(conn).get_table_names()) - {"alembic_version"}):
+                n = int(conn.execute(text(f'SELECT COUNT(*) FROM "{table}"')).scalar_one())
+                if n:
+                    found.append(Counted(rev, n, f"rows of table {table} are deleted (the table is dropped)"))
+    return found
