@@ -11,13 +11,13 @@ id: that calibration, refused when ``families`` or ``judge`` name another family
 - with ``max_baseline_gap``: no baseline beats the published calibration (polylog) out of sample
   by more than that much cross-validated agreement (``comparison.gap`` of the fit: best method's
   CV agreement minus polylog's; a fit without that figure fails: refit).
+- the calibration is fresh: the ratings, labels, lengths and verbosity pairs it was fitted on
+  (its recorded fingerprint) have not changed since ("stale" fails: refit with judgecal fit; a
+  calibration stored before fingerprints existed fails as "freshness unknown").
 - ``degenerate_answers``: no model of the family gives empty answers, the same answer to many
   items, or answers far below L_ref (the fit's flags of :mod:`judgecal.calibrate.guards`),
   unless ``allow_degenerate_answers``; a calibration stored before judgecal looked for them fails
   (refit), unless allowed.
-- the calibration is fresh: the ratings, labels, lengths and verbosity pairs it was fitted on
-  (its recorded fingerprint) have not changed since ("stale" fails: refit with judgecal fit; a
-  calibration stored before fingerprints existed fails as "freshness unknown").
 Families whose judge ratings have expert labels but no calibration fail ("run judgecal fit")."""
 
 from __future__ import annotations
@@ -28,24 +28,29 @@ from judgecal.fitting import load_calibrations
 def run_check(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None, *,
               max_verbosity_winrate: float = 0.55, min_agreement_gain: float = 0.0, max_unparsed: float = 0.05,
               fail_at_bound: bool = False, max_baseline_gap: float | None = None,
-              allow_degenerate_answers: bool = False) -> dict:
+              allow_degenerate_answers: bool = False, min_verbosity_winrate: float = 0.45,
+              allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0) -> dict:
     """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
+    With a calibration id, each ``families`` entry other than the calibration's own family is a
+    **transfer** target: the calibration's recommended method and its polylog calibration are
+    applied there (:func:`judgecal.fitting.transfer_evaluation`, ``transfer_bootstrap`` resamples,
+    ``seed``) and the check "transfer" fails when either lowers the target's expert agreement
+    (paired 95% CI below zero).
+
     Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
-    calibration named by id is not of ``judge`` or of one of ``families``."""
+    calibration named by id is not of ``judge``, or a transfer target cannot be evaluated."""
     from judgecal.errors import NotFoundError
     from judgecal.fitting import fit_row
 
     chosen = load_calibrations(families, judge, calibration, url)
-    if str(calibration) != "latest":  # an id: --task-family and --judge must agree with it, never be ignored
-        from judgecal.errors import UsageError
+    targets: list[str] = []
+    if str(calibration) != "latest":  # an id: --judge must agree with it; other --task-family values are transfers
         from judgecal.fitting import refuse_out_of_scope
 
-        try:
-            refuse_out_of_scope(chosen, families, judge, url)
-        except UsageError as exc:
-            raise UsageError(f"{exc}: the gate checks a calibration on its own family and judge "
-                             f"(`judgecal report --calibration ID --task-family F` evaluates it on another family)") from None
+        refuse_out_of_scope(chosen, None, judge, url)
+        own = {fam for _, fam, _ in chosen}
+        targets = [f for f in dict.fromkeys(families or []) if f not in own]
     if not chosen:
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
     checks = []
@@ -60,6 +65,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     for row, fam, jud in chosen:
         r = fit_row(row, fam, jud)
         where = f"{fam} / {jud} (calibration {r['id']})"
+        _identified(add, fam, jud, where, r, allow_unidentified)
+        for target in targets:
+            _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed)
         if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
             add(fam, jud, "stale", stale[row.id], False, False,
                 f"{where}: stale: the ratings, labels or lengths it was fitted on have changed since: refit with judgecal fit"
@@ -72,6 +80,10 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         if v is not None:
             add(fam, jud, "verbosity_win_rate", v, max_verbosity_winrate, v <= max_verbosity_winrate,
                 f"{where}: calibrated verbosity win-rate {v:.3f} {'<=' if v <= max_verbosity_winrate else '>'} {max_verbosity_winrate}")
+            ok = v >= min_verbosity_winrate  # making the shorter answer always win is as wrong as the raw judge
+            add(fam, jud, "verbosity_win_rate_min", v, min_verbosity_winrate, ok,
+                f"{where}: calibrated verbosity win-rate {v:.3f} {'>=' if ok else '<'} {min_verbosity_winrate}"
+                + ("" if ok else " (the calibration makes the shorter answer win: it overcorrects)"))
         a, b = r["agreement_cv_raw"], r["agreement_cv_calibrated"]
         if a is not None and b is not None:
             gain = b - a
@@ -105,6 +117,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
 
 def _degenerate_check(add, fam, jud, where, row, r: dict, allow: bool) -> None:
     """The ``degenerate_answers`` check of one calibration: fails on the fit's empty / constant /

@@ -446,6 +446,10 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         emit_json(row)
         return
     out.print(fits_table([row], title=f"calibration {row['id']}"))
+    if row.get("selection"):
+        from judgecal.report.build import recommendation_text
+
+        out.print(recommendation_text(row["selection"]), markup=False, highlight=False)
     for f in row.get("flags") or []:  # every flag of the fit (degenerate answers, identification ...)
         err.print(f"flag {f.get('code')}: {f.get('message')}", markup=False, highlight=False)
     for w in row["warnings"]:
@@ -601,6 +605,12 @@ def _emit_csv(rows: list[dict]) -> None:
               help="Fail when cross-validated agreement (calibrated - raw) is below this.")
 @click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True,
               help="Fail when the unparsed + failed share of ratings is above this.")
+@click.option("--min-verbosity-winrate", type=Finite(0, 1), default=0.45, show_default=True,
+              help="Fail when the calibrated verbosity win-rate is below this (the calibration overcorrects: the shorter "
+                   "answer wins whatever its content).")
+@click.option("--allow-unidentified", is_flag=True,
+              help="Do not fail on a calibration that is not identified (parameter at its bound, CI over most of the range, "
+                   "one item deciding the optimum, scores clipped); it is still reported.")
 @click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
 @click.option("--max-baseline-gap", type=Finite(min=0), default=None,
               help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
@@ -610,15 +620,26 @@ def _emit_csv(rows: list[dict]) -> None:
                    "answer to many items or answers far below L_ref (the fit's flags; by default check fails on them).")
 @FMT_OPT
 @pass_ctx
-def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed, fail_at_bound,
-          max_baseline_gap, allow_degenerate_answers, fmt) -> None:
-    """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error."""
+def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
+          min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
+          fmt) -> None:
+    """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
+
+    With --calibration ID, a --task-family other than the calibration's own is a transfer target:
+    the check fails when the calibration (its recommended method or its polylog fit) lowers that
+    family's expert agreement.
+
+    \b
+    Examples:
+      judgecal check --judge GPT-4
+      judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
     from judgecal.check import run_check
     from judgecal.report.board import check_table
 
     result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
                        min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound,
-                       max_baseline_gap=max_baseline_gap, allow_degenerate_answers=allow_degenerate_answers)
+                       max_baseline_gap=max_baseline_gap, min_verbosity_winrate=min_verbosity_winrate,
+                       allow_unidentified=allow_unidentified, allow_degenerate_answers=allow_degenerate_answers)
     if fmt == "json":
         emit_json(result)
     else:

@@ -318,7 +318,7 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
         "methods": {name: {k: fig.get(k) for k in METHOD_FIGURES if k in fig} for name, fig in methods.items()},
         "comparison": metrics.get("comparison"), "length_rule": metrics.get("length_rule"),
         "lean": metrics.get("lean"), "selection": metrics.get("selection"),
-        "flags": metrics.get("flags", []),
+        "identification": metrics.get("identification"), "flags": metrics.get("flags", []),
         "warnings": metrics.get("warnings", []), "judgecal_version": row.judgecal_version,
         "fingerprint": (row.data or {}).get("fingerprint"),
     }
@@ -391,8 +391,15 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
     if spair is not None and spair.n >= 10:
         sctx = FitContext(l_ref=row.l_ref, scale=(row.scale_min, row.scale_max), p_bounds=(row.p_min, row.p_max),
                           signed=bool(params.get("signed", False)), gamma_max=params.get("gamma_max"))
+    recommended = None
+    sel = (row.metrics or {}).get("selection") or {}
+    if sctx is not None and sel.get("decision") == "calibrate" and sel.get("recommended") not in (None, "raw"):
+        recommended = _recommended_on(row, sel, sctx, src_id, tgt_id, engine_url=url)
+    elif sel.get("decision") == "keep raw":
+        recommended = {"name": "raw", "decision": "keep raw", "reason": sel.get("reason")}
     ev = evaluate_transfer(tpair, stored_params(row), scale=(row.scale_min, row.scale_max),
-                           source=spair if sctx else None, source_ctx=sctx, n_bootstrap=n_bootstrap, seed=seed)
+                           source=spair if sctx else None, source_ctx=sctx, n_bootstrap=n_bootstrap, seed=seed,
+                           recommended=recommended)
     ev["source_family"] = source_family
     ev["target_family"] = target_family
     ev["calibration_id"] = row.id
@@ -401,6 +408,53 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
         ev["warnings"].append(f"the source family {source_family!r} has fewer than 10 labelled pairs rated by "
                               f"{judge!r}: the baselines could not be refitted there")
     return _clean(ev)
+
+
+def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: int, engine_url: str | None) -> dict:
+    """The source fit's recommended method (nested selection) refitted on the whole source family
+    exactly as the selection defined it (its length unit, bounds and L_ref), and the target's
+    labelled pairs in that unit: {"name", "decision", "fitted" (a Fitted) or "error", "target"
+    (PairData in the method's unit)}."""
+    from dataclasses import replace as dc_replace
+
+    from judgecal.calibrate.select import candidates
+
+    unit = sel.get("recommended_unit") or row.length_unit
+    units = [row.length_unit] + ([unit] if unit != row.length_unit else [])
+    engine = get_engine(engine_url)
+    variants, targets = {}, {}
+    try:
+        for u in units:
+            tok = row.tokenizer if u == "tokens" else None
+            if u == "tokens" and tok is None:
+                from judgecal.tokens import canonical_name
+
+                tok = canonical_name("smollm2")
+            _, sp, _, _, _ = _load_inputs(engine, src_id, row.judge_id, length_unit=u, tokenizer=tok, density=False,
+                                          verbosity_family_id=None, url=engine_url)
+            _, tp, _, _, _ = _load_inputs(engine, tgt_id, row.judge_id, length_unit=u, tokenizer=tok, density=False,
+                                          verbosity_family_id=None, url=engine_url)
+            variants[u], targets[u] = sp, tp
+    finally:
+        engine.dispose()
+    out = {"name": sel["recommended"], "decision": "calibrate", "reason": sel.get("reason"), "unit": unit}
+    if any(v is None for v in variants.values()) or targets.get(unit) is None:
+        out["error"] = f"the source or target family has no labelled pair in {unit}"
+        return out
+    ctx = dc_replace(sctx, l_ref=row.l_ref)
+    cands = {c["name"]: c for c in candidates(variants, row.length_unit, ctx, "pairwise")}
+    cand = cands.get(sel["recommended"])
+    if cand is None:
+        out["error"] = f"the recommended method {sel['recommended']!r} is not a candidate of this judgecal version"
+        return out
+    try:
+        out["fitted"] = cand["method"].fit(variants[unit], cand["ctx"])
+    except (FitError, UsageError) as exc:
+        out["error"] = f"could not be refitted on the source family: {exc}"
+        return out
+    out["target"] = targets[unit]
+    out["description"] = cand["description"]
+    return out
 
 
 def staleness(chosen: list[tuple], url: str | None = None) -> dict[int, bool | None]:

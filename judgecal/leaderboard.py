@@ -123,6 +123,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         cal_ids = {fam_names[f]: c.id for f, c in cals.items() if f not in transferred}
         cal_from = {fam_names[f]: {"id": c.id, "fitted_on": donor_name} for f, c in cals.items() if f in transferred}
         at_bound = {fam_names[f]: [k for k, v in ((c.params or {}).get("at_bound") or {}).items() if v] for f, c in cals.items()}
+        advice = {fam_names[f]: _advice(c) for f, c in cals.items()}
     engine.dispose()
     # freshness of each applied calibration, read on its own family (a donor's on the donor family)
     own = {c.id: (c, donor_name if f in transferred else fam_names[f], None) for f, c in cals.items()}
@@ -164,6 +165,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "calibration_freshness_unknown": bool(ok) and any(r["family_id"] in stale_of and stale_of[r["family_id"]] is None
                                                               for r in ok),
         }
+        fams_of_row = {fam_names[r["family_id"]] for r in ok}
+        row["calibration_not_identified"] = any(advice.get(f, {}).get("identified") is False for f in fams_of_row)
+        row["advice_keep_raw"] = any(advice.get(f, {}).get("decision") == "keep raw" for f in fams_of_row)
         row.update(_mc_columns(mc.get(model, []), ref_metrics))
         row["degenerate_answers"] = guard_flags.get(model, [])
         table.append(row)
@@ -189,6 +193,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,
             "at_bound": {k: v for k, v in at_bound.items() if v},
+            "advice": advice,
             "stale": {fam_names[f]: v for f, v in stale_of.items()}, "rows": table,
             "left_out": {k: v for k, v in left.items() if v}}
 
@@ -274,6 +279,10 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append("calibration from another family")
     if any(at_bound.values()) and r["mean_raw"] is not None:
         flags.append("fit at bound")
+    if r.get("calibration_not_identified"):
+        flags.append("calibration not identified")
+    if r.get("advice_keep_raw"):
+        flags.append("advice: keep raw")
     if r.get("stale_calibration"):
         flags.append("stale calibration")
     elif r.get("calibration_freshness_unknown"):
@@ -282,6 +291,20 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append("acc/acc_norm opposite")
     flags += [f["message"] for f in r.get("degenerate_answers") or []]
     return flags
+
+
+def _advice(cal) -> dict:
+    """What a team should do with a family's applied calibration: {"calibration": id,
+    "identified": True | False | None (fitted before identification was tested), "reasons",
+    "decision": "calibrate" | "keep raw" | None (no nested selection stored), "recommended",
+    "reason"}: the score board's calibrated column applies the polylog fit; "keep raw" and "not
+    identified" say that column is not what the evidence supports."""
+    metrics = cal.metrics or {}
+    ident = metrics.get("identification") or {}
+    sel = metrics.get("selection") or {}
+    return {"calibration": cal.id, "identified": ident.get("identified") if ident else None,
+            "reasons": ident.get("reasons") or [], "decision": sel.get("decision"),
+            "recommended": sel.get("recommended"), "reason": sel.get("reason")}
 
 
 def _guard_family(frows: list[dict], keys: dict, lens: dict, cal, family: str | None, out: dict) -> None:

@@ -75,8 +75,11 @@ def test_leaderboard_and_check(natural, data_dir, run_cli):
 
     strict = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "0.5")
     assert strict.exit_code == 1 and "FAIL" in strict.stderr and "agreement gain" in strict.stderr
-    lenient = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1", "--format", "json")
+    lenient = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1",
+                      "--allow-unidentified", "--format", "json")
     assert lenient.exit_code == 0 and json.loads(lenient.stdout)["ok"] is True
+    ident = [c for c in json.loads(lenient.stdout)["checks"] if c["check"] == "identified"]
+    assert len(ident) == 1 and ident[0]["ok"] is True  # reported, allowed
     usage = run_cli("--database-url", url, "check", "--max-unparsed", "2")
     assert usage.exit_code == 2
     for opt, value in [("--max-verbosity-winrate", "nan"), ("--min-agreement-gain", "nan"), ("--max-unparsed", "inf")]:

@@ -35,7 +35,11 @@ no-label case. Every function returns a plain JSON-serialisable dict (NaN become
                       sample and the paired gap from polylog to it
 ``length_rule``       pairwise: "prefer the shorter answer" {agreement, agreement_ci,
                       polylog_minus_rule, polylog_minus_rule_ci}; pointwise None
-``selection``         nested cross-validated recommendation (:mod:`.select`) or None
+``selection``         nested cross-validated recommendation (:mod:`.select`): a method, or
+                      "keep raw" with the reason, or None
+``identification``    is the polylog fit identified (:mod:`.identify`): {identified, reasons,
+                      caveats, gamma_ci_share, influence, clipped_share, ...}
+``flags``             [{code, message}]: "not_identified" (and the answer guards' codes)
 ``judge_ties``        pairwise: labelled pairs the raw judge tied (per method:
                       gain_from_ties_cv, gain_from_decisive_cv, raw_ties_broken_cv)
 ``expert_length_preference``  pairwise only: share of pairs the experts decide for the longer
@@ -60,6 +64,8 @@ from judgecal.calibrate.baselines import (
 )
 from judgecal.calibrate.data import PairData, PointData, VerbosityData
 from judgecal.calibrate.fit import MIN_LABELS, default_l_ref, map_expert_scale
+from judgecal.calibrate.identify import flag as identify_flag
+from judgecal.calibrate.identify import identification
 from judgecal.calibrate import metrics as M
 from judgecal.calibrate.penalty import LENGTH_FLOOR
 from judgecal.calibrate.resample import (
@@ -202,6 +208,15 @@ def _params(poly: Fitted, boot_params: list) -> dict:
     if "density" in poly.params:
         out["density"] = poly.params["density"]
     return out
+
+
+def _identify(poly: Fitted, data, ctx, params: dict, codes, n_items: int, scores) -> dict:
+    """:func:`judgecal.calibrate.identify.identification` of the full-data polylog fit."""
+    from judgecal.calibrate.baselines import PolyLog
+    from judgecal.calibrate.fit import scale_width
+
+    return identification(poly, data, ctx, method=PolyLog(), gamma_ci=params.get("gamma_ci"), codes=codes,
+                          n_items=n_items, item_ids=data.item_ids, width=scale_width(ctx.scale, scores))
 
 
 # ----------------------------------------------------------------------------- pairwise
@@ -495,11 +510,15 @@ def evaluate_pairwise(
         selection = nested_selection(variants or {unit or "length": data}, unit or "length", ctx, kind="pairwise",
                                      folds=folds, seed=seed, n_bootstrap=n_bootstrap, warnings=warnings)
     poly = full["polylog"]
+    params = _params(poly, boot_params)
+    ident = _identify(poly, data, ctx, params, codes, n_items, scores)
     result = _common("pairwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
     result.update({
         "signed": bool(signed),
         "gamma_max": gamma_max,
-        "params": _params(poly, boot_params),
+        "params": params,
+        "identification": ident,
+        "flags": [f for f in [identify_flag(ident)] if f],
         "methods": out_m,
         "lean": _lean_pairwise(data, W, full["polylog"], signed),
         "length_rule": length_rule,
@@ -690,11 +709,15 @@ def evaluate_pointwise(
         selection = nested_selection(variants or {unit or "length": data}, unit or "length", ctx, kind="pointwise",
                                      folds=folds, seed=seed, n_bootstrap=n_bootstrap, warnings=warnings)
     poly = full["polylog"]
+    params = _params(poly, boot_params)
+    ident = _identify(poly, data, ctx, params, codes, n_items, data.score)
     result = _common("pointwise", n, n_items, l_ref, scale, p_bounds, k, n_bootstrap, seed, density, v)
     result.update({
         "signed": bool(signed),
         "gamma_max": gamma_max,
-        "params": _params(poly, boot_params),
+        "params": params,
+        "identification": ident,
+        "flags": [f for f in [identify_flag(ident)] if f],
         "methods": out_m,
         "lean": _lean_pointwise(data, target, W if n_bootstrap > 0 else None, poly, signed),
         "length_rule": None,

@@ -80,9 +80,11 @@ def evaluate_transfer(
     source_ctx: FitContext | None = None,
     n_bootstrap: int = 1000,
     seed: int = 0,
+    recommended: dict | None = None,
 ) -> dict:
     """Agreement on the target family's labels of raw, the stored calibration and the baselines
-    refitted on the source (module doc).
+    refitted on the source (module doc), and of the source fit's **recommended** method (what a
+    team following the advice applies).
 
     Args:
         target: the target family's expert-labelled pairs, lengths in the calibration's unit.
@@ -91,13 +93,20 @@ def evaluate_transfer(
         source, source_ctx: the source family's labelled pairs and fit context, to refit the
             baselines (None: baselines left out, with a warning).
         n_bootstrap: item resamples of the target for the CIs (0: none). seed: their seed.
+        recommended: the source's nested-CV recommendation: {"name": "raw", "decision": "keep
+            raw", "reason"} or {"name", "decision": "calibrate", "fitted": Fitted refitted on the
+            source, "target": the target's pairs in the method's length unit, "unit"} or with
+            "error" instead of "fitted" (evaluated as missing, with a warning). None: a fit
+            stored before recommendations weighed raw.
     Returns:
         {"kind": "transfer", "fitted": True, "n", "n_items", "scale", "l_ref", "params",
         "methods": {name: {agreement, agreement_ci, gain, gain_ci, gain_from_ties,
         raw_ties_broken, length_preference, fitted_on}}, "length_rule": {agreement,
         agreement_ci, polylog_minus_rule, polylog_minus_rule_ci}, "comparison": {best_method,
         best_agreement, gap, gap_ci}, "expert_length_preference", "judge_ties", "n_bootstrap",
-        "seed", "warnings"} (numpy-free; NaN as None is left to the caller's cleaning).
+        "seed", "warnings", "recommended": {name, decision, reason, agreement, agreement_ci,
+        gain, gain_ci, gain_from_ties, raw_ties_broken} or None} (numpy-free; NaN as None is left
+        to the caller's cleaning).
     Raises:
         UsageError: the target has no labelled pair.
     """
@@ -141,6 +150,30 @@ def evaluate_transfer(
             "fitted_on": None if name == "raw" else ("stored calibration" if name == "polylog" else "source family"),
             "params": fits[name].params,
         }
+    rec_out = None
+    if recommended is not None:
+        rec_out = {"name": recommended.get("name"), "decision": recommended.get("decision"),
+                   "reason": recommended.get("reason"), "unit": recommended.get("unit"),
+                   "description": recommended.get("description"), "agreement": None, "agreement_ci": None,
+                   "gain": None, "gain_ci": None, "gain_from_ties": None, "raw_ties_broken": None, "error": None}
+        if recommended.get("name") == "raw":
+            rec_out.update(agreement=methods["raw"]["agreement"], agreement_ci=methods["raw"]["agreement_ci"],
+                           gain=0.0, gain_ci=None)
+        elif recommended.get("fitted") is not None:
+            t = recommended["target"]
+            if t.n != d.n or not np.array_equal(np.asarray(t.item_ids).astype(str), np.asarray(d.item_ids).astype(str)):
+                rec_out["error"] = "the target's pairs differ between length units"
+            else:
+                pred = recommended["fitted"].predict_pair(t.score_a, t.score_b, t.len_a, t.len_b, t.density_a, t.density_b)
+                credit = M.agreement_credit(pred, 1.0 - pred, d.outcome)
+                diff = credit - credits["raw"]
+                rec_out.update(agreement=float(credit.mean()), agreement_ci=ci(credit), gain=float(diff.mean()),
+                               gain_ci=ci(diff), gain_from_ties=float(diff[tie].sum() / d.n),
+                               raw_ties_broken=int(np.sum(tie & (pred != 0.5))))
+        else:
+            rec_out["error"] = recommended.get("error") or "not evaluated"
+        if rec_out["error"]:
+            warnings.append(f"the recommended method {rec_out['name']} could not be evaluated on the target: {rec_out['error']}")
     rule_pred = M.order_credit(d.len_b, d.len_a)
     rule = M.agreement_credit(rule_pred, 1.0 - rule_pred, d.outcome)
     length_rule = {"rule": "prefer the shorter answer", "agreement": float(rule.mean()), "agreement_ci": ci(rule),
@@ -161,4 +194,5 @@ def evaluate_transfer(
         "methods": methods, "length_rule": length_rule, "comparison": comparison,
         "expert_length_preference": M.expert_length_preference(d.outcome, d.len_a, d.len_b),
         "judge_ties": int(tie.sum()), "n_bootstrap": n_bootstrap, "seed": seed, "warnings": warnings,
+        "recommended": rec_out,
     }

@@ -178,8 +178,11 @@ def verdict(ev: Mapping) -> dict:
     * no CI at all (``n_bootstrap`` = 0, or pointwise without a CV CI): "undetermined", with d;
     * no fit or no cross-validation: "not fitted" / "undetermined" with the reason.
 
+    A fit that is not identified (``identification.identified`` False, :mod:`judgecal.calibrate.identify`)
+    is "not identified" whatever its figures say, unless it hurts ("hurts", with the reason).
+
     Returns {code, text, metric, raw, calibrated, difference, difference_ci, rule}, code one of
-    "helps", "no measurable effect", "hurts", "undetermined", "not fitted".
+    "helps", "no measurable effect", "hurts", "undetermined", "not identified", "not fitted".
     """
     base = {"metric": None, "raw": None, "calibrated": None, "difference": None,
             "difference_ci": None, "rule": None}
@@ -224,14 +227,29 @@ def verdict(ev: Mapping) -> dict:
             "undetermined": "Undetermined out of sample"}[code]
     text = (f"{head}: cross-validated {what} {r:.3f} raw vs {c:.3f} calibrated "
             f"({_fmt_diff(d, pointwise)}; {ci_txt}).")
+    ident = ev.get("identification") or {}
+    if ident.get("identified") is False:  # never a green badge on a fit the labels do not determine
+        why = "; ".join(ident.get("reasons") or [])
+        if code == "hurts":
+            text += f" The fit is also not identified: {why}."
+        else:
+            code = "not identified"
+            text = f"Not identified: {why}. Do not publish this calibration. (Out of sample: {text[0].lower()}{text[1:]})"
     return {**base, "code": code, "text": text}
 
 
 def _transfer_verdict(ev: Mapping, base: dict) -> dict:
-    """Verdict of a transfer entry: the paired CI of (calibrated - raw) agreement on the target's
-    labels (the calibration is not refitted there, so the figure is out of sample as it stands)."""
+    """Verdict of a transfer entry: what would be applied, judged on the target's labels (nothing
+    is refitted there, so the figures are out of sample as they stand).
+
+    Two things can be applied: the source's **recommended** method (nested-CV advice; "keep raw"
+    applies nothing) and the stored **polylog** calibration (what the score leaderboard applies).
+    "hurts" when either one's paired 95% CI of (method - raw) agreement lies below zero, naming
+    it; otherwise the verdict of the recommended method when it calibrates ("helps" when its CI
+    lies above zero, else "no measurable effect"), else that of the polylog calibration."""
     methods = ev.get("methods") or {}
     raw, cal = methods.get("raw") or {}, methods.get("polylog") or {}
+    rec = ev.get("recommended") or {}
     r, c = _num(raw.get("agreement")), _num(cal.get("agreement"))
     src, tgt = ev.get("source_family") or "the source family", ev.get("target_family") or "this family"
     base.update(metric="agreement", raw=r, calibrated=c, difference=None if r is None or c is None else c - r,
@@ -240,17 +258,35 @@ def _transfer_verdict(ev: Mapping, base: dict) -> dict:
     base["difference_ci"] = ci
     if r is None or c is None:
         return {**base, "code": "undetermined", "text": "Undetermined: no agreement figure on the target."}
-    d = c - r
-    if ci is None:
-        code, ci_txt = "undetermined", "no confidence interval to test it against"
-    else:
-        code = "helps" if ci[0] > 0 else "hurts" if ci[1] < 0 else "no measurable effect"
-        ci_txt = f"95% CI of the difference {_fmt_range(ci, False)}"
-    head = {"helps": "The calibration transfers and helps", "hurts": "The calibration transfers and hurts",
+
+    def code_of(gci):
+        return "undetermined" if gci is None else "helps" if gci[0] > 0 else "hurts" if gci[1] < 0 else "no measurable effect"
+
+    applied = []  # (label, agreement, gain, gain CI)
+    if rec.get("decision") == "calibrate" and _num(rec.get("agreement")) is not None:
+        applied.append((f"the recommended method {rec.get('name')}", _num(rec.get("agreement")), _num(rec.get("gain")),
+                        _ci(rec.get("gain_ci"))))
+    applied.append(("the stored polylog calibration", c, c - r, ci))
+    hurt = [a for a in applied if code_of(a[3]) == "hurts"]
+    label, a_val, gain, gci = hurt[0] if hurt else applied[0]
+    code = code_of(gci)
+    ci_txt = "no confidence interval to test it against" if gci is None else f"95% CI of the difference {_fmt_range(gci, False)}"
+    head = {"helps": "Transfers and helps", "hurts": "Transfer hurts",
             "no measurable effect": "No measurable effect after transfer",
             "undetermined": "Undetermined after transfer"}[code]
-    text = (f"{head}: fitted on {src}, applied to {tgt}'s expert labels, agreement {r:.3f} raw vs {c:.3f} "
-            f"calibrated ({_fmt_diff(d, False)}; {ci_txt}).")
+    text = (f"{head}: {label}, fitted on {src} and applied to {tgt}'s expert labels, agreement {r:.3f} raw vs "
+            f"{a_val:.3f} ({_fmt_diff(gain, False)}; {ci_txt}).")
+    others = [a for a in applied if a[0] != label]
+    for o_label, o_val, o_gain, o_ci in others:
+        o_ci_txt = "" if o_ci is None else f"; 95% CI {_fmt_range(o_ci, False)}"
+        text += f" {o_label[0].upper()}{o_label[1:]}: {o_val:.3f} ({_fmt_diff(o_gain, False)}{o_ci_txt})."
+    if rec.get("decision") == "keep raw":
+        text += f" The source's recommendation is keep raw ({rec.get('reason')}): following it applies nothing."
+    elif rec.get("error"):
+        text += f" The recommended method {rec.get('name')} could not be evaluated: {rec['error']}."
+    elif not rec:
+        text += " The source fit predates recommendations that weigh raw: refit it to judge its recommended method."
+    base.update(calibrated=a_val, difference=gain, difference_ci=gci, applied=label)
     return {**base, "code": code, "text": text}
 
 
@@ -319,25 +355,60 @@ def entry_notes(entry: Mapping) -> list[str]:
                      f"{ties if ties is not None else '-'} raw ties decided), {_pts(g - gt)} from pairs it had decided.")
     sel = entry.get("selection") or {}
     if sel.get("recommended"):
-        nci = _ci(sel.get("nested_ci"))
-        metric = "agreement" if sel.get("metric") == "agreement" else "Spearman"
-        nested = _num(sel.get("nested"))
-        ntxt = DASH if nested is None else f"{nested:.3f}" + ("" if nci is None else f" [{nci[0]:.3f}, {nci[1]:.3f}]")
-        chosen = sel.get("chosen_in_outer_folds") or []
-        stab = f"; chosen in {sum(c == sel['recommended'] for c in chosen)} of {len(chosen)} outer folds" if chosen else ""
-        notes.append(f"Recommended (nested CV over methods, bounds and length units {', '.join(sel.get('units') or [])}): "
-                     f"{sel['recommended']} ({sel.get('recommended_description')}); nested-CV {metric} {ntxt}{stab}.")
+        notes.append(recommendation_text(sel))
     return notes
 
 
+def _fig_txt(v, ci) -> str:
+    v = _num(v)
+    ci = _ci(ci)
+    return DASH if v is None else f"{v:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+
+
+def recommendation_text(sel: Mapping) -> str:
+    """One sentence: the nested cross-validated recommendation ("keep raw" or a method) with the
+    recommended method's own out-of-sample figure, how many outer folds chose the candidate and,
+    for keep raw, the reason (a selection stored before "keep raw" existed is said as such)."""
+    metric = "agreement" if sel.get("metric") == "agreement" else "Spearman"
+    units = ", ".join(sel.get("units") or [])
+    chosen = sel.get("chosen_in_outer_folds") or []
+    if "decision" not in sel:  # stored before judgecal weighed raw as an answer
+        return (f"Nested CV (stored before \"keep raw\" was an answer; refit to get a recommendation): "
+                f"{sel['recommended']} ({sel.get('recommended_description')}); nested-CV {metric} "
+                f"{_fig_txt(sel.get('nested'), sel.get('nested_ci'))}.")
+    cand = sel.get("candidate")
+    n_in = sel.get("candidate_chosen_in")
+    stab = f"chosen in {n_in} of {len(chosen)} outer folds" if chosen and n_in is not None else ""
+    if sel["decision"] == "keep raw":
+        txt = (f"Recommended (nested CV over raw, methods, bounds and length units {units}): keep raw "
+               f"(raw {metric} {_fig_txt(sel.get('raw'), sel.get('raw_ci'))}): {sel.get('reason')}")
+        if cand and cand != "raw":
+            txt += (f"; best candidate {cand}, own out-of-sample {metric} "
+                    f"{_fig_txt(sel.get('candidate_nested'), sel.get('candidate_nested_ci'))}"
+                    + (f", {stab}" if stab else ""))
+        return txt + "."
+    return (f"Recommended (nested CV over raw, methods, bounds and length units {units}): {sel['recommended']} "
+            f"({sel.get('recommended_description')}); its own out-of-sample {metric} "
+            f"{_fig_txt(sel.get('nested'), sel.get('nested_ci'))} vs raw {_fig_txt(sel.get('raw'), sel.get('raw_ci'))}; "
+            f"{sel.get('reason')}.")
+
+
 def recommendation(entry: Mapping) -> dict | None:
-    """{method, name, unit, description, nested, nested_ci, metric} of the nested selection, or None."""
+    """{decision ("calibrate" | "keep raw" | None for a selection stored before keep raw was an
+    answer), reason, method, name, unit, description, nested, nested_ci (the recommended method's
+    own out-of-sample figure), nested_gain, nested_gain_ci, candidate, candidate_chosen_in,
+    outer_folds, metric, text} of the nested selection, or None."""
     sel = entry.get("selection") or {}
     if not sel.get("recommended"):
         return None
-    return {"name": sel["recommended"], "method": sel.get("recommended_method"), "unit": sel.get("recommended_unit"),
+    return {"decision": sel.get("decision"), "reason": sel.get("reason"),
+            "name": sel["recommended"], "method": sel.get("recommended_method"), "unit": sel.get("recommended_unit"),
             "description": sel.get("recommended_description"), "metric": sel.get("metric"),
-            "nested": _num(sel.get("nested")), "nested_ci": _ci(sel.get("nested_ci"))}
+            "nested": _num(sel.get("nested")), "nested_ci": _ci(sel.get("nested_ci")),
+            "nested_gain": _num(sel.get("nested_gain")), "nested_gain_ci": _ci(sel.get("nested_gain_ci")),
+            "candidate": sel.get("candidate"), "candidate_chosen_in": sel.get("candidate_chosen_in"),
+            "outer_folds": len(sel.get("chosen_in_outer_folds") or []) or None,
+            "text": recommendation_text(sel)}
 
 
 # ----------------------------------------------------------------------------- flags
@@ -461,6 +532,7 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "comparison": ev.get("comparison"),
         "selection": ev.get("selection"),
         "judge_ties": ev.get("judge_ties"),
+        "identification": ev.get("identification"),
         "verdict": verdict(ev),
         "flags": entry_flags(ev),
         "warnings": warnings,
@@ -485,8 +557,9 @@ def build_report(entries: Sequence[Mapping]) -> dict:
     units per nat of length; None = does not apply), verdict (:func:`verdict`), warnings (the
     evaluation's plus report-level ones, no duplicates).
 
-    Top-level ``warnings``: duplicated (task family, judge) entries. Entries keep their order.
-    Pure; the result passes ``json.dumps(..., allow_nan=False)``.
+    Top-level ``warnings``: duplicated (task family, judge) entries. Entries keep their order,
+    except that transfer entries whose verdict is "hurts" come first (a calibration that lowers
+    agreement where it would be applied is the first thing a team must read). Pure; the result passes ``json.dumps(..., allow_nan=False)``.
 
     Raises:
         InputError: an entry is not a dict, lacks task_family / judge / evaluation, or its
@@ -495,6 +568,7 @@ def build_report(entries: Sequence[Mapping]) -> dict:
     if isinstance(entries, Mapping) or not isinstance(entries, Sequence):
         raise InputError("report entries must be a list of dicts")
     out = [build_entry(e, i) for i, e in enumerate(entries)]
+    out.sort(key=lambda e: not (e["kind"] == "transfer" and e["verdict"]["code"] == "hurts"))  # stable
     seen: dict[tuple[str, str], int] = {}
     top: list[str] = []
     for e in out:
@@ -691,6 +765,8 @@ def summary_rows(report: Mapping) -> list[list[str]]:
             best_txt += f" {TRANSFER_MARK}"
         rec = e.get("recommendation") or {}
         rec_txt = DASH if not rec else f"{rec['name']} {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
+        if rec and rec.get("decision") == "keep raw":
+            rec_txt = f"keep raw {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
         kind = e["kind"].replace("_", " ")
         if e["kind"] == "transfer":
             kind = f"transfer from {e.get('source_family')}"

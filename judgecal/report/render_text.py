@@ -23,7 +23,7 @@ from judgecal.report.build import (
 )
 
 VERDICT_STYLE = {"helps": "bold green", "hurts": "bold red", "no measurable effect": "bold yellow",
-                 "undetermined": "bold", "not fitted": "bold"}
+                 "undetermined": "bold", "not fitted": "bold", "not identified": "bold red"}
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None) -> Table:
