@@ -470,8 +470,11 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
               help="Resamples for figures computed at report time (transfer and verbosity-only entries).")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--length-position", is_flag=True,
+              help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
+                   "length calibration, against the experts; nested CV, about 2 s per judge and task family).")
 @pass_ctx
-def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed) -> None:
+def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position) -> None:
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
     from judgecal import reporting
 
@@ -484,7 +487,7 @@ def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bo
         raise click.BadParameter(f"expected calibration ids or 'latest', got {', '.join(cal)}", param_hint="--calibration")
     formats = ("json", "markdown", "html") if out_dir is not None else ()
     rep, entries, written = reporting.make_report(list(families), judge, cal, ctx.url, out_dir, formats, plots=not no_plots,
-                                                  n_bootstrap=n_bootstrap, seed=seed)
+                                                  n_bootstrap=n_bootstrap, seed=seed, length_position=length_position)
     if fmt == "table":
         from judgecal.report.render_text import render_table
 

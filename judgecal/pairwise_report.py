@@ -2,8 +2,9 @@
 verdicts, the judge's position bias (pairs judged in both orders: consistency, flip rate,
 first-position preference), its agreement with the experts from one order, the other and both
 combined, LLMBar's own figures where the verdicts are LLMBar's (``statistics.json``'s
-definitions, reproduced), the judge comparison per family and the length preference on pairs
-(docs/report.md)."""
+definitions, reproduced), the judge comparison per family, the length preference on pairs and,
+on request, length and position together (both orders and a cross-validated length calibration
+of the verdicts; docs/report.md)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def _position_entry(pairs: list[dict], n_bootstrap: int, seed: int) -> dict:
 
 
 def collect_pairwise(families=None, judge: str | None = None, url: str | None = None, n_bootstrap: int = 1000,
-                     seed: int = 0) -> list[dict]:
+                     seed: int = 0, length_position: bool = False) -> list[dict]:
     """One dict per (task family, judge) with pairwise verdicts: task_family, judge (its label:
     the name, or ``name (id N)`` where judges share a name), judge_id, status_counts,
     n_verdicts, position consistency (:func:`judgecal.calibrate.winrate.position_consistency`
@@ -107,7 +108,10 @@ def collect_pairwise(families=None, judge: str | None = None, url: str | None = 
     :func:`judgecal.calibrate.position.compare_judges`) and length preference
     ("longer_preferred", "n_length_pairs"; lengths in characters). ``families``/``judge``
     narrow the selection (judge: name or id; a judge that shares its name with another - e.g. a
-    pointwise one - is found by that name when it is the only one with verdicts)."""
+    pointwise one - is found by that name when it is the only one with verdicts).
+    ``length_position``: also "length_and_position" per entry (length and position together,
+    :func:`length_position_entry`; nested cross-validation, about 2 s per judge and family),
+    absent otherwise."""
     engine = get_engine(url)
     out = []
     with session_scope(engine) as s:
@@ -135,6 +139,8 @@ def collect_pairwise(families=None, judge: str | None = None, url: str | None = 
                 entries.append({"task_family": fam, "judge": label, "judge_id": jrow.id,
                                 "status_counts": counts[fid][label], "n_verdicts": len(lens), **entry,
                                 "longer_preferred": lp["longer_preferred"], "n_length_pairs": lp["n"]})
+                if length_position:
+                    entries[-1]["length_and_position"] = length_position_entry(pairs, n_bootstrap, seed)
                 labelled = [p for p in pairs if p["outcome"] is not None]
                 if labelled:
                     prefs = mode_preferences([_pref(p.get("ab")) for p in labelled], [_pref(p.get("ba")) for p in labelled])
@@ -146,6 +152,22 @@ def collect_pairwise(families=None, judge: str | None = None, url: str | None = 
                                                       e["judge"])))
     engine.dispose()
     return out
+
+
+def length_position_entry(pairs: list[dict], n_bootstrap: int = 1000, seed: int = 0) -> dict | None:
+    """Length and position together (:func:`judgecal.calibrate.position_length.length_and_position`)
+    of one judge on one family from its verdicts on expert-labelled pairs (rows of
+    :func:`judgecal.db.positions.labelled_verdict_pairs`; lengths in characters, folds and
+    resamples grouped by the item's prompt SHA-256). None with too few pairs in both orders."""
+    from judgecal.calibrate.position_length import length_and_position
+
+    labelled = [p for p in pairs if p["outcome"] is not None]
+    if not labelled:
+        return None
+    return length_and_position([p["outcome"] for p in labelled], [_pref(p.get("ab")) for p in labelled],
+                               [_pref(p.get("ba")) for p in labelled], [p["len_a"] for p in labelled],
+                               [p["len_b"] for p in labelled], [p["key"][0] for p in labelled],
+                               n_bootstrap=n_bootstrap, seed=seed, length_unit="characters")
 
 
 def _chosen_judge(s, judge: str) -> m.Judge:

@@ -122,11 +122,13 @@ def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
 
 def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                 out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True,
-                n_bootstrap: int = 1000, seed: int = 0) -> tuple[dict, list[dict], dict]:
+                n_bootstrap: int = 1000, seed: int = 0, length_position: bool = False) -> tuple[dict, list[dict], dict]:
     """Build the report; write ``report.{json,md,html}`` for the requested ``formats`` into
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
-    verbosity-only entries). Returns (report, entries, {format: path})."""
+    verbosity-only entries); ``length_position``: the pairwise section's "length and position
+    together" per judge (:func:`judgecal.pairwise_report.collect_pairwise`). Returns (report,
+    entries, {format: path})."""
     entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
     report = build_report(_with_freshness_warnings(entries))
     fresh = {(str(e["task_family"]), str(e["judge"]), e.get("calibration_id")): e for e in entries}
@@ -136,7 +138,8 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
         out["fingerprint"] = entry.get("fingerprint")
     from judgecal.pairwise_report import collect_pairwise
 
-    report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed)
+    report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed,
+                                                 length_position=length_position)
     if not entries and not report["pairwise_judges"]:
         engine = get_engine(url)
         with session_scope(engine) as s:

@@ -167,7 +167,7 @@ def _ci_above_zero(ci) -> bool:
 
 
 def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, folds: int = 5, seed: int = 0,
-                     n_bootstrap: int = 1000, warnings: list | None = None) -> dict | None:
+                     n_bootstrap: int = 1000, warnings: list | None = None, cands: list[dict] | None = None) -> dict | None:
     """Nested cross-validated choice of method, bounds and length unit, with "keep raw" as an
     answer (module doc).
 
@@ -175,6 +175,8 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
         variants: {unit: PairData | PointData}, the same rows with lengths in each unit.
         unit: the fit's own unit (a key of ``variants``). ctx: the fit's context.
         kind: "pairwise" or "pointwise". folds: K of both loops. n_bootstrap: CI resamples.
+        cands: the candidate list (dicts as :func:`candidates` returns; default: that list); its
+            first must be ``raw`` of ``unit`` (the keep-raw answer).
     Returns:
         {"decision": "calibrate" | "keep raw", "reason": one line,
         "recommended": name ("raw" when the decision is keep raw), "recommended_method",
@@ -204,7 +206,7 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
         if warnings is not None:
             warnings.append(f"nested cross-validation skipped: {n_items} items are too few for {folds}x{folds} folds")
         return None
-    cands = candidates(variants, unit, ctx, kind)
+    cands = candidates(variants, unit, ctx, kind) if cands is None else cands
     target = None
     if kind == "pointwise":
         target = map_expert_scale(main.expert, ctx.expert_scale, ctx.scale)

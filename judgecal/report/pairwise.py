@@ -55,3 +55,73 @@ def rows(section: list[dict]) -> list[list[str]]:
                     _agreement(e, "ab"), _agreement(e, "ba"), _agreement(e, "combined"), _agreement(e, "soft"),
                     _llmbar(e), _rank(e), f"{_f(e['longer_preferred'])} ({e['n_length_pairs']})"])
     return out
+
+
+#: Columns of the "length and position together" table (entries with "length_and_position").
+LP_COLUMNS = ["task family", "judge", "pairs", "plain judge (a first)", "b first", "both orders (tie)",
+              "a first + polylog", "both orders + polylog", "a first + LC GLM", "both orders + LC GLM",
+              "shorter answer (no judge)", "both orders + length beats each alone?", "recommendation"]
+
+
+def _pts(g, ci) -> str:
+    return f"{100 * g:+.1f}" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
+def _oos(lp: dict, name: str) -> str:
+    c = lp["candidates"].get(name)
+    if c is None:
+        return "-"
+    if name == "raw":
+        return _f(c["agreement"], c["ci"])
+    return f"{c['agreement']:.3f} ({_pts(c['gain'], c['gain_ci'])})"
+
+
+def _together(lp: dict) -> str:
+    parts = []
+    for m, label in (("polylog", "polylog"), ("lc_glm", "LC GLM")):
+        t = lp["together"].get(m)
+        if not t:
+            parts.append(f"{label}: -")
+            continue
+        vp, vl = t["vs_position_alone"], t["vs_length_alone"]
+        parts.append(f"{label}: {'yes' if t['beats_both'] else 'no'} ({_pts(vp['gain'], vp['gain_ci'])} vs both orders, "
+                     f"{_pts(vl['gain'], vl['gain_ci'])} vs a first + {label})")
+    return "; ".join(parts)
+
+
+def _recommendation(lp: dict) -> str:
+    sel = lp.get("selection")
+    if not sel:
+        return "-"
+    if sel["decision"] == "keep raw":
+        return f"keep raw: {sel['reason']} (candidate {sel['candidate']})"
+    text = f"{sel['recommended']}: {sel['nested']:.3f} ({_pts(sel['nested_gain'], sel['nested_gain_ci'])})"
+    fit = lp.get("recommended_fit") or {}
+    if fit.get("reverses_judge"):
+        text += "; reverses the judge's verdicts (theta < 0: the length term does the agreeing)"
+    return text
+
+
+def length_position_rows(section: list[dict]) -> list[list[str]]:
+    """Rows of the "length and position together" table, one per entry of the pairwise section
+    that has "length_and_position" (``report --length-position``): out-of-sample agreement with
+    the experts of each candidate (shares to 3 decimals) with its paired gain over the plain
+    judge (a shown first, raw) in agreement points and 95% CI; whether both orders + a length
+    calibration beat both orders alone AND a first + the same length calibration (both paired
+    CIs above zero); the nested selection's recommendation ("keep raw" unless the CI clears
+    zero; docs/report.md)."""
+    out = []
+    for e in section:
+        if "length_and_position" not in e:
+            continue
+        lp = e["length_and_position"]
+        if lp is None:
+            out.append([e["task_family"], e["judge"], "too few pairs in both orders"] + ["-"] * (len(LP_COLUMNS) - 3))
+            continue
+        n = f"{lp['n_pairs']}" + (f" ({lp['n_left_out']} left out)" if lp["n_left_out"] else "")
+        sa = lp["shorter_answer"]
+        out.append([e["task_family"], e["judge"], n, _oos(lp, "raw"), _oos(lp, "raw[ba]"), _oos(lp, "raw[combined]"),
+                    _oos(lp, "polylog[ab]"), _oos(lp, "polylog[combined]"), _oos(lp, "lc_glm[ab]"),
+                    _oos(lp, "lc_glm[combined]"), f"{sa['agreement']:.3f} ({_pts(sa['gain'], sa['gain_ci'])})",
+                    _together(lp), _recommendation(lp)])
+    return out

@@ -62,6 +62,15 @@ def render_markdown(report: Mapping) -> str:
 
         out += ["## Pairwise judges: position consistency and length preference", "",
                 md_table(PW_COLUMNS, pw_rows(pairwise)), ""]
+        from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
+
+        lp_rows = length_position_rows(pairwise)
+        if lp_rows:  # report --length-position
+            out += ["## Pairwise judges: length and position together", "",
+                    "Out-of-sample agreement with the experts (item-grouped 5-fold cross-validation), the paired gain "
+                    "over the plain judge (a shown first, raw) in points with its 95% CI; recommendation: nested "
+                    "selection, keep raw unless the gain's CI clears zero. See docs/report.md.", "",
+                    md_table(LP_COLUMNS, lp_rows), ""]
     if not entries:
         return "\n".join(out + ["No calibration to report."]) + "\n"
     out += ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "

@@ -73,6 +73,12 @@ def render_table(report: Mapping) -> Group:
 
         parts.append(_table("pairwise judges: position consistency and length preference", PW_COLUMNS, pw_rows(pairwise)))
         parts.append(Text(""))
+        from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
+
+        lp_rows = length_position_rows(pairwise)
+        if lp_rows:  # report --length-position
+            parts.append(_table("pairwise judges: length and position together (out of sample)", LP_COLUMNS, lp_rows))
+            parts.append(Text(""))
     if not entries:
         return Group(*(parts + [Text("no calibration to report")]))
     if len(entries) > 1:
