@@ -192,10 +192,11 @@ class Writer:
         item_of = self.item_of
         judge_id = self._judge_id
         label_rows: list[dict[str, Any]] = []
-        for a, b, pref, annotator, source in batch.pair_labels:
+        for i, (a, b, pref, annotator, source) in enumerate(batch.pair_labels):
             ra, rb = rid(a), rid(b)
             label_rows.append(
                 {
+                    "_at": ("pair_labels", i),
                     "label_key": q.key_of("pairwise", ra, rb, annotator, source),
                     "kind": "pairwise",
                     "response_a_id": ra,
@@ -206,10 +207,11 @@ class Writer:
                     "created_at": now,
                 }
             )
-        for ref, score, lo, hi, annotator, source in batch.point_labels:
+        for i, (ref, score, lo, hi, annotator, source) in enumerate(batch.point_labels):
             r = rid(ref)
             label_rows.append(
                 {
+                    "_at": ("point_labels", i),
                     "label_key": q.key_of("pointwise", r, annotator, source),
                     "kind": "pointwise",
                     "response_id": r,
@@ -221,6 +223,7 @@ class Writer:
                     "created_at": now,
                 }
             )
+        label_rows = self._label_twins(batch, label_rows)
         added = _insert_labels(session, label_rows)
         self._count("expert_label", added)
         if added < len(label_rows):
@@ -258,6 +261,7 @@ class Writer:
                     "created_at": now,
                 }
             )
+        self._pair_twins(batch, pair_rows)
         self._count("verbosity_pair", q.insert_ignore(session, m.VerbosityPair, pair_rows))
 
         verdict_rows = []
@@ -268,6 +272,7 @@ class Writer:
             if jid is None:
                 jid = judge_of[id(v[0])] = judge_id(v[0])
             verdict_rows.append((rid(v[1]), rid(v[2]), jid) + v[3:] + stamps)
+        verdict_rows = self._verdict_twins(batch, verdict_rows)
         added = q.insert_ignore_rows(session, m.PairwiseJudgment, _VERDICT_COLUMNS, verdict_rows)
         self._count("pairwise_judgment", added)
         if added < len(verdict_rows):
@@ -312,6 +317,123 @@ class Writer:
                          "never changes a stored value (remove the record, or import into another --task-family or "
                          "database); nothing was imported", source=file or batch.source, line=line)
 
+    # ---- one fact, one row (issue 23): a pair stored with its sides swapped, a file's labels
+    # already stored from another file (a copy under another name), a verbosity pair reversed
+
+    def _label_twins(self, batch: ImportBatch, rows: list[dict]) -> list[dict]:
+        """``rows`` without the labels already stored as another row: a pairwise label whose
+        pair is stored with its sides swapped by the same annotator and source (the same
+        meaning: counted as already stored; another meaning: refused at FILE:LINE), and every
+        label of a file whose labels are all stored from ONE other source with the same
+        meaning (the same file's content under another name: counted, not stored twice)."""
+        if not rows:
+            return rows
+        ids = sorted({r[c] for r in rows for c in ("response_a_id", "response_b_id", "response_id") if r.get(c)})
+        t = m.ExpertLabel.__table__
+        stored: dict[tuple, list[tuple]] = {}  # (kind, response(s), annotator) -> [(value, source)]
+        conn = self.session.connection()
+        for start in range(0, len(ids), 900):
+            part = ids[start:start + 900]
+            stmt = select(t.c.kind, t.c.response_id, t.c.response_a_id, t.c.response_b_id, t.c.preference, t.c.score,
+                          t.c.scale_min, t.c.scale_max, t.c.annotator, t.c.source).where(
+                t.c.response_id.in_(part) | t.c.response_a_id.in_(part))
+            for kind, r, ra, rb, pref, score, lo, hi, annotator, source in conn.execute(stmt):
+                key = ("pairwise", ra, rb, annotator) if kind == "pairwise" else ("pointwise", r, annotator)
+                stored.setdefault(key, []).append((pref if kind == "pairwise" else (score, lo, hi), source))
+        keep: list[dict] = []
+        copies: dict[str, int] = {}  # another source -> labels of this batch it holds with the same meaning
+        for r in rows:
+            if r["kind"] == "pairwise":
+                same = stored.get(("pairwise", r["response_a_id"], r["response_b_id"], r["annotator"]), [])
+                twin = [(_SWAP[v], src) for v, src in
+                        stored.get(("pairwise", r["response_b_id"], r["response_a_id"], r["annotator"]), [])]
+                value = r["preference"]
+            else:
+                same, twin = stored.get(("pointwise", r["response_id"], r["annotator"]), []), []
+                value = (r["score"], r["scale_min"], r["scale_max"])
+            mine = [v for v, src in twin if src == r["source"]]
+            if mine:
+                if mine[0] != value:
+                    kind, i = r["_at"]
+                    file, line = batch.where(kind, i)
+                    raise InputError(
+                        f"this pairwise label is already stored with its sides swapped (source {r['source']!r}, "
+                        f"annotator {r['annotator']!r}) meaning preference {show_value(mine[0])} in this file's "
+                        f"order; this file gives {show_value(value)}: one pair, one label (remove one of them); "
+                        "nothing was imported", source=file or batch.source, line=line)
+                self.already["expert_label"] += 1
+                continue
+            for v, src in same + twin:
+                if src != r["source"] and v == value:
+                    copies[src] = copies.get(src, 0) + 1
+            keep.append(r)
+        copy_of = [src for src, n in copies.items() if n == len(keep)] if keep else []
+        if copy_of:
+            batch.skip(f"labels already imported from {copy_of[0]} (this file's labels are that file's content under "
+                       "another name: not stored twice)", f"{batch.origin or batch.source}: {len(keep)} labels")
+            self.already["expert_label"] += len(keep)
+            return []
+        return keep
+
+    def _pair_twins(self, batch: ImportBatch, rows: list[dict]) -> None:
+        """Refuse a verbosity pair stored the other way round (its concise response stored as
+        the verbose one): one pair, one row."""
+        if not rows:
+            return
+        t = m.VerbosityPair.__table__
+        mine = {(r["verbose_response_id"], r["concise_response_id"]): i for i, r in enumerate(rows)}
+        firsts = sorted({k[0] for k in mine})
+        conn = self.session.connection()
+        for start in range(0, len(firsts), 900):
+            stmt = select(t.c.concise_response_id, t.c.verbose_response_id, t.c.source).where(
+                t.c.concise_response_id.in_(firsts[start:start + 900]))
+            for c, v, source in conn.execute(stmt):
+                i = mine.get((c, v))
+                if i is not None:
+                    file, line = batch.where("verbosity_pairs", i)
+                    raise InputError(
+                        "this verbosity pair is already stored with concise and verbose the other way round"
+                        f"{f' (imported from {source})' if source else ''}: one pair, one row (which one is concise?); "
+                        "nothing was imported", source=file or batch.source, line=line)
+
+    def _verdict_twins(self, batch: ImportBatch, rows: list[tuple]) -> list[tuple]:
+        """``rows`` without the verdicts stored with their sides swapped (b, a; position ab <->
+        ba, na stays; verdict, preference and baseline side swapped): the same meaning is
+        counted as already stored, another is refused at FILE:LINE."""
+        self._verdict_at = None  # row i of the rows kept is row _verdict_at[i] of batch.verdicts (None: the same)
+        if not rows:
+            return rows
+        cols = _VERDICT_COLUMNS
+        key_at = [cols.index(c) for c in ("response_a_id", "response_b_id", "judge_id", "sample_index", "position")]
+        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error")
+        val_at = [cols.index(c) for c in names]
+        twins = [(r[key_at[1]], r[key_at[0]], r[key_at[2]], r[key_at[3]], _SWAP[r[key_at[4]]]) for r in rows]
+        table = m.PairwiseJudgment.__table__
+        stored = self._stored(table, tuple(cols[i] for i in key_at), names, twins, "response_a_id", ("source",),
+                              judge_at=2)
+        if not stored:
+            return rows
+        keep, self._verdict_at = [], []
+        for i, (twin, r) in enumerate(zip(twins, rows)):
+            have = stored.get(twin)
+            if have is None:
+                keep.append(r)
+                self._verdict_at.append(i)
+                continue
+            status, verdict, pref, side, raw, error, source = have
+            meant = (status, _SWAP[verdict], None if pref is None else 1.0 - pref, _SWAP[side], raw, error)
+            given = tuple(r[j] for j in val_at)
+            if meant != given:
+                file, line = batch.where("verdicts", i)
+                origin = f" (imported from {source})" if source else ""
+                raise InputError(
+                    f"this verdict is already stored with its sides swapped{origin}, meaning verdict {show_value(meant[1])}, "
+                    f"preference {show_value(meant[2])} in this file's order; this file gives verdict "
+                    f"{show_value(given[1])}, preference {show_value(given[2])}: one pair, one verdict per judge, "
+                    "sample and order shown; nothing was imported", source=file or batch.source, line=line)
+            self.already["pairwise_judgment"] += 1
+        return keep
+
     def _check_verdicts(self, batch: ImportBatch, rows: list[tuple], added: int) -> None:
         cols = _VERDICT_COLUMNS
         key_at = [cols.index(c) for c in ("response_a_id", "response_b_id", "judge_id", "sample_index", "position")]
@@ -324,7 +446,8 @@ class Writer:
             have = stored.get(key)
             given = tuple(r[j] for j in val_at)
             if have is not None and have[:-1] != given:
-                self._refuse(batch, "verdicts", i, "verdict", names, have[:-1], given, have[-1])
+                at = self._verdict_at[i] if self._verdict_at is not None else i
+                self._refuse(batch, "verdicts", at, "verdict", names, have[:-1], given, have[-1])
         self.already["pairwise_judgment"] += len(rows) - added
 
     def _check_ratings(self, batch: ImportBatch, rows: list[dict], added: int) -> None:
@@ -342,17 +465,19 @@ class Writer:
         names = ("preference", "score", "scale_min", "scale_max")
         keys = [(r["label_key"],) for r in rows]
         stored = self._stored(m.ExpertLabel.__table__, ("label_key",), names, keys, "label_key")
-        n_pair = len(batch.pair_labels)
-        for i, (key, r) in enumerate(zip(keys, rows)):
+        for key, r in zip(keys, rows):
             have, given = stored.get(key), tuple(r.get(c) for c in names)
             if have is not None and have != given:
-                kind, j = ("pair_labels", i) if i < n_pair else ("point_labels", i - n_pair)
+                kind, j = r["_at"]
                 self._refuse(batch, kind, j, "label", names, have, given, None)
         self.already["expert_label"] += len(rows) - added
 
 
+_SWAP = {"a": "b", "b": "a", "tie": "tie", "ab": "ba", "ba": "ab", "na": "na", None: None}
+
+
 def _insert_labels(session: Session, rows: list[dict[str, Any]]) -> int:
     # pairwise and pointwise rows have different column sets: insert them separately
-    pair = [r for r in rows if r["kind"] == "pairwise"]
-    point = [r for r in rows if r["kind"] == "pointwise"]
+    pair = [{k: v for k, v in r.items() if k != "_at"} for r in rows if r["kind"] == "pairwise"]
+    point = [{k: v for k, v in r.items() if k != "_at"} for r in rows if r["kind"] == "pointwise"]
     return q.insert_ignore(session, m.ExpertLabel, pair) + q.insert_ignore(session, m.ExpertLabel, point)

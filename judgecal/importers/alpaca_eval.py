@@ -159,7 +159,44 @@ def expand(paths: list[Path], warnings: list[str] | None = None) -> list[Path]:
         else:
             _check_followable(p)
             out.append(p)
-    return list(dict.fromkeys(out))
+    return same_content_once(list(dict.fromkeys(out)), warnings)
+
+
+def same_content_once(files: list[Path], warnings: list[str] | None = None) -> list[Path]:
+    """``files`` with each content once: a file that is the same file as an earlier one
+    (a symbolic link, or a folder linked to another) or holds the same bytes (a copy under
+    another name) is left out -- its records would be imported again, under another model
+    name -- and ``warnings`` gets one line counting and naming them (issue 23)."""
+    import hashlib
+
+    out: list[Path] = []
+    real: dict[str, Path] = {}
+    digests: dict[str, Path] = {}
+    dropped: list[str] = []
+    for p in files:
+        r = os.path.realpath(p)
+        if r in real:
+            dropped.append(f"{p} (the same file as {real[r]})")
+            continue
+        h = hashlib.sha256()
+        try:
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        except OSError:  # named by the parser, with its reason
+            out.append(p)
+            continue
+        d = h.hexdigest()
+        if d in digests:
+            dropped.append(f"{p} (the same content as {digests[d]})")
+            continue
+        real[r], digests[d] = p, p
+        out.append(p)
+    if dropped and warnings is not None:
+        shown = "; ".join(dropped[:5]) + ("; ..." if len(dropped) > 5 else "")
+        warnings.append(f"{len(dropped)} file(s) not imported: the same file or content as one imported above "
+                        f"(SHA-256 of the bytes; a symbolic link or a copy would import the same records again): {shown}")
+    return out
 
 
 def _model_of_results_folder(path: Path, annotators: set[str]) -> str | None:

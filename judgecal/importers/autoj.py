@@ -17,6 +17,7 @@ from pathlib import Path
 from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_jsonl
 
 LABELS = {"0": "a", "1": "b", "2": "tie"}
+_SWAP = {"a": "b", "b": "a", "tie": "tie"}  # the label of the same pair given with its responses swapped
 
 
 def parse(path: Path, family: str | None = None) -> ImportBatch:
@@ -38,7 +39,7 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
         if r1 == r2:
             batch.skip("the two responses are identical (no preference to learn from)", f"{path}:{line}")
             continue
-        if not seen.check(f, (fam, prompt, r1, r2), label, "label", same="prompt and responses"):
+        if not seen.check_pair(f, "label", r1, r2, (fam, prompt), label, "label", swap=_SWAP.get):
             batch.skip("the same labelled pair repeated in the file (first kept)", f"{path}:{line}")
             continue
         a = batch.add_response(RespRef(fam, prompt, "autoj/response_1", r1))

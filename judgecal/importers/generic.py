@@ -77,6 +77,14 @@ POSITION = {"ab": "ab", "ba": "ba", "na": "na"}
 SIDE = {"a": "a", "b": "b"}
 PREFERENCE = {"a": "a", "b": "b", "tie": "tie"}
 STATUS = {"ok": "ok", "unparsed": "unparsed", "failed": "failed"}
+SWAP = {"a": "b", "b": "a", "tie": "tie", "ab": "ba", "ba": "ab", "na": "na", None: None}
+
+
+def swap_verdict(value: dict) -> dict:
+    """A verdict's values (status, verdict, preference, baseline_side...) with sides a and b swapped."""
+    pref = value.get("preference")
+    return {**value, "verdict": SWAP[value.get("verdict")], "baseline_side": SWAP[value.get("baseline_side")],
+            "preference": None if pref is None else 1.0 - pref}
 
 
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
@@ -97,7 +105,7 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     handler = {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind]
     batch.origin = str(path)
     rows = [(name, getattr(batch, name), batch.at.setdefault(name, []))
-            for name in ("verdicts", "ratings", "pair_labels", "point_labels")]
+            for name in ("verdicts", "ratings", "pair_labels", "point_labels", "verbosity_pairs")]
     blank: list[int] = []
     for line, obj in reader(path, blank):
         f = Fields(obj, str(path), line)
@@ -232,7 +240,7 @@ def _label(batch, f, fam, prompt, seen):
         if a == b:
             raise f.fail("response_a and response_b are the same response")
         pref = f.choice("preference", PREFERENCE)
-        if seen.check(f, ("pairwise label", a, b, annotator, source), pref, "pairwise label"):
+        if seen.check_pair(f, "pairwise label", a, b, (annotator, source), pref, "pairwise label", swap=SWAP.get):
             batch.pair_labels.append((a, b, pref, annotator, source))
     else:
         ref = _ref(batch, f, fam, prompt, "model", "response")
@@ -249,7 +257,7 @@ def _pair(batch, f, fam, prompt, seen):
     v = _ref(batch, f, fam, prompt, "verbose_model", "verbose")
     if c == v:
         raise f.fail("the concise and verbose responses are the same response")
-    if seen.check(f, ("pair", c, v), None, "verbosity pair"):
+    if seen.check_pair(f, "pair", c, v, (), None, "verbosity pair", swapped_is_conflict=True):
         batch.verbosity_pairs.append((c, v))
 
 
@@ -296,5 +304,6 @@ def _verdict(batch, f, fam, prompt, seen):
         completion_tokens=f.integer("completion_tokens", required=False),
     )
     value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error")}
-    if seen.check(f, ("verdict", a, b, _judge_key(judge), row.sample_index, row.position), value, "verdict"):
+    if seen.check_pair(f, "verdict", a, b, (_judge_key(judge), row.sample_index, row.position), value, "verdict",
+                       swap=swap_verdict, swap_rest=lambda r: (r[0], r[1], SWAP[r[2]])):
         batch.verdicts.append(row)

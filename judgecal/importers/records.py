@@ -731,6 +731,36 @@ class Seen:
         self.repeats.append(f.line)
         return False
 
+    def check_pair(self, f: Fields, kind: str, a, b, rest: tuple, value: object, what: str, *,
+                   swap=None, swap_rest=None, swapped_is_conflict: bool = False) -> bool:
+        """:meth:`check` for a fact about the pair (a, b) that a file may also give with its
+        sides swapped, (b, a): one fact, one row (issue 23). ``swap(value)`` and
+        ``swap_rest(rest)`` say what ``value`` and the rest of the key (``rest``: judge,
+        position...) mean with the sides swapped. A swapped twin that agrees is an exact
+        repeat (counted, kept once); one that disagrees -- or any swapped twin, with
+        ``swapped_is_conflict`` (a verbosity pair: which response is the concise one?) -- is
+        refused at FILE:LINE naming the earlier line."""
+        pairs = self.__dict__.setdefault("_pairs", {})
+        swapped = b < a  # the key holds the pair in one order, whatever the file's
+        key = (kind, b, a, swap_rest(rest) if swap_rest else rest) if swapped else (kind, a, b, rest)
+        meant = (swap(value) if swap else value) if swapped else value
+        if key not in pairs:
+            pairs[key] = (f, value, meant, swapped)
+            return True
+        earlier, given, before, was_swapped = pairs[key]
+        if was_swapped == swapped:
+            if given != value:
+                raise f.fail(f"{what} conflicts with line {earlier.line} (same {what}, different values: "
+                             f"{show_value(given)} there, {show_value(value)} here); remove one of them")
+        elif swapped_is_conflict or before != meant:
+            there = swap(value) if swap else value  # (the sides differ from the earlier line's)
+            why = ("the same two responses with their roles swapped" if swapped_is_conflict else
+                   f"the same pair with its sides swapped: {show_value(value)} here is {show_value(there)} in "
+                   f"line {earlier.line}'s order, which has {show_value(given)}")
+            raise f.fail(f"{what} conflicts with line {earlier.line} ({why}); remove one of them")
+        self.repeats.append(f.line)
+        return False
+
     def warn_repeats(self, batch: ImportBatch, path: Path) -> None:
         """Add the one warning about exact repeats (count and first ten lines) to ``batch``."""
         if self.repeats:

@@ -1,0 +1,155 @@
+"""One fact, one row (issue 23 item 4), on SQLite and PostgreSQL: a pair and its swapped twin
+are one pair (agreeing: counted once; contradicting: a FILE:LINE error), in one file and
+against the database; a reversed verbosity pair is refused; the same file content under
+another name or through a symbolic link is recognised and counted, not stored twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _label(a: str, b: str, pref: str, **kw) -> dict:
+    return {"task_family": "f", "prompt": "q", "model_a": a, "response_a": f"answer of {a}", "model_b": b,
+            "response_b": f"answer of {b}", "preference": pref, **kw}
+
+
+def _verdict(a: str, b: str, verdict: str, **kw) -> dict:
+    return {"task_family": "f", "prompt": "q", "model_a": a, "response_a": f"answer of {a}", "model_b": b,
+            "response_b": f"answer of {b}", "judge": "J", "verdict": verdict, **kw}
+
+
+def _pair(c: str, v: str) -> dict:
+    return {"task_family": "f", "prompt": "q", "concise_model": c, "concise": f"answer of {c}", "verbose_model": v,
+            "verbose": f"answer of {v}"}
+
+
+def _imp(run_cli, url, path, kind):
+    return run_cli("--database-url", url, "import", "jsonl", str(path), "--kind", kind, "--format", "json")
+
+
+def _stats(run_cli, url) -> dict:
+    r = run_cli("--database-url", url, "export", "labels", "-", "--format", "jsonl")
+    return r
+
+
+# ------------------------------------------------------------------ inside one file (parser)
+def test_swapped_label_in_one_file(tmp_path, sqlite_url, run_cli):
+    f = _jsonl(tmp_path / "l.jsonl", [_label("x", "y", "a"), _label("y", "x", "a")])
+    r = _imp(run_cli, sqlite_url, f, "labels")
+    assert r.exit_code == 2, r
+    assert f"{f}:2:" in r.stderr and "conflicts with line 1" in r.stderr and "sides swapped" in r.stderr
+    f = _jsonl(tmp_path / "l2.jsonl", [_label("x", "y", "a"), _label("y", "x", "b"), _label("x", "y", "tie", annotator="z")])
+    r = _imp(run_cli, sqlite_url, f, "labels")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["expert_label"] == 2  # the agreeing twin is one label
+    assert any("repeat an earlier record" in w and "lines 2" in w for w in out["warnings"])
+
+
+def test_swapped_verdicts_and_positions_in_one_file(tmp_path, sqlite_url, run_cli):
+    # (x, y, na) and (y, x, na) are one verdict: contradicting -> refused
+    f = _jsonl(tmp_path / "v.jsonl", [_verdict("x", "y", "a"), _verdict("y", "x", "a")])
+    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    # x shown first twice ((x, y, ab) and (y, x, ba)): one verdict; (y, x, ab) is another order shown: a fact of its own
+    f = _jsonl(tmp_path / "v2.jsonl", [_verdict("x", "y", "a", position="ab"), _verdict("y", "x", "b", position="ba"),
+                                       _verdict("y", "x", "a", position="ab")])
+    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    assert r.exit_code == 0, r
+    assert json.loads(r.stdout)["added"]["pairwise_judgment"] == 2
+    f = _jsonl(tmp_path / "v3.jsonl", [_verdict("x", "y", "a", position="ab"), _verdict("y", "x", "a", position="ba")])
+    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr, r
+
+
+def test_reversed_verbosity_pair_in_one_file(tmp_path, sqlite_url, run_cli):
+    f = _jsonl(tmp_path / "p.jsonl", [_pair("short", "long"), _pair("long", "short")])
+    r = _imp(run_cli, sqlite_url, f, "pairs")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "roles swapped" in r.stderr, r
+
+
+def test_autoj_swapped_pair(tmp_path, sqlite_url, run_cli):
+    rec = {"prompt": "q", "response 1": "one", "response 2": "two", "label": 0, "scenario": "s"}
+    f = _jsonl(tmp_path / "autoj.jsonl", [rec, {**rec, "response 1": "two", "response 2": "one", "label": 0}])
+    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f))
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    f = _jsonl(tmp_path / "autoj2.jsonl", [rec, {**rec, "response 1": "two", "response 2": "one", "label": 1}])
+    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f), "--format", "json")
+    assert r.exit_code == 0, r
+    assert json.loads(r.stdout)["added"]["expert_label"] == 1
+
+
+# ------------------------------------------------------------------ against the database (both dialects)
+def test_swapped_twins_against_the_database(tmp_path, db_url, run_cli):
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    src = {"source": "s"}
+    assert _imp(run_cli, db_url, _jsonl(tmp_path / "a.jsonl", [_label("x", "y", "a", **src)]), "labels").exit_code == 0
+    f = _jsonl(tmp_path / "b.jsonl", [_label("y", "x", "a", **src)])
+    r = _imp(run_cli, db_url, f, "labels")
+    assert r.exit_code == 2 and f"{f}:1:" in r.stderr and "sides swapped" in r.stderr, r
+    r = _imp(run_cli, db_url, _jsonl(tmp_path / "c.jsonl", [_label("y", "x", "b", **src)]), "labels")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["expert_label"] == 0, r
+    # verdicts
+    assert _imp(run_cli, db_url, _jsonl(tmp_path / "v.jsonl", [_verdict("x", "y", "a")]), "verdicts").exit_code == 0
+    f = _jsonl(tmp_path / "v2.jsonl", [_verdict("m", "n", "tie"), _verdict("y", "x", "a")])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    r = _imp(run_cli, db_url, _jsonl(tmp_path / "v3.jsonl", [_verdict("m", "n", "tie"), _verdict("y", "x", "b")]),
+             "verdicts")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["pairwise_judgment"] == 1  # m/n only: y/x is the stored x/y
+    # verbosity pairs
+    assert _imp(run_cli, db_url, _jsonl(tmp_path / "p.jsonl", [_pair("s", "l")]), "pairs").exit_code == 0
+    f = _jsonl(tmp_path / "p2.jsonl", [_pair("s", "m"), _pair("l", "s")])
+    r = _imp(run_cli, db_url, f, "pairs")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "other way round" in r.stderr, r
+
+
+def test_same_autoj_content_under_another_name(tmp_path, db_url, run_cli):
+    recs = [{"prompt": f"q{i}", "response 1": f"one {i}", "response 2": f"two {i}", "label": i % 3, "scenario": "s"}
+            for i in range(4)]
+    f = _jsonl(tmp_path / "testdata_pairwise.jsonl", recs)
+    copy = tmp_path / "copy_of_it.jsonl"
+    shutil.copy(f, copy)
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", db_url, "import", "autoj", str(f), "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["expert_label"] == 4, r
+    r = run_cli("--database-url", db_url, "import", "autoj", str(copy), "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["expert_label"] == 0
+    reason = next(k for k in out["skipped"] if "already imported from autoj/testdata_pairwise.jsonl" in k)
+    assert "4 labels" in out["skipped"][reason]["where"][0]
+    # a file that adds one new label beside the copied ones is not a copy: all of its labels are stored
+    lbl = _jsonl(tmp_path / "more.jsonl", recs + [{**recs[0], "prompt": "new"}])
+    r = run_cli("--database-url", db_url, "import", "autoj", str(lbl), "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["expert_label"] == 5, r
+
+
+def test_symlinked_alpaca_eval_folder_imports_once(tmp_path, db_url, run_cli):
+    res = tmp_path / "results"
+    recs = [{"instruction": f"q{i}", "output_1": f"base {i}", "generator_1": "base", "output_2": f"model answer {i}",
+             "generator_2": "m1", "annotator": "judgeX", "preference": 1.5} for i in range(3)]
+    (res / "m1" / "judgeX").mkdir(parents=True)
+    (res / "m1" / "judgeX" / "annotations.json").write_text(json.dumps(recs))
+    os.symlink(res / "m1", res / "m1_link")
+    (res / "m1_copy" / "judgeX").mkdir(parents=True)
+    shutil.copy(res / "m1" / "judgeX" / "annotations.json", res / "m1_copy" / "judgeX" / "annotations.json")
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", str(res), "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["pairwise_judgment"] == 3
+    note = next(w for w in out["warnings"] if "not imported: the same file or content" in w)
+    assert note.startswith("2 file(s)") and "m1_link" in note and "m1_copy" in note
