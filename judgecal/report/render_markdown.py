@@ -7,8 +7,10 @@ become spaces, so a name cannot break a table or inject HTML into a rendered mod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
+from judgecal.report.visible import visible
 from judgecal.report.build import (
     SUMMARY_COLUMNS,
     TEXT_COLUMNS,
@@ -20,19 +22,45 @@ from judgecal.report.build import (
 
 
 def md_escape(text: str) -> str:
-    """Escape ``text`` for a Markdown table cell, heading or inline text.
+    """Escape ``text`` for a Markdown table cell, heading, list item or inline text, so that
+    a CommonMark (or GitHub) renderer shows it literally (tests/test_messages.py renders it
+    with markdown-it-py).
 
-    One line (newlines become spaces); ``&``, ``<``, ``>`` become HTML entities (no raw HTML
-    reaches a rendered model card); ``\\``, ``|``, backtick, ``*`` and ``#`` are
-    backslash-escaped; ``](`` becomes ``]\\(`` so no inline link can form. Brackets alone and
-    ``_`` are left as they are (``[0.875, 0.960]`` stays readable).
+    One line (runs of whitespace, newlines included, become one space); invisible and control
+    characters shown as ``<U+XXXX>`` (:func:`judgecal.report.visible.visible`); ``&``, ``<``,
+    ``>`` become HTML entities (no raw HTML, no autolink); ``\\``, ``|``, backtick, ``*``,
+    ``~``, ``#`` are backslash-escaped; ``_`` too, except inside a word (``gpt4_1106`` cannot
+    open emphasis and stays readable); ``[`` unless a number follows (``[0.875, 0.960]`` stays
+    readable) and ``]`` before ``(``, ``[`` or ``:``, so no link, image or reference
+    definition can form; a leading ``-``, ``+``, ``=`` or ``1.`` / ``1)`` cannot start a list.
     """
-    text = " ".join(str(text).split())
+    text = visible(" ".join(str(text).split()))
     text = text.replace("\\", "\\\\")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    for ch in "|`*#":
+    for ch in "|`*#~":
         text = text.replace(ch, "\\" + ch)
-    return text.replace("](", "]\\(")
+    out = []
+    n = len(text)
+    for i, ch in enumerate(text):
+        if ch == "_":
+            inside = 0 < i < n - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+            out.append("_" if inside else "\\_")
+        elif ch == "[":
+            nxt = text[i + 1:i + 2]
+            out.append("[" if nxt.isdigit() or (nxt in "-+" and text[i + 2:i + 3].isdigit()) else "\\[")
+        elif ch == "]" and text[i + 1:i + 2] in ("(", "[", ":"):
+            out.append("\\]")
+        else:
+            out.append(ch)
+    text = "".join(out)
+    head = _LIST_START.match(text)
+    if head:  # "1. x", "- x", "+ x", "= x" at a line's start
+        k = head.end() - 1
+        text = text[:k] + "\\" + text[k:]
+    return text
+
+
+_LIST_START = re.compile(r"^(?:\d{1,9}[.)]|[-+=])(?=\s|$)")
 
 
 def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -12,6 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from judgecal.report.visible import visible
+
 from judgecal.report.build import (
     SUMMARY_COLUMNS,
     TEXT_COLUMNS,
@@ -27,13 +29,13 @@ VERDICT_STYLE = {"helps": "bold green", "hurts": "bold red", "no measurable effe
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None) -> Table:
-    table = Table(title=Text(title, style="bold"), caption=None if caption is None else Text(caption),
+    table = Table(title=Text(visible(title), style="bold"), caption=None if caption is None else Text(visible(caption)),
                   caption_justify="left", title_justify="left")
     for i, col in enumerate(columns):
-        table.add_column(Text(col), overflow="fold",
+        table.add_column(Text(visible(col)), overflow="fold",
                          justify="left" if i == 0 or col in TEXT_COLUMNS else "right")
     for row in rows:
-        table.add_row(*[Text(c) for c in row])
+        table.add_row(*[Text(visible(c, keep_newlines=True)) for c in row])
     return table
 
 

@@ -7,15 +7,18 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from judgecal.report.visible import visible
+
 
 def simple_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
     """A rich Table with ``columns`` and stringified ``rows`` (floats to 3 decimals). Cells are
-    plain text: brackets in names (``lc_glm[chars]``) are shown, never read as rich markup."""
-    table = Table(title=title, show_lines=False)
+    plain text: brackets in names (``lc_glm[chars]``) are shown, never read as rich markup, and
+    control or bidi characters as ``<U+XXXX>`` (:func:`judgecal.report.visible.visible`)."""
+    table = Table(title=Text(visible(title), style="italic"), show_lines=False)
     for col in columns:
-        table.add_column(col, overflow="fold")
+        table.add_column(Text(visible(col)), overflow="fold")
     for row in rows:
-        table.add_row(*[Text(_fmt(v)) for v in row])
+        table.add_row(*[Text(visible(_fmt(v), keep_newlines=True)) for v in row])
     return table
 
 
