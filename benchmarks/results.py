@@ -42,6 +42,10 @@ BASELINE = "gpt4_1106_preview"
 DATA_SHOWN = "../shared/data"  # how the data folder is written in the document (never a machine's path)
 DASH = "-"
 #: The seed article's claim (DESIGN.md), quoted as published: what the figures below are compared with.
+#: Length and position together (issue 19 item 4) on the LLMBar repository layout: these judges x protocols
+#: only (all 58 judge x protocol pairs would take three times as long: about 3 s of CPU per judge and set).
+LP_JUDGES = ("GPT-4", "ChatGPT", "ChatGPT-0301", "PaLM2", "LLaMA2", "Falcon")
+LP_PROTOCOLS = ("Vanilla", "Swap", "CoT")
 CLAIM = {"agreement_raw": 58.2, "agreement_calibrated": 92.6, "verbose_raw": 78.4, "verbose_calibrated": 50.2}
 
 
@@ -76,7 +80,7 @@ class Runner:
 def collect(data: Path, log=sys.stderr) -> dict:
     """Run the pipeline on a fresh SQLite database; everything the document needs, as JSON."""
     llmbar, alpaca = data / "llmbar", data / "alpaca_eval"
-    for need in [llmbar / f for f in FAMILIES] + [alpaca]:
+    for need in [llmbar / f for f in FAMILIES] + [alpaca, data / "llmbar_repo"]:
         if not need.exists():
             raise SystemExit(f"results: {need} is missing (give --data DIR or set JUDGECAL_SHARED_DATA)")
     t0 = time.perf_counter()
@@ -110,6 +114,8 @@ def collect(data: Path, log=sys.stderr) -> dict:
                     "--lc-weights", alpaca / "length_controlled_v1_weights.csv",
                     "--compare-to", alpaca / "leaderboard.csv", "--compare-column", "length_controlled_winrate",
                     "--format", "json", json_out=True)
+        together = collect_length_position(Runner(f"sqlite:///{Path(tmp) / 'llmbar_repo.db'}", data, log), data)
+        run.shown += together.pop("commands")
     published = {}
     with open(alpaca / "leaderboard.csv", newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
@@ -117,7 +123,28 @@ def collect(data: Path, log=sys.stderr) -> dict:
             published[name] = {k: _float(row.get(k)) for k in ("win_rate", "length_controlled_winrate")}
     print(f"results: collected in {time.perf_counter() - t0:.1f} s", file=log, flush=True)
     return {"fits": fits, "report": report, "transfers": transfers, "board": board, "published": published,
-            "commands": run.shown}
+            "length_position": together, "commands": run.shown}
+
+
+def collect_length_position(run: Runner, data: Path) -> dict:
+    """Into a second fresh database: the whole LLMBar repository layout (six judges, every
+    protocol, both orders), then ``report --length-position`` for each judge of
+    :data:`LP_JUDGES` x :data:`LP_PROTOCOLS`. Returns {"rows": [pairwise-section entries, cut to
+    what the document shows], "commands": [as shown]}."""
+    run("db", "upgrade", show=False)
+    run("import", "llmbar", data / "llmbar_repo", show=False)
+    rows = []
+    for judge in LP_JUDGES:
+        for protocol in LP_PROTOCOLS:
+            rep = run("report", "--judge", f"{judge}/{protocol}", "--length-position", "--bootstrap", BOOTSTRAP,
+                      "--seed", SEED, "--format", "json", json_out=True, show=False)
+            rows += [{k: e.get(k) for k in ("task_family", "judge", "length_and_position")}
+                     for e in rep.get("pairwise_judges") or []]
+    return {"rows": rows, "commands": [
+        "# a second fresh database: the LLMBar repository layout (six judges, every protocol, both orders)",
+        "judgecal import llmbar ../shared/data/llmbar_repo",
+        f"judgecal report --judge <{'|'.join(LP_JUDGES)}>/<{'|'.join(LP_PROTOCOLS)}> --length-position "
+        f"--bootstrap {BOOTSTRAP} --seed {SEED}"]}
 
 
 def _float(x):
@@ -412,6 +439,9 @@ def render(res: dict) -> str:
         "read `out/demo/report/report.html`.")
     add("")
 
+    # ---- length and position together (LLMBar repository layout)
+    L.extend(length_position_section(res.get("length_position") or {}))
+
     # ---- win rates
     L.extend(winrate_section(res.get("board") or {}, res.get("published") or {}))
     return "\n".join(L).rstrip() + "\n"
@@ -510,6 +540,109 @@ def plain_words(cells: dict, fits: dict, transfers: dict, order: list) -> list[s
                    "sets built to punish length; LLMBar has no concise/verbose pairs, so the verbosity win-rate of "
                    "these judges is not measured here (the win-rate section below measures AlpacaEval's).")
     return out
+
+
+def _oos(lp: dict, name: str) -> str:
+    c = (lp.get("candidates") or {}).get(name) or {}
+    if num(c.get("agreement")) is None:
+        return DASH
+    return f3(c["agreement"]) + ("" if name == "raw" else f" ({pts(c.get('gain'), c.get('gain_ci'))})")
+
+
+def length_position_section(res: dict) -> list[str]:
+    """Length and position together: per set and judge/protocol, one order or both, raw or with a
+    length calibration of the verdicts, out of sample, and the keep-raw recommendation."""
+    rows_in = res.get("rows") or []
+    L = ["## LLMBar repository: length and position together", ""]
+    if not rows_in:
+        return L + ["Not collected.", ""]
+    L += [f"The LLMBar repository layout (`{DATA_SHOWN}/llmbar_repo`) holds each judge's verdict on every pair "
+          "in both orders (a shown first, b shown first). Does combining both orders plus a length calibration "
+          "of the verdicts beat either alone? Per set and judge/protocol (the "
+          f"{'/'.join(LP_PROTOCOLS)} protocols of the six judges only: all 58 judge x protocol pairs of the "
+          "repository would take three times as long), out-of-sample agreement with the experts (5-fold "
+          "cross-validation grouped by item; a length calibration is fitted on the training folds only), in "
+          "parentheses the paired gain over the plain judge (a shown first, raw) in points with its 95% CI "
+          f"({BOOTSTRAP} item resamples, seed {SEED}). 'Both orders' is a tie when the two orders disagree (the "
+          "verdicts are hard, so the soft average is the same). 'Beats each alone': both orders + the length "
+          "calibration against both orders alone AND against a first + the same calibration, both paired CIs "
+          "above zero. The recommendation is the nested selection over these candidates (and b first + each "
+          "calibration): keep raw unless the chosen one's out-of-sample gain has a paired 95% CI above zero. "
+          "Lengths in characters. Definitions: docs/calibration.md.", ""]
+    fam_order = {f"llmbar/{f}": i for i, f in enumerate(FAMILIES)}
+    judge_order = {f"{j}/{p}": (i, k) for i, j in enumerate(LP_JUDGES) for k, p in enumerate(LP_PROTOCOLS)}
+    rows_in = sorted(rows_in, key=lambda e: (fam_order.get(e.get("task_family"), 99),
+                                             judge_order.get(e.get("judge"), (99, 99))))
+    rows, shorter = [], {}
+    by_set: dict[str, dict[str, list]] = {}  # set -> {"rows", "polylog", "lc_glm", "calibrate", "reverses"}
+    for e in rows_in:
+        lp, fam, judge = e.get("length_and_position"), short(e.get("task_family") or DASH), e.get("judge") or DASH
+        tally = by_set.setdefault(fam, {"rows": [], "polylog": [], "lc_glm": [], "calibrate": [], "reverses": []})
+        tally["rows"].append(judge)
+        if not lp:
+            rows.append([fam, judge, DASH] + [DASH] * 8)
+            continue
+        shorter.setdefault(fam, (lp.get("shorter_answer") or {}).get("agreement"))
+        tog = []
+        for m, label in (("polylog", "polylog"), ("lc_glm", "LC GLM")):
+            t = (lp.get("together") or {}).get(m)
+            if not t:
+                tog.append(f"{label}: {DASH}")
+                continue
+            if t.get("beats_both"):
+                tally[m].append(judge)
+            tog.append(f"{label}: {'yes' if t.get('beats_both') else 'no'}")
+        sel = lp.get("selection") or {}
+        fit = lp.get("recommended_fit") or {}
+        if sel.get("decision") == "calibrate":
+            tally["calibrate"].append(judge)
+            tally.setdefault("chosen", []).append(sel.get("recommended"))
+            rec = f"{sel.get('recommended')} {f3(sel.get('nested'))} ({pts(sel.get('nested_gain'), sel.get('nested_gain_ci'))})"
+            if fit.get("reverses_judge"):
+                tally["reverses"].append(judge)
+                rec += "; reverses the judge"
+        elif sel:
+            rec = f"keep raw: {sel.get('reason') or DASH}"
+            if sel.get("candidate") not in (None, "raw"):
+                rec += f" (best candidate {sel['candidate']} {pts(sel.get('candidate_gain'), sel.get('candidate_gain_ci'))})"
+        else:
+            rec = DASH
+        n = str(lp.get("n_pairs", DASH)) + (f" ({lp['n_left_out']} out)" if lp.get("n_left_out") else "")
+        rows.append([fam, judge, n, _oos(lp, "raw"), _oos(lp, "raw[combined]"), _oos(lp, "polylog[ab]"),
+                     _oos(lp, "polylog[combined]"), _oos(lp, "lc_glm[ab]"), _oos(lp, "lc_glm[combined]"),
+                     "; ".join(tog), rec])
+    L += table(["set", "judge/protocol", "pairs", "plain (a first)", "both orders", "a first + polylog",
+                "both + polylog", "a first + LC GLM", "both + LC GLM", "both + length beats each alone",
+                "recommendation"], rows, right={2, 3})
+    L.append("")
+
+    def per_set(key: str) -> str:
+        parts = []
+        for fam, t in by_set.items():
+            names = t[key]
+            parts.append(f"{fam} {len(names)} of {len(t['rows'])}" + (f" ({listing(names)})" if 0 < len(names) <= 5 else ""))
+        return "; ".join(parts)
+
+    L.append(f"- **Both orders + a length calibration beats each alone** (both paired CIs above zero), rows per set: "
+             f"polylog: {per_set('polylog')}. LC GLM: {per_set('lc_glm')}.")
+    L.append(f"- **Recommended** (a candidate whose out-of-sample gain over the plain judge, and the nested "
+             f"procedure's, have CIs above zero; otherwise keep raw): {per_set('calibrate')}. What is recommended: "
+             + "; ".join(f"{fam}: " + ", ".join(f"{name} {k}" for name, k in sorted(
+                 ((x, t["chosen"].count(x)) for x in set(t["chosen"])), key=lambda c: (-c[1], c[0])))
+                 for fam, t in by_set.items() if t.get("chosen"))
+             + " (raw[ba]: the verdicts with b shown first, no length calibration).")
+    n_rev = sum(len(t["reverses"]) for t in by_set.values())
+    L.append("- **Why, on the adversarial sets:** the rule 'the shorter answer is better', with no judge at all, "
+             "agrees with the experts on " + listing([f"{f3(v)} of {k}" for k, v in shorter.items()])
+             + " pairs. A length term fitted on the experts learns that prior of the set; where the judge is worse "
+               "than the prior, the calibrated figure is mostly the prior's. "
+             + (f"In {n_rev} recommended rows ({per_set('reverses')}) the fitted LC GLM even gives the judge's "
+                "verdict a negative weight: it reverses the judge, and the length term does the agreeing. "
+                if n_rev else "")
+             + "Such a gain holds for sets built like these; it is not a correction that transfers to data "
+               "without that length prior (docs/calibration.md).")
+    L.append("")
+    return L
 
 
 def winrate_section(board: dict, published: dict) -> list[str]:
