@@ -686,13 +686,58 @@ def _datasets_map(values) -> dict:
     return out
 
 
+def _limit(value):
+    if value is None:
+        return None
+    try:
+        n = float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: an integer >= 1 or a fraction in (0, 1)") from None
+    if n.is_integer() and n >= 1:
+        return int(n)
+    if 0 < n < 1:
+        return n
+    raise click.BadParameter(f"{value!r}: an integer >= 1 or a fraction in (0, 1)")
+
+
+def _seeds(value):
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",")]
+    try:
+        seeds = [None if p.lower() == "none" else int(p) for p in parts]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: one integer, or four (python random, numpy, torch, few-shot) "
+                                 "separated by commas, 'None' for one left unset") from None
+    if len(seeds) == 1:
+        return seeds * 4
+    if len(seeds) != 4:
+        raise click.BadParameter(f"{value!r}: one value or four, got {len(seeds)}")
+    return seeds
+
+
+def _metadata(value):
+    if value is None:
+        return None
+    try:
+        obj = json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON ({exc.msg} at column {exc.colno}); give a JSON object, "
+                                 "e.g. '{\"max_seq_lengths\": [4096]}'") from None
+    if not isinstance(obj, dict):
+        raise click.BadParameter(f"a JSON object is needed, got {type(obj).__name__}")
+    return obj
+
+
 @mc.command("score")
 @click.option("--model", required=True, help="`smollm2` (after `judgecal model pull`), a transformers model folder, or with --base-url the served model name.")
 @click.option("--task", "task_path", required=True, metavar="NAME|FILE",
               help="JSONL (query/choices/gold), HellaSwag text (.txt[.bz2]), an lm-evaluation-harness task YAML, or an lm-eval task, group or tag name (arc_challenge, mmlu).")
-@click.option("--limit", type=click.IntRange(1), default=None, help="Score the first N items only (lm-eval tasks: of each task).")
+@click.option("--limit", default=None, callback=lambda c, p, v: _limit(v), metavar="N|FRACTION",
+              help="Score the first N items only, or a fraction in (0, 1) of them (lm-eval tasks: of each task).")
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
+              help="Model weights' dtype (log-softmax is float32 whatever it is).")
 @click.option("--batch-size", default="auto", show_default=True, callback=lambda c, p, v: _batch_size(v),
               help="Items per forward pass, or auto (a token budget).")
 @click.option("--forward", type=click.Choice(FORWARDS), default="auto", show_default=True,
@@ -717,22 +762,35 @@ def _datasets_map(values) -> dict:
 @click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
               help="lm-eval tasks with --apply-chat-template: few-shot examples as chat turns (default: on with a chat template, as lm-eval).")
 @click.option("--system-instruction", default=None, metavar="TEXT", help="lm-eval tasks: system instruction before the prompt.")
+@click.option("--seed", "seeds", default=None, metavar="N|R,NP,T,F",
+              help="lm-eval tasks: lm-eval's --seed: python random, numpy, torch and few-shot seeds, one value for all "
+                   "four or four with commas ('None' leaves one unset; default 0,1234,1234,1234).")
+@click.option("--metadata", default=None, metavar="JSON",
+              help="lm-eval tasks: a JSON object merged into every task config's metadata (lm-eval's --metadata).")
+@click.option("--output-path", type=click.Path(path_type=Path), default=None, metavar="DIR|FILE.json",
+              help="lm-eval tasks: write lm-eval's results JSON there (DIR/<model>/results_<date>.json), as lm-eval's --output_path.")
+@click.option("--log-samples", is_flag=True,
+              help="lm-eval tasks, with --output-path: also lm-eval's per-document samples_<task>_<date>.jsonl.")
+@click.option("--write-out", is_flag=True,
+              help="lm-eval tasks: print each task's first prompt and target to standard error (lm-eval's --write_out).")
 @FMT_OPT
 @pass_ctx
 def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url,
              loader, num_fewshot, fewshot_seed, include_paths, data_dir, datasets_, apply_chat_template,
-             fewshot_as_multiturn, system_instruction, fmt) -> None:
+             fewshot_as_multiturn, system_instruction, seeds, metadata, output_path, log_samples, write_out, fmt) -> None:
     """Score a multiple-choice task by log-likelihood and store the run.
 
-    lm-evaluation-harness tasks (by name or YAML) are built by lm-eval's own task machinery
-    (few-shot, metric_list, groups) and scored by judgecal; data are read offline."""
+    lm-evaluation-harness tasks (by name, pattern or YAML; several with commas, as lm-eval's
+    --tasks) are built by lm-eval's own task machinery (few-shot, metric_list, groups) and
+    scored by judgecal; data are read offline."""
     from click.core import ParameterSource
 
     from judgecal import mc as mc_mod
 
     cctx = click.get_current_context()
     explicit = {n for n in ("prompt", "null_context", "no_pmi", "num_fewshot", "fewshot_seed", "include_paths", "data_dir",
-                            "datasets_", "apply_chat_template", "fewshot_as_multiturn", "system_instruction")
+                            "datasets_", "apply_chat_template", "fewshot_as_multiturn", "system_instruction", "seeds",
+                            "metadata", "output_path", "log_samples", "write_out")
                 if cctx.get_parameter_source(n) not in (ParameterSource.DEFAULT, None)}
     given = {{"no_pmi": "null_context", "datasets_": "datasets_map"}.get(n, n) for n in explicit}
     run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
@@ -741,11 +799,15 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
                                fewshot_seed=fewshot_seed, include_paths=include_paths, data_dir=data_dir,
                                datasets_map=_datasets_map(datasets_), apply_chat_template=apply_chat_template,
                                fewshot_as_multiturn=fewshot_as_multiturn, system_instruction=system_instruction,
-                               given=given)
+                               seeds=_seeds(seeds), metadata=_metadata(metadata), output_path=output_path,
+                               log_samples=log_samples, write_out=write_out, given=given)
+    for line in getattr(res, "write_out", None) or []:
+        err.print(line, markup=False, highlight=False)
+    files = getattr(res, "output_files", None)
     if fmt == "json":
         emit_json({"run_id": run_id, "task": res.task, "model": res.model, "backend": res.backend,
                    "n_items": len(res.items), "metrics": res.metrics, "diagnostics": res.diagnostics,
-                   "settings": res.settings, "stats": res.stats})
+                   "settings": res.settings, "stats": res.stats, "output_files": files})
         return
     st = res.settings
     shots = f", {st['num_fewshot']}-shot" if isinstance(st.get("num_fewshot"), int) else ""
@@ -764,6 +826,9 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
             cells = [f"{v['metrics'][m]['value']:.4f}" if m in v["metrics"] else "-" for m in names]
             table.add_row(v.get("alias") or name, str(v["n"]), str(v.get("num_fewshot", "")), *cells)
         out.print(table)
+    if files:
+        out.print(f"wrote {files['results']}" + (f" and {len(files['samples'])} samples file(s)" if files["samples"] else ""),
+                  markup=False, highlight=False)
 
 
 @mc.command("list")
@@ -779,6 +844,24 @@ def mc_list(ctx: Ctx, fmt) -> None:
         emit_json(runs)
         return
     out.print(runs_table(runs))
+
+
+@mc.command("export")
+@click.argument("run_id", type=int)
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
+              help="Output format (default: from the file extension, else jsonl).")
+@pass_ctx
+def mc_export(ctx: Ctx, run_id: int, file: Path, fmt) -> None:
+    """Write RUN_ID's items to FILE (`-`: standard output): lm-eval task and doc id, gold(s),
+    each metric's prediction, per-choice log-likelihoods and the requests scored."""
+    from judgecal import mc as mc_mod
+
+    n = mc_mod.export_items(run_id, file, fmt, ctx.url)
+    if str(file) == "-":
+        err.print(f"wrote {n} items of run {run_id} to standard output", highlight=False)
+    else:
+        click.echo(f"wrote {n} items of run {run_id} to {file}")
 
 
 @mc.command("compare")

@@ -37,11 +37,14 @@ def file_sha256(path: str | Path) -> str:
 
 
 LM_EVAL_OPTIONS = ("num_fewshot", "fewshot_seed", "include_paths", "data_dir", "datasets_map", "apply_chat_template",
-                   "fewshot_as_multiturn", "system_instruction")
+                   "fewshot_as_multiturn", "system_instruction", "output_path", "log_samples", "write_out", "seeds",
+                   "metadata")
 NATIVE_OPTIONS = ("prompt", "null_context")
 OPTION_NAMES = {"num_fewshot": "--num-fewshot", "fewshot_seed": "--fewshot-seed", "include_paths": "--include-path",
                 "data_dir": "--data-dir", "datasets_map": "--dataset", "apply_chat_template": "--apply-chat-template",
                 "fewshot_as_multiturn": "--fewshot-as-multiturn", "system_instruction": "--system-instruction",
+                "output_path": "--output-path", "log_samples": "--log-samples", "write_out": "--write-out",
+                "seeds": "--seed", "metadata": "--metadata",
                 "prompt": "--prompt", "null_context": "--null-context/--no-pmi"}
 _NATIVE_SUFFIXES = (".jsonl", ".json", ".txt", ".bz2", ".gz", ".yaml", ".yml")
 
@@ -57,6 +60,16 @@ def task_kind(task: str | Path, loader: str = "auto") -> str:
     if loader not in ("auto", "lm-eval", "native"):
         raise UsageError(f"--loader must be auto, lm-eval or native, got {loader!r}")
     spec = str(task)
+    if "," in spec and not Path(spec).expanduser().is_file():  # several tasks, as lm-eval's --tasks
+        parts = [p.strip() for p in spec.split(",") if p.strip()]
+        if loader == "native":
+            raise UsageError(f"--loader native reads one judgecal task file; --task {spec!r} names several "
+                             "(several tasks in one call are lm-eval tasks)")
+        for part in parts:
+            if task_kind(part, loader) != "lm-eval":
+                raise UsageError(f"--task {spec!r}: {part} is a judgecal task file; several tasks in one call are "
+                                 "lm-eval tasks (names, patterns, YAML configs): score a judgecal file on its own")
+        return "lm-eval"
     p = Path(spec).expanduser()
     is_yaml = spec.lower().endswith((".yaml", ".yml"))
     if p.is_file():
@@ -82,24 +95,59 @@ def task_kind(task: str | Path, loader: str = "auto") -> str:
     return "lm-eval"
 
 
+def _fewshot_seed(fewshot_seed: int | None, seeds: Sequence[int | None] | None) -> int | None:
+    """The few-shot sampler's seed: ``--fewshot-seed``, else ``--seed``'s fourth value, else
+    1234 (lm-eval's). Both given and different: UsageError."""
+    from judgecal.loglik.lmeval_tasks import DEFAULT_FEWSHOT_SEED
+
+    if seeds is not None and len(seeds) == 4 and fewshot_seed is not None and seeds[3] != fewshot_seed:
+        raise UsageError(f"--fewshot-seed {fewshot_seed} and --seed's few-shot value {seeds[3]} differ: give one")
+    if fewshot_seed is not None:
+        return fewshot_seed
+    if seeds is not None and len(seeds) == 4:
+        return seeds[3]
+    return DEFAULT_FEWSHOT_SEED
+
+
+def _native_limit(limit: int | float | None, n: int) -> int | None:
+    """``--limit`` for a judgecal task file of ``n`` items: an integer >= 1 as it is, a fraction
+    in (0, 1) as ceil(fraction x n) items (lm-eval's rule)."""
+    import math
+
+    from judgecal.loglik.lmeval_tasks import check_limit
+
+    limit = check_limit(limit)
+    if isinstance(limit, float):
+        return max(1, int(math.ceil(n * limit)))
+    return limit
+
+
 def _verb(options: Sequence[str]) -> str:
     return "applies" if len(options) == 1 else "apply"
 
 
 def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str = "float32",
           batch_size: int | str = "auto", forward: str = "auto",
-          null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | None = None, prompt: str = DEFAULT_PROMPT,
+          null_context: str | None = DEFAULT_NULL_CONTEXT, limit: int | float | None = None,
+          prompt: str = DEFAULT_PROMPT,
           base_url: str | None = None, db_url: str | None = None, store: bool = True,
           progress: Callable[[int], None] | None = None, loader: str = "auto",
           num_fewshot: int | None = None, fewshot_seed: int | None = None, include_paths: Sequence[str | Path] = (),
           data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None,
           apply_chat_template: bool = False, fewshot_as_multiturn: bool | None = None,
-          system_instruction: str | None = None, given: Iterable[str] = ()) -> tuple[int | None, McResult]:
+          system_instruction: str | None = None, output_path: str | Path | None = None, log_samples: bool = False,
+          write_out: bool = False, seeds: Sequence[int | None] | None = None,
+          metadata: Mapping[str, Any] | None = None, env_info: bool = True,
+          given: Iterable[str] = ()) -> tuple[int | None, McResult]:
     """Load ``task_path``, score it and store the run. ``task_path``: a judgecal task file
     (JSONL, HellaSwag text, simple lm-eval YAML) or an lm-eval task/group/tag name or YAML
     config (:func:`task_kind`; lm-eval tasks through :func:`judgecal.loglik.lmeval_tasks.score_lm_eval`
     with ``num_fewshot``, ``fewshot_seed``, ``include_paths``, ``data_dir``, ``datasets_map``,
-    ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``). ``model``:
+    ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``, ``seeds``,
+    ``metadata``, ``write_out``, and ``output_path`` / ``log_samples``: lm-eval's results and
+    samples files, written once the run is stored, the paths in ``result.output_files``).
+    Several lm-eval tasks in one call: a comma-separated ``task_path``. ``limit``: an integer
+    >= 1 or a fraction in (0, 1) (of each task). ``model``:
     "smollm2", a model folder, or (with ``base_url``) the served model name. ``given``: the
     option names the user set explicitly (from :data:`LM_EVAL_OPTIONS` and
     :data:`NATIVE_OPTIONS`): an option that does not apply to the task's kind is refused rather
@@ -129,10 +177,12 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         result = score_lm_eval(task_path, folder, device=device, dtype=dtype, batch_size=batch_size,
                                forward=forward, base_url=base_url, endpoint_model=model if base_url else None,
                                limit=limit, num_fewshot=num_fewshot,
-                               fewshot_seed=DEFAULT_FEWSHOT_SEED if fewshot_seed is None else fewshot_seed,
+                               fewshot_seed=_fewshot_seed(fewshot_seed, seeds),
                                include_paths=include_paths, data_dir=data_dir, datasets_map=datasets_map,
                                apply_chat_template=apply_chat_template, fewshot_as_multiturn=fewshot_as_multiturn,
-                               system_instruction=system_instruction, progress=progress)
+                               system_instruction=system_instruction, seeds=seeds, metadata=metadata,
+                               write_out=write_out, output_path=output_path, log_samples=log_samples,
+                               env_info=env_info, progress=progress)
         if base_url is None:
             result.model = model if model == "smollm2" else str(folder)
         sha = result.dataset_sha256
@@ -140,6 +190,7 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         stored_path = str(loaded.path.resolve()) if loaded.path is not None else None
     else:
         task = load_task(task_path, prompt=prompt)
+        limit = _native_limit(limit, len(task.items))
         if base_url is None:
             result = score_task(task, folder, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
                                 null_context=null_context, limit=limit, progress=progress)
@@ -151,6 +202,7 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         sha = None
         stored_path = str(Path(task_path).resolve())
     if not store:
+        _write_files(result, None)
         return None, result
     if sha is None:
         sha = file_sha256(task_path)
@@ -166,18 +218,41 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
             s.add(run)
             s.flush()
             s.add_all([
-                m.McItemResult(run_id=run.id, item_index=it.index, gold=it.gold,
-                               choices=[asdict(c) for c in it.choices],
+                m.McItemResult(run_id=run.id, item_index=it.index, gold=it.gold, choices=_choice_rows(it),
                                pred_acc=it.predictions["acc"], pred_acc_norm=it.predictions["acc_norm"],
                                pred_acc_bytes=it.predictions["acc_bytes"],
                                pred_acc_per_token=it.predictions["acc_per_token"],
-                               pred_acc_pmi=it.predictions["acc_pmi"])
+                               pred_acc_pmi=it.predictions["acc_pmi"], task=it.task, doc_id=it.doc_id,
+                               golds=list(it.golds) if it.golds is not None and len(it.golds) > 1 else None)
                 for it in result.items
             ])
             run_id = run.id
     finally:
         engine.dispose()
+    _write_files(result, run_id)
     return run_id, result
+
+
+def _choice_rows(it: Any) -> list[dict]:
+    """The stored ``choices`` of an item: each ChoiceResult, plus for lm-eval items the request
+    scored (``request``: [context, continuation]) and acc_mutual_info's unconditional one
+    (``null_request``)."""
+    rows = [asdict(c) for c in it.choices]
+    reqs = it.requests or []
+    k = len(rows)
+    for j, row in enumerate(rows):
+        if j < len(reqs):
+            row["request"] = list(reqs[j])
+        if len(reqs) == 2 * k:
+            row["null_request"] = list(reqs[k + j])
+    return rows
+
+
+def _write_files(result: McResult, run_id: int | None) -> None:
+    if getattr(result, "lm_eval_output", None):
+        from judgecal.loglik.lmeval_tasks import write_run_files
+
+        result.output_files = write_run_files(result, run_id)
 
 
 def _run_dict(run: m.McRun) -> dict[str, Any]:
@@ -188,14 +263,18 @@ def _run_dict(run: m.McRun) -> dict[str, Any]:
 
 
 def list_runs(db_url: str | None = None, *, model: str | None = None) -> list[dict]:
-    """Every stored run (newest first), optionally of one model, as dicts (no item rows)."""
+    """Every stored run (newest first), optionally of one model, as dicts (no item rows), each
+    with ``setup`` (shots, chat template, few-shot seed, limit:
+    :func:`judgecal.report.mc_tables.run_setup`)."""
     engine = get_engine(db_url)
     try:
         with session_scope(engine) as s:
             q = select(m.McRun).order_by(m.McRun.id.desc())
             if model:
                 q = q.where(m.McRun.model == model)
-            return [_run_dict(r) for r in s.scalars(q)]
+            from judgecal.report.mc_tables import run_setup
+
+            return [{**_run_dict(r), "setup": run_setup(r.settings or {})} for r in s.scalars(q)]
     finally:
         engine.dispose()
 
@@ -212,7 +291,8 @@ def load_run(run_id: int, db_url: str | None = None, *, items: bool = True) -> d
             if items:
                 rows = s.scalars(select(m.McItemResult).where(m.McItemResult.run_id == run_id)
                                  .order_by(m.McItemResult.item_index))
-                out["items"] = [{"item_index": r.item_index, "gold": r.gold, "choices": r.choices,
+                out["items"] = [{"item_index": r.item_index, "task": r.task, "doc_id": r.doc_id, "gold": r.gold,
+                                 "golds": r.golds, "choices": r.choices,
                                  "pred_acc": r.pred_acc, "pred_acc_norm": r.pred_acc_norm,
                                  "pred_acc_bytes": r.pred_acc_bytes, "pred_acc_per_token": r.pred_acc_per_token,
                                  "pred_acc_pmi": r.pred_acc_pmi} for r in rows]
@@ -296,3 +376,47 @@ def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
     if problems:
         cmp["warning"] = "; ".join(problems)
     return cmp
+
+
+EXPORT_COLUMNS = ["run_id", "model", "item_index", "task", "doc_id", "gold", "golds", "pred_acc", "pred_acc_norm",
+                  "pred_acc_bytes", "pred_acc_per_token", "pred_acc_pmi", "n_choices", "lls", "lls_null", "contexts",
+                  "continuations", "null_contexts", "choices"]
+
+
+def export_rows(run_id: int, db_url: str | None = None) -> list[dict]:
+    """One flat row per stored item of run ``run_id``: run and model, item index, lm-eval task
+    and doc id (None for judgecal task files), gold(s), each metric's prediction, per-choice
+    log-likelihoods, the requests scored (contexts and continuations; acc_mutual_info's
+    unconditional ones), and the stored ``choices`` JSON as it is. Raises NotFoundError."""
+    run = load_run(run_id, db_url)
+    rows = []
+    for it in run["items"]:
+        ch = it["choices"]
+        reqs = [c.get("request") for c in ch]
+        nulls = [c.get("null_request") for c in ch]
+        rows.append({"run_id": run["id"], "model": run["model"], "item_index": it["item_index"], "task": it["task"],
+                     "doc_id": it["doc_id"], "gold": it["gold"], "golds": it["golds"] or [it["gold"]],
+                     "pred_acc": it["pred_acc"], "pred_acc_norm": it["pred_acc_norm"],
+                     "pred_acc_bytes": it["pred_acc_bytes"], "pred_acc_per_token": it["pred_acc_per_token"],
+                     "pred_acc_pmi": it["pred_acc_pmi"], "n_choices": len(ch), "lls": [c["ll"] for c in ch],
+                     "lls_null": [c.get("ll_null") for c in ch] if any(c.get("ll_null") is not None for c in ch)
+                     else None,
+                     "contexts": [r[0] for r in reqs] if all(reqs) else None,
+                     "continuations": [r[1] for r in reqs] if all(reqs) else None,
+                     "null_contexts": [r[0] for r in nulls] if all(nulls) else None, "choices": ch})
+    return rows
+
+
+def export_items(run_id: int, path: str | Path, fmt: str | None = None, db_url: str | None = None) -> int:
+    """Write :func:`export_rows` of run ``run_id`` to ``path`` (``-``: standard output) as
+    JSONL or CSV (``fmt``; default from the extension, else JSONL; nested values are JSON text
+    in CSV cells), through :func:`judgecal.export.write_rows` (atomic, regular files only).
+    Returns the number of rows. Raises NotFoundError, UsageError."""
+    from judgecal.export import check_target, write_rows
+
+    path = Path(path)
+    fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
+    if fmt not in ("jsonl", "csv"):
+        raise UsageError(f"--format must be jsonl or csv, got {fmt!r}")
+    check_target(path)
+    return write_rows(export_rows(run_id, db_url), path, fmt, EXPORT_COLUMNS)

@@ -34,6 +34,30 @@ def test_plan_batches_and_pack_rows():
         HFScorer.plan_batches(lengths, 0)
 
 
+def test_shared_prefixes_clusters_contexts_by_leading_tokens():
+    from judgecal.loglik.hf import shared_prefixes
+
+    shots = list(range(100, 140))  # 40 tokens every "few-shot" context starts with
+    ctxs = [shots + [1, 2, 3], [9, 9], shots + [1, 2, 4, 5], shots + [7], shots[:20] + [8], [9, 9, 1]]
+    got = sorted((p, sorted(m)) for p, m in shared_prefixes(ctxs, min_prefix=32))
+    # the three full-prefix contexts share 40 tokens (each keeps its own last token); the others stand alone
+    assert got == [(0, [1]), (0, [4]), (0, [5]), (40, [0, 2, 3])]
+    # two contexts that agree beyond the shots share more, but splitting them off saves less than 2 x 40
+    assert sorted(len(m) for _, m in shared_prefixes(ctxs, min_prefix=32)) == [1, 1, 1, 3]
+    # a context equal to another's prefix keeps one token of its own
+    assert shared_prefixes([shots, shots + [5]], min_prefix=32) == [(39, [0, 1])]
+    assert shared_prefixes([], min_prefix=32) == []
+    assert shared_prefixes([[1]], min_prefix=1) == [(0, [0])]
+    # nested sharing: two families under a 40-token common start are kept apart (2 x 4 x 100 tokens
+    # saved) rather than joined under the common start (9 x 40)
+    a, b = list(range(200, 260)), list(range(300, 360))
+    fam = [shots + a + [k] for k in range(5)] + [shots + b + [k] for k in range(5)]
+    assert sorted((p, len(m)) for p, m in shared_prefixes(fam, min_prefix=32)) == [(100, 5), (100, 5)]
+    # and joined when the families are small: 5 x 40 beats 2 x 1 x 100 + nothing
+    fam = [shots + a + [k] for k in range(2)] + [shots + b + [0]] + [shots + [k] for k in range(400, 403)]
+    assert [(p, len(m)) for p, m in shared_prefixes(fam, min_prefix=32)] == [(40, 6)]
+
+
 @pytest.fixture(scope="module")
 def scorer():
     from judgecal import config
@@ -98,6 +122,42 @@ def test_packed_equals_plain_forward(scorer, forward, monkeypatch):
             assert s.n_tokens == len(cont) and s.is_greedy == greedy
     # " Paris" is the likelier answer
     assert got[0][0].ll > got[0][1].ll
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("forward", ["fused", "transformers"])
+def test_shared_prefix_units_equal_plain_forward(scorer, forward, monkeypatch):
+    """Items whose contexts share a long few-shot prefix are scored in one unit (the prefix
+    computed once, each item attending to it): every continuation's ll equals a plain forward
+    pass of the whole context within the same bounds as the packed rows above, and the
+    prefix's tokens go through the body once."""
+    import torch
+
+    from judgecal.loglik.hf import RunStats
+
+    if forward == "transformers":
+        monkeypatch.setattr(scorer, "fused", None)
+    tol = {"abs": 1e-4} if forward == "transformers" else {"abs": 1e-4, "rel": 1e-5}
+    shots = "".join(f"Question: What is {a} + {a}?\nAnswer: {2 * a}\n\n" for a in range(3, 9))
+    questions = ["What is 2 + 2?", "What is 10 + 10?", "Which is larger, 3 or 7?", "Name a colour."]
+    groups = scorer.encoder.encode_groups([(shots + f"Question: {q}\nAnswer:", [" A", " B", " 4", " twenty"])
+                                           for q in questions] + [("Unrelated context.", [" yes", " no"])])
+    stats = RunStats()
+    got = scorer.score_groups(groups, batch_size="auto", stats=stats)
+    plain = RunStats()
+    scorer.score_groups(groups, batch_size="auto", stats=plain, share_prefixes=False)
+    assert stats.extra["shared_prefix_units"] == 1 and stats.extra["shared_prefix_tokens_saved"] > 3 * 40
+    assert plain.tokens - stats.tokens == stats.extra["shared_prefix_tokens_saved"]
+    model = scorer.model
+    for g, scores in zip(groups, got):
+        for cont, s in zip(g.conts, scores):
+            ids = torch.tensor([g.ctx + cont])
+            with torch.inference_mode():
+                logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            n = len(g.ctx)
+            want = sum(logp[n - 1 + j, t].item() for j, t in enumerate(cont))
+            assert s.ll == pytest.approx(want, **tol)
+            assert s.is_greedy == all(logp[n - 1 + j].argmax().item() == t for j, t in enumerate(cont))
 
 
 @pytest.mark.model

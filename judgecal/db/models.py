@@ -302,8 +302,11 @@ class McRun(Base):
 
 class McItemResult(Base):
     """Per-item result of an :class:`McRun`. ``choices`` is a list, one entry per choice, of
-    ``{"ll": nats, "ll_null": nats or null, "n_tokens", "n_chars", "n_bytes", "is_greedy"}``;
-    ``pred_*`` the predicted choice index under each metric."""
+    ``{"ll": nats, "ll_null": nats or null, "n_tokens", "n_chars", "n_bytes", "is_greedy"}``
+    (lm-eval tasks add ``request``: the ``[context, continuation]`` scored, and
+    ``null_request`` for acc_mutual_info's unconditional one); ``pred_*`` the predicted choice
+    index under each metric. lm-eval tasks: ``task`` (the leaf task), ``doc_id`` (lm-eval's
+    document id in it), ``golds`` (every gold index when there are several)."""
 
     __tablename__ = "mc_item_result"
     __table_args__ = (UniqueConstraint("run_id", "item_index"),)
@@ -317,3 +320,6 @@ class McItemResult(Base):
     pred_acc_bytes: Mapped[int] = mapped_column(Integer)
     pred_acc_per_token: Mapped[int] = mapped_column(Integer)
     pred_acc_pmi: Mapped[Optional[int]] = mapped_column(Integer)
+    task: Mapped[Optional[str]] = mapped_column(String(500))
+    doc_id: Mapped[Optional[int]] = mapped_column(Integer)
+    golds: Mapped[Optional[list[Any]]] = mapped_column(JSON)

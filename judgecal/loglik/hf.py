@@ -12,6 +12,13 @@ Design (the work lm-evaluation-harness does, minus the repetition):
   that predict continuation tokens (the last context token, shared by all choices, plus each
   continuation's own tokens but its last), and only those rows go through the output
   projection; log-softmax in float32 whatever the model dtype.
+- **Shared prefixes, once.** Contexts that begin with the same tokens (the few-shot examples
+  every item of an MMLU subject shares, a task description) are found by sorting the token
+  sequences (:func:`shared_prefixes`); such items go into one row as
+  ``[prefix | ctx_1 rest | conts_1 | ctx_2 rest | conts_2 | ...]``: every item's tokens attend
+  to the prefix and causally to their own context and continuation (positions continue from
+  the prefix), so the prefix's keys/values are computed once for all those items, the same
+  way an item's context is computed once for all its choices.
 - **Batched across items by length.** Rows are sorted by packed length and batched under a
   token budget, so padding is small and the matmuls are large enough to run fast on CPU.
 
@@ -36,6 +43,75 @@ DEFAULT_TOKEN_BUDGET = 2048
 DEFAULT_ROW_LEN = 192  # tokens per packed row (several items share a row, block-diagonal mask)
 FORWARDS = ("auto", "fused", "transformers")  # body forward: judgecal.loglik.fused or the model's own
 LM_HEAD_CHUNK = 2048  # scored rows per output-projection chunk (bounds the float32 logits memory)
+MIN_SHARED_PREFIX = 32  # tokens: a shorter common context prefix is not worth a shared unit
+PREFIX_UNIT_FACTOR = 4  # a shared-prefix unit holds at most max(row_len, factor x prefix) tokens
+
+
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def shared_prefixes(ctxs: Sequence[Sequence[int]], min_prefix: int = MIN_SHARED_PREFIX) -> list[tuple[int, list[int]]]:
+    """Clusters of contexts (token id lists) that share a leading run of tokens, as
+    ``(prefix length, [indices])``; every index appears in exactly one cluster, a lone context
+    as ``(0, [i])``. The prefix of a cluster is shorter than each member's context (each keeps
+    at least one token of its own: the one that predicts its continuations' first token) and at
+    least ``min_prefix`` tokens. Clusters maximise the tokens saved, (members - 1) x prefix:
+    the contexts are sorted, neighbours' common prefixes computed, and a run is split at its
+    shortest common prefix when its parts together save more. Pure."""
+    n = len(ctxs)
+    order = sorted(range(n), key=lambda i: ctxs[i])
+    lcp = [min(_lcp(ctxs[order[k]], ctxs[order[k + 1]]), len(ctxs[order[k]]) - 1, len(ctxs[order[k + 1]]) - 1)
+           for k in range(n - 1)]
+    out: list[tuple[int, list[int]]] = []
+
+    def solve(lo: int, hi: int, depth: int) -> tuple[int, list[tuple[int, list[int]]]]:
+        """Best clusters of order[lo..hi] (inclusive): (tokens saved, clusters)."""
+        if lo == hi:
+            return 0, [(0, [order[lo]])]
+        m = min(lcp[lo:hi])
+        own = (hi - lo) * m if m >= min_prefix else 0
+        if depth > 100:  # a pathological chain: keep what this level gives
+            return (own, [(m, order[lo:hi + 1])]) if own else (0, [(0, [i]) for i in order[lo:hi + 1]])
+        parts, start = [], lo
+        for k in range(lo, hi):
+            if lcp[k] == m:
+                parts.append((start, k))
+                start = k + 1
+        parts.append((start, hi))
+        saved, clusters = 0, []
+        for a, b in parts:
+            s_, c_ = solve(a, b, depth + 1)
+            saved += s_
+            clusters.extend(c_)
+        if own and own >= saved:
+            return own, [(m, order[lo:hi + 1])]
+        return saved, clusters
+
+    k = 0
+    while k < n:  # runs of neighbours sharing at least min_prefix tokens, solved one by one
+        e = k
+        while e < n - 1 and lcp[e] >= min_prefix:
+            e += 1
+        out.extend(solve(k, e, 0)[1])
+        k = e + 1
+    return out
+
+
+@dataclass
+class _Unit:
+    """What one packed row segment holds: a shared ``prefix`` (token ids; empty for a lone
+    group), the ``members`` (indices of groups) that continue it, each member's context after
+    the prefix (``suffixes``, at least one token each), and the segment's ``length`` in tokens."""
+
+    prefix: list[int]
+    members: list[int]
+    suffixes: list[list[int]]
+    length: int
 
 
 @dataclass
@@ -190,78 +266,129 @@ class HFScorer:
                 bisect.insort(free, (room - n, r))
         return rows
 
+    def units(self, groups: Sequence[EncodedGroup], share_prefixes: bool = True) -> list[_Unit]:
+        """The groups as packing units: groups whose contexts share at least
+        ``MIN_SHARED_PREFIX`` leading tokens (:func:`shared_prefixes`) become shared-prefix
+        units of at most ``max(row_len, PREFIX_UNIT_FACTOR x prefix)`` tokens (a cluster too
+        large for one is cut in several, each with the prefix); every other group is a unit of
+        its own (no prefix). ``share_prefixes=False``: every group alone."""
+        def alone(i: int) -> _Unit:
+            g = groups[i]
+            return _Unit([], [i], [g.ctx], len(g.ctx) + sum(len(c) for c in g.conts))
+
+        if not share_prefixes:
+            return [alone(i) for i in range(len(groups))]
+        out: list[_Unit] = []
+        for plen, members in shared_prefixes([g.ctx for g in groups]):
+            if plen == 0 or len(members) < 2:
+                out.extend(alone(i) for i in members)
+                continue
+            cap = max(self.row_len, PREFIX_UNIT_FACTOR * plen)
+            prefix = list(groups[members[0]].ctx[:plen])
+            cur: _Unit | None = None
+            for i in members:
+                g = groups[i]
+                size = len(g.ctx) - plen + sum(len(c) for c in g.conts)
+                if cur is None or cur.length + size > cap:
+                    cur = _Unit(prefix, [], [], plen)
+                    out.append(cur)
+                cur.members.append(i)
+                cur.suffixes.append(list(g.ctx[plen:]))
+                cur.length += size
+        return [u if len(u.members) > 1 or not u.prefix else alone(u.members[0]) for u in out]
+
     def score_groups(self, groups: Sequence[EncodedGroup], *, batch_size: int | str = "auto",
                      token_budget: int | None = None, stats: RunStats | None = None,
-                     progress: Any = None) -> list[list[ChoiceScore]]:
+                     progress: Any = None, share_prefixes: bool = True) -> list[list[ChoiceScore]]:
         """Score every continuation of every group. Returns, per group, one
         :class:`ChoiceScore` per continuation (ll in nats). ``token_budget`` (tokens per
         forward pass with ``batch_size="auto"``) defaults to ``self.token_budget``.
-        ``progress(n_done)`` is called after each forward pass when given."""
+        ``share_prefixes``: groups whose contexts begin with the same tokens share that
+        prefix's computation (:meth:`units`; with ``batch_size="auto"`` only: an int batch
+        size counts groups a pass, so each group is scored alone). ``progress(n_done)`` is called after each forward
+        pass when given (groups done)."""
         torch = self.torch
         stats = stats if stats is not None else RunStats()
         groups = [self._truncate(g) for g in groups]
-        lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in groups]
+        units = self.units(groups, share_prefixes and batch_size == "auto")  # an int batch_size counts groups
+        lengths = [u.length for u in units]
         out: list[list[ChoiceScore] | None] = [None] * len(groups)
+        stats.extra["shared_prefix_units"] = stats.extra.get("shared_prefix_units", 0) + sum(
+            1 for u in units if u.prefix)
+        stats.extra["shared_prefix_tokens_saved"] = stats.extra.get("shared_prefix_tokens_saved", 0) + sum(
+            (len(u.members) - 1) * len(u.prefix) for u in units if u.prefix)
         with torch.inference_mode():
             budget = self.token_budget if token_budget is None else token_budget
             for rows in self.plan_batches(lengths, batch_size, budget, self.row_len):
-                res = self._forward([[groups[i] for i in row] for row in rows], stats)
-                for row, row_res in zip(rows, res):
-                    for i, r in zip(row, row_res):
-                        out[i] = r
+                res = self._forward([[units[i] for i in row] for row in rows], groups, stats)
+                for gi, r in res.items():
+                    out[gi] = r
                 if progress is not None:
-                    progress(sum(len(row) for row in rows))
+                    progress(sum(len(units[i].members) for row in rows for i in row))
         stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
         return out  # type: ignore[return-value]
 
-    def _forward(self, packed: Sequence[Sequence[EncodedGroup]], stats: RunStats) -> list[list[list[ChoiceScore]]]:
-        """One forward pass over ``packed`` rows (each a list of groups sharing one row of the
-        batch). Returns scores nested like ``packed``: row -> group -> continuation."""
+    def _forward(self, packed: Sequence[Sequence[_Unit]], groups: Sequence[EncodedGroup],
+                 stats: RunStats) -> dict[int, list[ChoiceScore]]:
+        """One forward pass over ``packed`` rows (each a list of units sharing one row of the
+        batch). Returns group index -> one score per continuation."""
         torch = self.torch
-        batch = [g for row in packed for g in row]
-        lengths = [len(g.ctx) + sum(len(c) for c in g.conts) for g in batch]
-        starts = [0]
-        for row in packed:
-            starts.append(starts[-1] + len(row))
-        rows = [list(range(starts[r], starts[r + 1])) for r in range(len(packed))]  # indices into batch
-        B = len(rows)
-        L = max(sum(lengths[i] for i in row) for row in rows)
+        B = len(packed)
+        L = max(sum(u.length for u in row) for row in packed)
         ids = torch.zeros((B, L), dtype=torch.long)
         pos = torch.zeros((B, L), dtype=torch.long)
         seg = torch.full((B, L), -1, dtype=torch.long)  # 0 = context, j+1 = continuation j, -1 = pad
-        item = torch.full((B, L), -1, dtype=torch.long)  # which group of the row a token belongs to
+        item = torch.full((B, L), -1, dtype=torch.long)  # which slot of the row (a group or a prefix) a token is
+        pfx = torch.full((B, L), -1, dtype=torch.long)  # the slot of the shared prefix a group's token continues
         src_b: list[int] = []
         src_p: list[int] = []
         tgt_row: list[int] = []  # for each scored token: its row among the gathered positions
         tgt_tok: list[int] = []
         owner: list[tuple[int, int]] = []
-        for b, row in enumerate(rows):
+        done: list[int] = []
+        for b, row in enumerate(packed):
             o = 0
-            for slot, gi in enumerate(row):
-                g = batch[gi]
-                n = len(g.ctx)
-                ids[b, o:o + n] = torch.tensor(g.ctx)
-                pos[b, o:o + n] = torch.arange(n)
-                seg[b, o:o + n] = 0
-                item[b, o:o + lengths[gi]] = slot
-                shared = len(src_b)  # the last context token predicts every continuation's first token
-                src_b.append(b)
-                src_p.append(o + n - 1)
-                o += n
-                for j, c in enumerate(g.conts):
-                    k = len(c)
-                    ids[b, o:o + k] = torch.tensor(c)
-                    pos[b, o:o + k] = torch.arange(n, n + k)
-                    seg[b, o:o + k] = j + 1
-                    rows_ = [shared]
-                    for t in range(k - 1):
-                        rows_.append(len(src_b))
-                        src_b.append(b)
-                        src_p.append(o + t)
-                    tgt_row.extend(rows_)
-                    tgt_tok.extend(c)
-                    owner.extend([(gi, j)] * k)
-                    o += k
+            slot = 0
+            for u in row:
+                P = len(u.prefix)
+                pslot = -1
+                if P:
+                    pslot = slot
+                    slot += 1
+                    ids[b, o:o + P] = torch.tensor(u.prefix)
+                    pos[b, o:o + P] = torch.arange(P)
+                    seg[b, o:o + P] = 0
+                    item[b, o:o + P] = pslot
+                    o += P
+                for gi, suffix in zip(u.members, u.suffixes):
+                    g = groups[gi]
+                    n = len(suffix)
+                    size = n + sum(len(c) for c in g.conts)
+                    ids[b, o:o + n] = torch.tensor(suffix)
+                    pos[b, o:o + n] = torch.arange(P, P + n)
+                    seg[b, o:o + n] = 0
+                    item[b, o:o + size] = slot
+                    pfx[b, o:o + size] = pslot
+                    shared = len(src_b)  # the last context token predicts every continuation's first token
+                    src_b.append(b)
+                    src_p.append(o + n - 1)
+                    o += n
+                    for j, c in enumerate(g.conts):
+                        k = len(c)
+                        ids[b, o:o + k] = torch.tensor(c)
+                        pos[b, o:o + k] = torch.arange(P + n, P + n + k)
+                        seg[b, o:o + k] = j + 1
+                        rows_ = [shared]
+                        for t in range(k - 1):
+                            rows_.append(len(src_b))
+                            src_b.append(b)
+                            src_p.append(o + t)
+                        tgt_row.extend(rows_)
+                        tgt_tok.extend(c)
+                        owner.extend([(gi, j)] * k)
+                        o += k
+                    slot += 1
+                    done.append(gi)
             pos[b, o:] = torch.arange(L - o)  # padding: attends to itself and earlier padding only
             stats.tokens += o
         stats.padded_tokens += B * L
@@ -271,7 +398,8 @@ class HFScorer:
         same_item = item[:, :, None] == item[:, None, :]
         same_seg = seg[:, :, None] == seg[:, None, :]
         to_ctx = (seg[:, None, :] == 0) & (seg[:, :, None] > 0)
-        mask = (causal[None] & same_item & (same_seg | to_ctx))[:, None]  # (B, 1, L, L), True = attend
+        to_prefix = (item[:, None, :] == pfx[:, :, None]) & (pfx[:, :, None] >= 0)
+        mask = (causal[None] & ((same_item & (same_seg | to_ctx)) | to_prefix))[:, None]  # (B, 1, L, L), True = attend
         dev = self.device
         if self.fused is not None:
             hidden = self.fused(ids.to(dev), mask.to(dev), pos.to(dev))
@@ -294,11 +422,10 @@ class HFScorer:
             token_lp[sel] = logp[tgt_row_t[sel] - s, tgt_tok_t[sel]]
         is_hit = (greedy_tok[tgt_row_t] == tgt_tok_t).cpu().tolist()
         token_lp_list = token_lp.double().cpu().tolist()
-        res: list[list[list]] = [[[0.0, 0, True] for _ in g.conts] for g in batch]
+        res: dict[int, list[list]] = {gi: [[0.0, 0, True] for _ in groups[gi].conts] for gi in done}
         for (gi, j), lp, hit in zip(owner, token_lp_list, is_hit):
             r = res[gi][j]
             r[0] += lp
             r[1] += 1
             r[2] = r[2] and bool(hit)
-        flat = [[ChoiceScore(float(a), int(n), bool(h)) for a, n, h in g] for g in res]
-        return [flat[starts[r]:starts[r + 1]] for r in range(B)]
+        return {gi: [ChoiceScore(float(a), int(n), bool(h)) for a, n, h in g] for gi, g in res.items()}

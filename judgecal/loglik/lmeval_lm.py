@@ -158,6 +158,8 @@ class JudgecalLM(LM):
                 res[(ctx, conts[s + j])] = (sc.ll, sc.n_tokens, sc.is_greedy)
         for k in ("tokens", "padded_tokens", "scored_rows", "forward_passes", "boundary_fixes"):
             self.stats[k] += getattr(stats, k)
+        for k in ("shared_prefix_units", "shared_prefix_tokens_saved"):
+            self.stats[k] = self.stats.get(k, 0) + stats.extra.get(k, 0)
         return res
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
@@ -210,8 +212,15 @@ class JudgecalLM(LM):
         return getattr(self.tokenizer, "eos_token_id", None)
 
     def get_model_info(self) -> dict:
-        """What lm-eval's ``simple_evaluate`` records about the model."""
-        info = {"model": self.model_name, "backend": "judgecal"}
+        """What lm-eval's ``simple_evaluate`` adds to its results' ``config`` about the model:
+        HFLM's keys (``model_num_parameters``, ``model_dtype``, ``model_revision``,
+        ``model_sha``: empty, nothing is asked of the Hub) and judgecal's (``judgecal_model``,
+        ``judgecal_forward``, ``judgecal_device``). No ``model`` key: lm-eval's own
+        ``config.model`` (the registry name, ``judgecal``) stays."""
+        info: dict[str, Any] = {"judgecal_model": self.model_name}
         if self.scorer is not None:
-            info.update(dtype=self.scorer.dtype_name, forward=self.scorer.forward_name, device=str(self.scorer.device))
+            model = self.scorer.model
+            info.update(model_num_parameters=sum(p.numel() for p in model.parameters()),
+                        model_dtype=str(getattr(model, "dtype", "")), model_revision="main", model_sha="",
+                        judgecal_forward=self.scorer.forward_name, judgecal_device=str(self.scorer.device))
         return info

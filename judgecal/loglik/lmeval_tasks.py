@@ -376,20 +376,23 @@ def _rescue_include_paths(tm: Any, roots: Sequence[Path]) -> list[YamlLoadFailur
 
 
 @functools.lru_cache(maxsize=8)
-def _task_manager(include_paths: tuple[str, ...], include_defaults: bool):
+def _task_manager(include_paths: tuple[str, ...], include_defaults: bool, metadata_json: str = "null"):
     from lm_eval.tasks import TaskManager
 
     logged: Counter[str] = Counter()
     with quiet_lm_eval(logged):  # lm-eval's index warnings (a name overriding another) go to the run's notes
-        tm = TaskManager(include_path=list(include_paths) or None, include_defaults=include_defaults)
+        tm = TaskManager(include_path=list(include_paths) or None, include_defaults=include_defaults,
+                         metadata=json.loads(metadata_json))
     tm.judgecal_load_failures = _rescue_include_paths(tm, [Path(p) for p in include_paths])
     tm.judgecal_warnings = logged
     return tm
 
 
-def task_manager(include_paths: Sequence[str | Path] = (), *, include_defaults: bool = True):
+def task_manager(include_paths: Sequence[str | Path] = (), *, include_defaults: bool = True,
+                 metadata: Mapping[str, Any] | None = None):
     """An lm-eval ``TaskManager`` over the shipped tasks (``include_defaults``) and
-    ``include_paths``, built once per process for the same arguments (indexing the shipped
+    ``include_paths`` (``metadata``: lm-eval's ``--metadata``, merged into every task's config
+    metadata), built once per process for the same arguments (indexing the shipped
     tasks takes seconds). YAMLs in ``include_paths`` get the shipped ``include:`` fallback of
     task files (:func:`_rescue_include_paths`); those that still do not load are listed in the
     manager's ``judgecal_load_failures`` (:class:`YamlLoadFailure`), since lm-eval skips them
@@ -400,7 +403,8 @@ def task_manager(include_paths: Sequence[str | Path] = (), *, include_defaults: 
         if not q.is_dir():
             raise InputError("--include-path is not a folder", source=str(q))
         paths.append(str(q.resolve()))
-    return _task_manager(tuple(paths), include_defaults)
+    return _task_manager(tuple(paths), include_defaults, json.dumps(dict(metadata) if metadata else None,
+                                                                    sort_keys=True, default=str))
 
 
 # ---------------------------------------------------------------- offline data
@@ -541,13 +545,15 @@ def quiet_lm_eval(collected: Counter[str]) -> Iterator[None]:
 # ---------------------------------------------------------------- loading
 @dataclasses.dataclass
 class LoadedTasks:
-    """What ``TaskManager.load`` built for one spec: ``name`` (the task, group or tag),
-    ``kind`` ("task", "group", "tag"), ``task_dict`` (lm-eval's ``{"tasks", "groups",
+    """What ``TaskManager.load`` built for one ``--task``: ``name`` (the task, group or tag; for
+    several, their names joined by commas), ``kind`` ("task", "group", "tag"; "list" for
+    several), ``task_dict`` (lm-eval's ``{"tasks", "groups",
     "group_map"}``), ``path`` (the YAML file, or None for a name), ``config_sha256`` (resolved
     configs before run-time settings; see :func:`config_sha256`), ``notes`` (one line each,
     carried into the run's notes: YAMLs of an include path that do not load and were skipped,
     an unused ``--data-dir``), ``data_sources`` (each dataset asked of ``datasets.load_dataset``
-    -> the folder, "the datasets cache" or the builder/path it was read from)."""
+    -> the folder, "the datasets cache" or the builder/path it was read from), ``specs`` (one
+    ``{"spec", "name", "kind", "path"}`` per requested task, group or tag, a pattern expanded)."""
 
     name: str
     kind: str
@@ -556,6 +562,7 @@ class LoadedTasks:
     config_sha256: str
     notes: list[str] = dataclasses.field(default_factory=list)
     data_sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    specs: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def tasks(self) -> dict:
@@ -572,15 +579,18 @@ def _is_task_file(spec: str) -> bool:
     return spec.lower().endswith((".yaml", ".yml"))
 
 
-def set_lm_eval_seeds(random_seed: int = DEFAULT_RANDOM_SEED, numpy_seed: int = DEFAULT_FEWSHOT_SEED,
+def set_lm_eval_seeds(random_seed: int | None = DEFAULT_RANDOM_SEED, numpy_seed: int | None = DEFAULT_FEWSHOT_SEED,
                       torch_seed: int | None = DEFAULT_FEWSHOT_SEED) -> None:
     """The global seeds lm-eval's ``simple_evaluate`` sets before it loads tasks (python
-    ``random`` 0, numpy 1234, torch 1234): ``process_docs`` functions that shuffle see the same
-    state as under lm-eval."""
+    ``random`` 0, numpy 1234, torch 1234 unless ``--seed`` says otherwise; None leaves that one
+    unset, as lm-eval does): ``process_docs`` functions that shuffle see the same state as
+    under lm-eval."""
     import numpy as np
 
-    random.seed(random_seed)
-    np.random.seed(numpy_seed)
+    if random_seed is not None:
+        random.seed(random_seed)
+    if numpy_seed is not None:
+        np.random.seed(numpy_seed)
     if torch_seed is not None:
         try:
             import torch
@@ -794,106 +804,187 @@ def _missing_line(name: str, leaves: Mapping[str, dict], missing: Sequence[tuple
             f"the first: {first}")
 
 
-def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), data_dir: str | Path | None = None,
-               datasets_map: Mapping[str, str | Path] | None = None,
-               warnings: Counter[str] | None = None) -> LoadedTasks:
+def split_specs(spec: str | Path | Sequence[str | Path]) -> list[str]:
+    """``--task`` as lm-eval's ``--tasks`` takes it: a comma-separated string (or a list of
+    such) of task, group and tag names, glob patterns (``mmlu_*``) and task YAML files,
+    empty parts dropped, repeats kept once (in their first place). A ``Path`` is one spec."""
+    parts = [spec] if isinstance(spec, (str, Path)) else list(spec)
+    out: list[str] = []
+    for p in parts:
+        pieces = [str(p)] if isinstance(p, Path) else str(p).split(",")
+        for piece in pieces:
+            piece = piece.strip()
+            if piece and piece not in out:
+                out.append(piece)
+    if not out:
+        raise UsageError("--task: no task named")
+    return out
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclasses.dataclass
+class _Spec:
+    spec: str
+    name: str
+    what: Any  # what TaskManager.load takes: a name or a config dict
+    path: Path | None
+    src: str | None
+    group_file: bool = False
+
+
+def _resolve_file(spec: str) -> _Spec:
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise InputError("task file does not exist", source=str(path))
+    cfg = load_task_file(path)
+    group = "group" in cfg and isinstance(cfg.get("task"), list)
+    name = str(cfg.get("group") if group else cfg.get("task") or cfg.get("group"))
+    return _Spec(spec, name, name if group else cfg, path, str(path), group)
+
+
+def _resolve_name(tm: Any, spec: str, include_paths: Sequence[Any]) -> list[_Spec]:
+    failures = list(getattr(tm, "judgecal_load_failures", []))
+    defining = [f for f in failures if spec in f.names]
+    if defining:
+        other = tm.task_index.get(spec)
+        instead = (f"; lm-eval would silently use the definition in {other.yaml_path} instead"
+                   if other is not None and other.yaml_path is not None else "")
+        raise InputError(f"--task {spec!r}: {defining[0].message} (this YAML in --include-path defines "
+                         f"{spec!r} and does not load{instead})")
+    names = [spec]
+    if spec not in tm.task_index and _GLOB.search(spec):  # lm-eval's --tasks takes glob patterns
+        names = tm.match_tasks([spec])
+    if not names or spec not in tm.task_index and not _GLOB.search(spec):
+        close = difflib.get_close_matches(spec, list(tm.task_index), n=3)
+        raise InputError(f"--task {spec!r} is neither a file nor an lm-eval task, group or tag name"
+                         + (" (a pattern that matches none)" if _GLOB.search(spec) else "")
+                         + (f" (closest: {', '.join(close)})" if close else "")
+                         + ("" if include_paths else "; tasks of your own: --include-path DIR")
+                         + (f"; {len(failures)} YAML file(s) in --include-path do not load: {_failure_line(failures)}"
+                            if failures else ""))
+    out = []
+    for n in names:
+        entry = tm.task_index[n]
+        out.append(_Spec(spec, n, n, None, str(entry.yaml_path) if entry.yaml_path is not None else None))
+    return out
+
+
+def load_tasks(spec: str | Path | Sequence[str | Path], *, include_paths: Sequence[str | Path] = (),
+               data_dir: str | Path | None = None, datasets_map: Mapping[str, str | Path] | None = None,
+               warnings: Counter[str] | None = None,
+               seeds: Sequence[int | None] = (DEFAULT_RANDOM_SEED, DEFAULT_FEWSHOT_SEED, DEFAULT_FEWSHOT_SEED),
+               metadata: Mapping[str, Any] | None = None) -> LoadedTasks:
     """Build lm-eval's tasks for ``spec``: a task/group/tag name (lm-eval's shipped tasks and
-    ``include_paths``) or a task/group YAML file (:func:`load_task_file`). Data are read
-    offline (:func:`offline_data` with ``data_dir``/``datasets_map``). Sets lm-eval's global
-    seeds first (:func:`set_lm_eval_seeds`). Only multiple_choice tasks are accepted.
+    ``include_paths``), a glob pattern of names (``mmlu_*``), a task/group YAML file
+    (:func:`load_task_file`), or several of these (a comma-separated string or a list, as
+    lm-eval's ``--tasks``; :func:`split_specs`), built by one ``TaskManager.load`` call as
+    lm-eval's ``simple_evaluate`` builds them (one seed setting, lm-eval's refusal of a task
+    listed twice through two specs). Data are read offline (:func:`offline_data` with
+    ``data_dir``/``datasets_map``). Sets lm-eval's global seeds first
+    (:func:`set_lm_eval_seeds` with ``seeds``: python random, numpy, torch; None leaves one
+    unset). ``metadata``: lm-eval's ``--metadata`` (:func:`task_manager`). Only
+    multiple_choice tasks are accepted.
 
     Before any data are read: ``data_dir`` and every ``datasets_map`` folder must exist; the
     leaf configs (:func:`_leaf_configs`) must all be multiple_choice and every
     ``datasets_map`` key must be a dataset some task reads; a YAML of an include path that
-    does not load is refused when it defines the requested name (or a member a group lists
+    does not load is refused when it defines a requested name (or a member a group lists
     that is nowhere else) and otherwise skipped with a note (``LoadedTasks.notes``). When data
-    are missing, every missing dataset of the spec is listed (not only the first).
+    are missing, every missing dataset is listed (not only the first).
+
+    ``LoadedTasks.name`` is the one name, or the names joined by commas; ``kind`` "task",
+    "group", "tag", or "list" for several; ``specs`` what each part resolved to.
 
     Raises UsageError (lm-eval missing, a missing folder, an unused ``--dataset`` key),
     InputError (unknown name, bad YAML, a ``!function`` module that fails to import, a task
     that is not multiple_choice, anything lm-eval refuses while building, as one line naming
     the file), DataNotFoundError."""
     require()
-    spec = str(spec)
+    raw = split_specs(spec)
     warnings = warnings if warnings is not None else Counter()
     if data_dir is not None and not Path(data_dir).expanduser().is_dir():
         raise UsageError(f"--data-dir {data_dir}: not a folder")
     for key, folder in (datasets_map or {}).items():
         if not Path(folder).expanduser().is_dir():
             raise UsageError(f"--dataset {key}={folder}: {folder} is not a folder")
-    path: Path | None = None
-    src: str | None = None
-    if _is_task_file(spec) or Path(spec).expanduser().is_file():
-        path = Path(spec).expanduser()
-        if not path.is_file():
-            raise InputError("task file does not exist", source=str(path))
-        cfg = load_task_file(path)
-        group = "group" in cfg and isinstance(cfg.get("task"), list)
-        tm = task_manager([*include_paths, path.resolve().parent] if group else include_paths, include_defaults=group)
-        name = str(cfg.get("group") if group else cfg.get("task") or cfg.get("group"))
-        what: Any = cfg
-        src = str(path)
-        if group:  # by name from the file's own folder (an include path here): lm-eval builds a group dict's
-            # members with the whole group config as their overrides (aggregate_metric_list -> TaskConfig)
-            entry = tm.task_index.get(name)
-            if entry is None or entry.yaml_path is None or entry.yaml_path.resolve() != path.resolve():
-                failing = [f for f in getattr(tm, "judgecal_load_failures", []) if f.path.resolve() == path.resolve()]
+    files = {r: _resolve_file(r) for r in raw if _is_task_file(r) or Path(r).expanduser().is_file()}
+    group_dirs = [str(f.path.resolve().parent) for f in files.values() if f.group_file]
+    only_task_files = len(files) == len(raw) and not group_dirs
+    # a task YAML alone is built from its dict (no index needed); a group YAML by name from its own folder
+    tm = task_manager([*include_paths, *dict.fromkeys(group_dirs)], include_defaults=not only_task_files,
+                      metadata=metadata)
+    specs: list[_Spec] = []
+    for r in raw:
+        if r not in files:
+            specs.extend(_resolve_name(tm, r, include_paths))
+            continue
+        sp = files[r]
+        if sp.group_file:
+            entry = tm.task_index.get(sp.name)
+            if entry is None or entry.yaml_path is None or entry.yaml_path.resolve() != sp.path.resolve():
+                failing = [f for f in getattr(tm, "judgecal_load_failures", [])
+                           if f.path.resolve() == sp.path.resolve()]
                 raise InputError(failing[0].message if failing else
-                                 f"group {name!r} is defined twice in {path.resolve().parent}; "
-                                 f"lm-eval's index took {entry.yaml_path if entry else None}", source=src)
-            what = name
-    else:
-        tm = task_manager(include_paths)
-        failures = list(getattr(tm, "judgecal_load_failures", []))
-        defining = [f for f in failures if spec in f.names]
-        if defining:
-            other = tm.task_index.get(spec)
-            instead = (f"; lm-eval would silently use the definition in {other.yaml_path} instead"
-                       if other is not None and other.yaml_path is not None else "")
-            raise InputError(f"--task {spec!r}: {defining[0].message} (this YAML in --include-path defines "
-                             f"{spec!r} and does not load{instead})")
-        if spec not in tm.task_index:
-            close = difflib.get_close_matches(spec, list(tm.task_index), n=3)
-            raise InputError(f"--task {spec!r} is neither a file nor an lm-eval task, group or tag name"
-                             + (f" (closest: {', '.join(close)})" if close else "")
-                             + ("" if include_paths else "; tasks of your own: --include-path DIR")
-                             + (f"; {len(failures)} YAML file(s) in --include-path do not load: {_failure_line(failures)}"
-                                if failures else ""))
-        name = spec
-        what = spec
-        entry = tm.task_index[spec]
-        src = str(entry.yaml_path) if entry.yaml_path is not None else None
+                                 f"group {sp.name!r} is defined twice in {sp.path.resolve().parent}; "
+                                 f"lm-eval's index took {entry.yaml_path if entry else None}", source=sp.src)
+        specs.append(sp)
+    by_name: dict[str, _Spec] = {}
+    for sp in specs:  # a pattern and a name naming the same task: once, as lm-eval dedupes its --tasks
+        prev = by_name.get(sp.name)
+        if prev is None:
+            by_name[sp.name] = sp
+        elif (isinstance(sp.what, dict) or isinstance(prev.what, dict)) and sp.path != prev.path:
+            raise InputError(f"--task: {prev.spec!r} and {sp.spec!r} both define {sp.name!r} (lm-eval would keep one "
+                             "of them without a word); give one")
+    specs = list(by_name.values())
+    name = ",".join(sp.name for sp in specs)
     failures = list(getattr(tm, "judgecal_load_failures", []))
     warnings.update(getattr(tm, "judgecal_warnings", {}))
-    try:
-        leaves, python, unknown = _leaf_configs(tm, what)
-    except JudgecalError:
-        raise
-    except Exception:  # noqa: BLE001 - lm-eval refuses the same config below, with its own reason
-        leaves, python, unknown = {}, True, []
-    for ref in unknown:
-        hit = [f for f in failures if ref in f.names]
-        if hit:
-            raise InputError(f"{name!r} lists {ref!r}: {hit[0].message} (this YAML defines {ref!r} and does not load)")
-        close = difflib.get_close_matches(ref, list(tm.task_index), n=3)
-        raise InputError(f"group {name!r} lists {ref!r}, which is no lm-eval task, group or tag"
-                         + (f" (closest: {', '.join(close)})" if close else "")
-                         + " (lm-eval would build it as an empty inline task)", source=src)
-    _check_planned(name, leaves, python, datasets_map, src)
+    all_leaves: dict[str, dict] = {}
+    any_python = False
+    for sp in specs:
+        try:
+            leaves, python, unknown = _leaf_configs(tm, sp.what)
+        except JudgecalError:
+            raise
+        except Exception:  # noqa: BLE001 - lm-eval refuses the same config below, with its own reason
+            leaves, python, unknown = {}, True, []
+        for ref in unknown:
+            hit = [f for f in failures if ref in f.names]
+            if hit:
+                raise InputError(f"{sp.name!r} lists {ref!r}: {hit[0].message} (this YAML defines {ref!r} and does not "
+                                 "load)")
+            close = difflib.get_close_matches(ref, list(tm.task_index), n=3)
+            raise InputError(f"group {sp.name!r} lists {ref!r}, which is no lm-eval task, group or tag"
+                             + (f" (closest: {', '.join(close)})" if close else "")
+                             + " (lm-eval would build it as an empty inline task)", source=sp.src)
+        try:
+            _check_planned(sp.name, leaves, python, None, sp.src)
+        except InputError as exc:
+            if sp.spec == sp.name or isinstance(sp.what, dict):
+                raise
+            raise InputError(f"--task {sp.spec!r} (a pattern) matches {sp.name!r}: {exc}") from None
+        all_leaves.update(leaves)
+        any_python = any_python or python
+    src = specs[0].src if len(specs) == 1 else None
+    if datasets_map and not any_python:
+        _check_dataset_keys(name, datasets_map, {c.get("dataset_path") for c in all_leaves.values()})
     notes = []
     if failures:
         notes.append(f"{len(failures)} YAML file(s) in the include path(s) do not load and were skipped "
                      f"(lm-eval skips them silently): {_failure_line(failures)}")
-    set_lm_eval_seeds()
+    set_lm_eval_seeds(*seeds)
     sources: dict[str, str] = {}
     try:
         with offline_data(data_dir, datasets_map, sources), quiet_lm_eval(warnings):
-            loaded = tm.load([what])
+            loaded = tm.load([sp.what for sp in specs])
     except DataNotFoundError as exc:
         first = str(exc)
-        missing = _probe_missing(leaves, data_dir, datasets_map) if len(leaves) > 1 else []
+        missing = _probe_missing(all_leaves, data_dir, datasets_map) if len(all_leaves) > 1 else []
         if len(missing) > 1:
-            raise DataNotFoundError(_missing_line(name, leaves, missing, first)) from None
+            raise DataNotFoundError(_missing_line(name, all_leaves, missing, first)) from None
         raise DataNotFoundError(f"lm-eval task {name!r}: {first}") from None
     except JudgecalError:
         raise
@@ -901,6 +992,8 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
         hit = function_import_error(exc)
         if hit is not None:
             raise InputError(hit[1], source=hit[0] or src) from None
+        if isinstance(exc, ValueError) and str(exc).startswith("Duplicate task") and len(specs) > 1:
+            raise InputError(f"--task {name!r}: {exc} (lm-eval scores a task once per run; list it once)") from None
         where = _user_frame(exc)
         at = f" (at {where[0]}:{where[1]})" if where else ""
         raise InputError(f"lm-eval could not build task {name!r}: {_one_line(exc)[:500]}{at}", source=src) from None
@@ -919,9 +1012,21 @@ def load_tasks(spec: str | Path, *, include_paths: Sequence[str | Path] = (), da
         shown = ", ".join(f"{n} ({o})" for n, o in list(bad.items())[:5])
         raise InputError(f"judgecal mc scores output_type multiple_choice only; {len(bad)} task(s) of {name!r} are not: "
                          f"{shown}", source=src)
-    kind = "group" if name in loaded["groups"] else "task" if name in loaded["tasks"] and len(loaded["tasks"]) == 1 \
-        else "tag"
-    return LoadedTasks(name, kind, loaded, path, config_sha256(loaded), notes, sources)
+
+    def kind_of(n: str) -> str:
+        if n in loaded["groups"]:
+            return "group"
+        return "task" if n in loaded["tasks"] else "tag"
+
+    parts = [{"spec": sp.spec, "name": sp.name, "kind": kind_of(sp.name),
+              "path": str(sp.path.resolve()) if sp.path is not None else None} for sp in specs]
+    if len(specs) == 1:
+        kind = "group" if name in loaded["groups"] else "task" if name in loaded["tasks"] and len(loaded["tasks"]) == 1 \
+            else "tag"
+        path = specs[0].path
+    else:
+        kind, path = "list", None
+    return LoadedTasks(name, kind, loaded, path, config_sha256(loaded), notes, sources, parts)
 
 
 # ---------------------------------------------------------------- running
@@ -1082,6 +1187,7 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
                           "num_fewshot": n_shot.get(tname), "n": n_items,
                           "metrics": _lm_eval_metrics(results["results"].get(tname, {}), n_items)}
         doc_hash.update(tname.encode() + b"\0")
+        task_hits: dict[str, list[float]] = {}
         for s in samples:
             doc = s["doc"]
             choices = [str(c) for c in task.doc_to_choice(doc)]
@@ -1102,12 +1208,19 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
             for m in hits:
                 if preds.get(m) is not None:
                     hits[m].append(1.0 if preds[m] in golds else 0.0)
+                    task_hits.setdefault(m, []).append(1.0 if preds[m] in golds else 0.0)
             items.append(ItemResult(len(items), golds[0] if len(golds) == 1 else golds[0], crs, preds,
                                     task=tname, doc_id=int(s["doc_id"]), requests=args, golds=golds))
             choices_all.append(choices)
             doc_hash.update(str(s["doc_hash"]).encode() + b"\n")
             for a in args:
                 req_hash.update(json.dumps(a, ensure_ascii=False).encode() + b"\n")
+        extras = {}
+        for m, v in task_hits.items():  # judgecal's metrics the task's metric_list lacks, on this task's items
+            if m not in by_task[tname]["metrics"] and m in JUDGECAL_METRICS and len(v) == n_items:
+                value, se = M.mean_stderr(v)
+                extras[m] = {"value": value, "stderr": se, "n": n_items, "source": "judgecal extra"}
+        by_task[tname]["extras"] = extras
     if not items:
         raise InputError(f"lm-eval task {lt.name!r}: no documents were scored")
     groups: dict[str, dict] = {}
@@ -1134,7 +1247,10 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
     if extras:
         how = "pooled over every item" if len(by_task) > 1 else "on the same log-likelihoods"
         notes.insert(0, f"judgecal extras (not in the task's metric_list): {', '.join(extras)}, {how}")
-    if not primary:
+    if not primary and lt.kind == "list":
+        notes.insert(0, f"--task names {len(lt.specs)} tasks/groups ({len(by_task)} tasks): lm-eval reports each task "
+                        "and group (by task, groups); the top-level figures are judgecal's, pooled over every item")
+    elif not primary:
         what = "a group without aggregate_metric_list" if lt.kind == "group" else "a tag"
         notes.insert(0, f"{lt.name!r} is {what} of {len(by_task)} tasks: lm-eval reports each task (by task), "
                         "the top-level figures are judgecal's, pooled over every item")
@@ -1193,40 +1309,82 @@ def _single(values: Mapping[str, Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else dict(values)
 
 
-def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, scorer: Any = None,
-                  device: str = "cpu", dtype: str = "float32", batch_size: int | str = "auto", forward: str = "auto",
-                  base_url: str | None = None, endpoint_model: str | None = None, limit: int | None = None,
-                  num_fewshot: int | None = None, fewshot_seed: int = DEFAULT_FEWSHOT_SEED,
+def check_limit(limit: int | float | None) -> int | float | None:
+    """lm-eval's ``--limit``: an integer >= 1 (the first N documents of each task) or a fraction
+    in (0, 1) (the first ceil(fraction x size) documents of each task). Anything else (0, a
+    negative number, a non-integer >= 1, NaN) raises UsageError."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        raise UsageError(f"--limit must be an integer >= 1 or a fraction in (0, 1), got {limit!r}")
+    if isinstance(limit, float) and limit.is_integer() and limit >= 1:
+        return int(limit)
+    if isinstance(limit, int) and limit >= 1 or isinstance(limit, float) and 0 < limit < 1:
+        return limit
+    raise UsageError(f"--limit must be an integer >= 1 or a fraction in (0, 1), got {limit!r}")
+
+
+DEFAULT_SEEDS = (DEFAULT_RANDOM_SEED, DEFAULT_FEWSHOT_SEED, DEFAULT_FEWSHOT_SEED, DEFAULT_FEWSHOT_SEED)
+
+
+def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | Path | None = None, *,
+                  scorer: Any = None, device: str = "cpu", dtype: str = "float32", batch_size: int | str = "auto",
+                  forward: str = "auto", base_url: str | None = None, endpoint_model: str | None = None,
+                  limit: int | float | None = None, num_fewshot: int | None = None,
+                  fewshot_seed: int | None = DEFAULT_FEWSHOT_SEED, seeds: Sequence[int | None] | None = None,
                   include_paths: Sequence[str | Path] = (), data_dir: str | Path | None = None,
                   datasets_map: Mapping[str, str | Path] | None = None, apply_chat_template: bool = False,
                   fewshot_as_multiturn: bool | None = None, system_instruction: str | None = None,
-                  bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS,
-                  progress: Callable[[int], None] | None = None):
-    """Score an lm-eval multiple-choice task, group or tag with judgecal's scorer.
+                  bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS, output_path: str | Path | None = None,
+                  log_samples: bool = False, write_out: bool = False, metadata: Mapping[str, Any] | None = None,
+                  env_info: bool = True, progress: Callable[[int], None] | None = None):
+    """Score lm-eval multiple-choice tasks, groups or tags with judgecal's scorer.
 
-    ``spec``: a name or YAML file (:func:`load_tasks`). Model: ``model_folder`` (or a loaded
-    ``scorer``; ``device``, ``dtype``, ``batch_size``, ``forward`` as in
-    :func:`judgecal.loglik.score.score_task`) or ``base_url`` + ``endpoint_model``.
-    ``limit``: first N documents of each task (lm-eval's ``--limit``). ``num_fewshot`` /
-    ``fewshot_seed`` (default 1234), ``apply_chat_template``, ``fewshot_as_multiturn`` (None:
-    as lm-eval's CLI, on with a chat template), ``system_instruction``: as lm-eval's
-    ``simple_evaluate``. Returns an McResult (``dataset_sha256`` attribute set: SHA-256 of the
-    scored documents). Raises UsageError, InputError, DataNotFoundError, ModelError."""
+    ``spec``: a name, pattern or YAML file, or several (a comma-separated string or a list;
+    :func:`load_tasks`). Model: ``model_folder`` (or a loaded ``scorer``; ``device``,
+    ``dtype``, ``batch_size``, ``forward`` as in :func:`judgecal.loglik.score.score_task`) or
+    ``base_url`` + ``endpoint_model``. ``limit``: the first N documents of each task, or a
+    fraction of each (lm-eval's ``--limit``; :func:`check_limit`). ``num_fewshot``,
+    ``apply_chat_template``, ``fewshot_as_multiturn`` (None: as lm-eval's CLI, on with a chat
+    template), ``system_instruction``: as lm-eval's ``simple_evaluate``. ``seeds``: lm-eval's
+    ``--seed`` (python random, numpy, torch, few-shot sampler; None leaves one unset; default
+    0, 1234, 1234, 1234); ``fewshot_seed`` overrides the fourth (default 1234). ``metadata``:
+    lm-eval's ``--metadata``, given to every task config. ``write_out``: lm-eval's
+    ``--write_out`` (the first document's prompt and target of each task), kept in
+    ``res.write_out`` (lines) instead of lm-eval's log. ``output_path`` / ``log_samples``:
+    lm-eval's results (and samples) files, written by :func:`write_run_files` once the run
+    has an id (``res.lm_eval_output`` holds what they need); ``env_info``: lm-eval's
+    environment block in that file (``add_env_info``, a few seconds).
+
+    Returns an McResult (``dataset_sha256`` attribute set: SHA-256 of the scored documents).
+    Raises UsageError, InputError, DataNotFoundError, ModelError."""
     import time
 
+    from judgecal.loglik import lmeval_output
     from judgecal.loglik.lmeval_lm import JudgecalLM
 
-    if limit is not None and limit < 1:
-        raise UsageError(f"--limit must be >= 1, got {limit}")
+    limit = check_limit(limit)
     if num_fewshot is not None and num_fewshot < 0:
         raise UsageError(f"--num-fewshot must be >= 0, got {num_fewshot}")
     if fewshot_as_multiturn is None:
         fewshot_as_multiturn = bool(apply_chat_template)
     elif fewshot_as_multiturn and not apply_chat_template:
         raise UsageError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
+    if log_samples and output_path is None:
+        raise UsageError("--log-samples needs --output-path (as lm-eval's --log_samples needs --output_path)")
+    seeds = tuple(DEFAULT_SEEDS if seeds is None else seeds)
+    if len(seeds) != 4:
+        raise UsageError(f"--seed takes 1 or 4 values (python random, numpy, torch, few-shot), got {len(seeds)}")
+    fewshot_seed = seeds[3] if fewshot_seed is None else fewshot_seed
+    seeds = (*seeds[:3], fewshot_seed)
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise UsageError("--metadata must be a JSON object")
+    if output_path is not None:
+        lmeval_output.check_output_path(output_path)
+    start_date = time.time()
     warnings: Counter[str] = Counter()
     lt = load_tasks(spec, include_paths=include_paths, data_dir=data_dir, datasets_map=datasets_map,
-                    warnings=warnings)
+                    warnings=warnings, seeds=seeds[:3], metadata=metadata)
     notes = apply_fewshot(lt, num_fewshot, fewshot_seed)
     check_fewshot_pool(lt, "--num-fewshot" if num_fewshot is not None else "num_fewshot")
     if base_url is not None:
@@ -1234,13 +1392,23 @@ def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, s
             raise UsageError("--base-url needs the served model name (--model NAME)")
         lm = JudgecalLM(base_url=base_url, model=endpoint_model, batch_size=batch_size)
         model_name, backend = endpoint_model, "openai-completions"
+        model_args: dict[str, Any] = {"model": endpoint_model, "base_url": base_url, "batch_size": batch_size}
     else:
         if scorer is None and model_folder is None:
             raise UsageError("give a model folder or --base-url")
         lm = JudgecalLM(model_folder, scorer=scorer, batch_size=batch_size, device=device, dtype=dtype, forward=forward)
         model_name, backend = (str(model_folder) if model_folder is not None else "(loaded)"), "hf"
+        model_args = {"pretrained": str(model_folder) if model_folder is not None else str(
+            getattr(lm.tokenizer, "name_or_path", "(loaded)")), "device": device, "dtype": dtype,
+            "batch_size": batch_size, "forward": forward}
     if apply_chat_template and lm.tokenizer is not None and not getattr(lm.tokenizer, "chat_template", None):
         raise UsageError("--apply-chat-template: the model's tokenizer has no chat template")
+    tracker = None
+    if output_path is not None:
+        tracker = lmeval_output.new_tracker(
+            output_path, model_args=model_args, system_instruction=system_instruction,
+            chat_template=lm.chat_template(apply_chat_template) if apply_chat_template else None,
+            fewshot_as_multiturn=fewshot_as_multiturn)
     t0 = time.perf_counter()
     results = run_tasks(lt, lm, limit=limit, apply_chat_template=apply_chat_template,
                         fewshot_as_multiturn=fewshot_as_multiturn, system_instruction=system_instruction,
@@ -1249,9 +1417,10 @@ def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, s
     settings = {"device": device if base_url is None else None, "dtype": dtype if base_url is None else None,
                 "batch_size": batch_size, "forward": getattr(lm.scorer, "forward_name", None), "limit": limit,
                 "null_context": None, "prompt": None, "task_format": "lm-eval", "lm_eval_task": lt.name,
-                "lm_eval_kind": lt.kind, "lm_eval_version": lm_eval_version(), "fewshot_seed": fewshot_seed,
+                "lm_eval_kind": lt.kind, "lm_eval_tasks": lt.specs, "lm_eval_version": lm_eval_version(),
+                "fewshot_seed": fewshot_seed, "seeds": list(seeds),
                 "apply_chat_template": bool(apply_chat_template), "fewshot_as_multiturn": bool(fewshot_as_multiturn),
-                "system_instruction": system_instruction,
+                "system_instruction": system_instruction, "metadata": dict(metadata) if metadata else None,
                 "include_path": [str(p) for p in include_paths] or None,
                 "data_dir": str(data_dir) if data_dir is not None else None,
                 "datasets": {k: str(v) for k, v in (datasets_map or {}).items()} or None}
@@ -1269,6 +1438,55 @@ def score_lm_eval(spec: str | Path, model_folder: str | Path | None = None, *, s
     res.diagnostics["boundary_fixes"] = st.get("boundary_fixes", 0)
     res.lm_eval_results = results
     res.loaded = lt
+    res.write_out = writeout_lines(lt) if write_out else None
+    res.lm_eval_output = None
+    if tracker is not None:
+        full = lmeval_output.complete_results(
+            results, lm, model="judgecal", model_args=model_args, batch_size=batch_size,
+            device=device if base_url is None else None, use_cache=None, limit=limit,
+            bootstrap_iters=bootstrap_iters, start_date=start_date, env_info=env_info,
+            seeds={"random_seed": seeds[0], "numpy_seed": seeds[1], "torch_seed": seeds[2], "fewshot_seed": seeds[3]})
+        res.lm_eval_output = {"full": full, "tracker": tracker, "log_samples": log_samples}
     if progress is not None:
         progress(len(res.items))
     return res
+
+
+def write_run_files(res: Any, run_id: int | None) -> dict[str, Any] | None:
+    """Write the lm-eval results (and samples) files of a run scored with ``output_path``
+    (:mod:`judgecal.loglik.lmeval_output`), ``run_id`` under the results file's ``judgecal``
+    key. Returns the paths written (None when the run has no output path)."""
+    from judgecal.loglik import lmeval_output
+
+    out = getattr(res, "lm_eval_output", None)
+    if not out:
+        return None
+    return lmeval_output.write_files(out["full"], out["tracker"], log_samples=out["log_samples"],
+                                     extra=lmeval_output.judgecal_block(res, run_id), items=res.items)
+
+
+def writeout_lines(lt: LoadedTasks) -> list[str]:
+    """lm-eval's ``--write_out`` text (``print_writeout``: each task's first document, its
+    prompt, target and request), captured from lm-eval's logger as lines."""
+    from lm_eval.evaluator_utils import print_writeout
+
+    logger = logging.getLogger("lm_eval.evaluator_utils")
+    lines: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = _Keep(logging.INFO)
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        for task in lt.tasks.values():
+            print_writeout(task)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+    return lines

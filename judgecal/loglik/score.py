@@ -171,6 +171,8 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
         stats.update(tokens=run_stats.tokens, padded_tokens=run_stats.padded_tokens,
                      scored_rows=run_stats.scored_rows, forward_passes=run_stats.forward_passes,
                      boundary_fixes=run_stats.boundary_fixes,
+                     shared_prefix_units=run_stats.extra.get("shared_prefix_units", 0),
+                     shared_prefix_tokens_saved=run_stats.extra.get("shared_prefix_tokens_saved", 0),
                      n_body_params=scorer.n_body_params, n_head_params=scorer.n_head_params)
     stats["seconds"] = time.perf_counter() - t0
     stats["cpu_seconds"] = time.process_time() - c0

@@ -26,12 +26,36 @@ def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
     return Group(*parts)
 
 
+def run_setup(settings: dict) -> dict:
+    """What sets a run's prompts apart beyond its task: ``shots`` (a number, "N-M" when tasks
+    differ, "-" for a judgecal task file), ``chat`` ("chat", "chat multiturn", "-"), ``seed``
+    (the few-shot seed, else "-") and ``limit``."""
+    nf = settings.get("num_fewshot")
+    if isinstance(nf, dict):
+        vals = sorted({v for v in nf.values() if isinstance(v, int)})
+        shots = f"{vals[0]}-{vals[-1]}" if len(vals) > 1 else (str(vals[0]) if vals else "-")
+    else:
+        shots = "-" if nf is None else str(nf)
+    chat = "-"
+    if settings.get("apply_chat_template"):
+        chat = "chat multiturn" if settings.get("fewshot_as_multiturn") else "chat"
+    if settings.get("system_instruction"):
+        chat = ("system" if chat == "-" else chat + " + system")
+    seed = settings.get("fewshot_seed")
+    limit = settings.get("limit")
+    return {"shots": shots, "chat": chat, "seed": "-" if seed is None else str(seed),
+            "limit": "-" if limit is None else str(limit)}
+
+
 def runs_table(runs: list[dict]) -> Table:
-    """Stored runs, newest first."""
-    table = Table("id", "model", "task", "items", "acc", "acc_norm", "created")
+    """Stored runs, newest first, with their few-shot count, chat-template setting, few-shot
+    seed and limit (two runs of one task that differ in those are told apart)."""
+    table = Table("id", "model", "task", "items", "shots", "chat", "seed", "limit", "acc", "acc_norm", "created")
     for r in runs:
         mt = r["metrics"]
-        table.add_row(str(r["id"]), r["model"], r["task"], str(r["n_items"]),
+        setup = run_setup(r.get("settings") or {})
+        table.add_row(str(r["id"]), r["model"], r["task"], str(r["n_items"]), setup["shots"], setup["chat"],
+                      setup["seed"], setup["limit"],
                       f"{mt['acc']['value']:.4f}" if "acc" in mt else "-",
                       f"{mt['acc_norm']['value']:.4f}" if "acc_norm" in mt else "-", str(r["created_at"]))
     return table
