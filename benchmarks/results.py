@@ -668,7 +668,7 @@ def winrate_section(board: dict, published: dict) -> list[str]:
     for r in rows:
         pub = published.get(r.get("model")) or {}
         raw = pct(r.get("win_rate")) + (f" ({pct(pub.get('win_rate'))})" if pub else "")
-        lc = pct(r.get("lc_win_rate")) + (f" ({pct(pub.get('length_controlled_winrate'))})" if pub else "")
+        lc = pct(r.get("length_controlled_winrate")) + (f" ({pct(pub.get('length_controlled_winrate'))})" if pub else "")
         ranks = " / ".join(str(r.get(k, DASH)) for k in ("rank_raw", "rank_lc", "rank_calibrated"))
         trows.append([r.get("model", DASH), raw, lc, pct(r.get("calibrated_win_rate")), ranks,
                       "; ".join(str(f) for f in r.get("flags") or []) or DASH])
@@ -679,8 +679,8 @@ def winrate_section(board: dict, published: dict) -> list[str]:
         pub = published.get(r.get("model")) or {}
         if num(pub.get("win_rate")) is not None and num(r.get("win_rate")) is not None:
             raw_d.append(abs(num(r["win_rate"]) - pub["win_rate"]))
-        if num(pub.get("length_controlled_winrate")) is not None and num(r.get("lc_win_rate")) is not None:
-            lc_d.append(abs(num(r["lc_win_rate"]) - pub["length_controlled_winrate"]))
+        if num(pub.get("length_controlled_winrate")) is not None and num(r.get("length_controlled_winrate")) is not None:
+            lc_d.append(abs(num(r["length_controlled_winrate"]) - pub["length_controlled_winrate"]))
     if raw_d:
         lc_txt = (f" judgecal's LC is within {statistics.median(lc_d):.2f} points of AlpacaEval's for the median "
                   f"model and {max(lc_d):.2f} for the worst (docs/leaderboard.md says why it differs)." if lc_d else "")
@@ -703,7 +703,7 @@ def winrate_section(board: dict, published: dict) -> list[str]:
         r = by_model.get(name)
         if r:
             games.append(f"`{name}` ({what}): raw {pct(r.get('win_rate'))} (rank {r.get('rank_raw', DASH)}), LC "
-                         f"{pct(r.get('lc_win_rate'))} (rank {r.get('rank_lc', DASH)}), calibrated "
+                         f"{pct(r.get('length_controlled_winrate'))} (rank {r.get('rank_lc', DASH)}), calibrated "
                          f"{pct(r.get('calibrated_win_rate'))} (rank {r.get('rank_calibrated', DASH)})")
     if games:
         add("- **Gaming.** " + "; ".join(games) + ". The calibrated column's short side saturates below the floor "

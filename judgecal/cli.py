@@ -528,26 +528,42 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
               metavar="P_MIN P_MAX", help="Win-rate mode: bounds of the penalty exponent p.")
 @click.option("--signed", is_flag=True, help="Win-rate mode: allow gamma < 0 (a judge that prefers shorter answers).")
 @click.option("--lc-weights", type=click.Path(path_type=Path), default=None, metavar="CSV",
-              help="Win-rate mode: AlpacaEval's GLM weights CSV, for the gamed-baseline regulariser when their verdicts are absent.")
+              help="Win-rate mode: AlpacaEval GLM weights CSV replacing the packaged ones for the gamed baselines of the "
+                   "alpaca-eval regulariser.")
+@click.option("--lc-regulariser", type=click.Choice(["auto", "alpaca-eval", "verdicts", "none"]), default="auto",
+              show_default=True,
+              help="Win-rate mode: LC's gamed-baseline regulariser: the judge's verdicts on <baseline>_verbose/_concise, "
+                   "AlpacaEval's published one (packaged; baseline gpt4_1106_preview on AlpacaEval's instructions), none; "
+                   "auto: the verdicts when stored, else AlpacaEval's where it applies.")
+@click.option("--joint", is_flag=True,
+              help="Win-rate mode: estimate instruction difficulty and calibration strength from every model in the "
+                   "database together (a model's LC and calibrated figures then depend on the other models).")
+@click.option("--sort-by", type=click.Choice(["length_controlled_winrate", "win_rate", "calibrated_win_rate",
+                                              "discrete_win_rate", "avg_length", "n_total", "model"]),
+              default="length_controlled_winrate", show_default=True, help="Win-rate mode: row order (as AlpacaEval: LC).")
 @click.option("--compare-to", type=click.Path(path_type=Path), default=None, metavar="CSV",
               help="Win-rate mode: external ranking (model, score columns): Spearman/Kendall of each column with it.")
 @click.option("--compare-column", default=None, metavar="NAME", help="Score column of --compare-to (default: 'score').")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv", "alpaca-eval"]), default="table",
+              show_default=True, help="alpaca-eval (win-rate mode): AlpacaEval's leaderboard CSV columns, then judgecal's.")
 @pass_ctx
 @click.pass_context
 def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed,
                 mc_reference, calibration_from, baseline, length_unit, tokenizer, short_floor, p_bounds, signed, lc_weights,
-                compare_to, compare_column, fmt) -> None:
+                lc_regulariser, joint, sort_by, compare_to, compare_column, fmt) -> None:
     """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags.
 
     With --baseline MODEL: win rates against MODEL from pairwise verdicts: raw (AlpacaEval's
-    definition), length-controlled (AlpacaEval 2.0's GLM) and calibrated (the seed's penalty
-    fitted on the judge's verdicts), with bootstrap CIs, ranks and verbosity spreads."""
+    definition), length-controlled (AlpacaEval 2.0's GLM, by default with AlpacaEval's packaged
+    regulariser and instruction difficulty) and calibrated (the seed's penalty, its strength
+    from the gamed baselines), with bootstrap CIs, ranks and verbosity spreads; a model's
+    figures do not depend on the other models unless --joint."""
     from click.core import ParameterSource
 
     given = {n for n in cctx.params if cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
     score_only = {"calibration", "min_ratings", "max_unparsed", "mc_reference", "calibration_from"}
-    winrate_only = {"length_unit", "tokenizer", "short_floor", "p_bounds", "signed", "lc_weights", "compare_to", "compare_column"}
+    winrate_only = {"length_unit", "tokenizer", "short_floor", "p_bounds", "signed", "lc_weights", "compare_to", "compare_column",
+                    "lc_regulariser", "joint", "sort_by"}
     if baseline is not None:
         bad = sorted(given & score_only)
         if bad:
@@ -557,12 +573,20 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
 
         board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit, tokenizer=tokenizer,
                                     n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor, p_bounds=tuple(p_bounds),
-                                    signed=signed, lc_weights=lc_weights, compare_to=compare_to, compare_column=compare_column)
+                                    signed=signed, lc_weights=lc_weights, compare_to=compare_to, compare_column=compare_column,
+                                    lc_regulariser=lc_regulariser, joint=joint, sort_by=sort_by)
+        if fmt == "alpaca-eval":
+            click.echo(winboard.alpaca_eval_csv(board), nl=False)
+            for line in winboard.footer_lines(board):
+                err.print(line, markup=False, highlight=False)
+            return
         _print_board(board, fmt, winboard.winboard_tables, winboard.winboard_markdown, winboard.footer_lines)
         return
     bad = sorted(given & winrate_only)
     if bad:
         raise click.UsageError(f"--{bad[0].replace('_', '-')} needs --baseline MODEL (win-rate mode)")
+    if fmt == "alpaca-eval":
+        raise click.UsageError("--format alpaca-eval needs --baseline MODEL (win-rate mode)")
     from judgecal.leaderboard import build_leaderboard
     from judgecal.report import board as render
 

@@ -14,13 +14,15 @@ import re
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 from sqlalchemy import select
 from threadpoolctl import threadpool_limits
 
 from judgecal.calibrate import glm_lc, guards
 from judgecal.calibrate.ranking import ranks
-from judgecal.calibrate.winrate import bootstrap_over_items, discrete_win_rate, rank_correlation, win_rate
-from judgecal.calibrate.winrate_penalty import DEFAULT_FLOOR, DEFAULT_P_BOUNDS, fit_penalty, implied_verbosity_win_rate
+from judgecal.calibrate.winrate import bootstrap_means, head_to_head, item_weights, rank_correlation
+from judgecal.calibrate.winrate_penalty import (DEFAULT_FLOOR, DEFAULT_P_BOUNDS, fit_penalty, fit_strength_many,
+                                                implied_verbosity_win_rate)
 from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
@@ -232,19 +234,52 @@ def verbosity_families(models: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
+#: --lc-regulariser choices (docs/leaderboard.md)
+REGULARISERS = ("auto", "alpaca-eval", "verdicts", "none")
+#: --sort-by choices: AlpacaEval's column names and judgecal's additions
+SORT_COLUMNS = ("length_controlled_winrate", "win_rate", "calibrated_win_rate", "discrete_win_rate", "avg_length",
+                "n_total", "model")
+#: share of a model's instructions that must be AlpacaEval 2.0's for the packaged difficulty to apply
+ALPACA_COVERAGE = 0.9
+#: flag codes shown in cells, with what each means (the legend printed under every table)
+FLAG_LEGEND = {
+    "baseline": "the baseline (50% by construction)",
+    "few": "fewer verdicts than --min-items",
+    "missing": "instructions of the baseline without a verdict of this model (n_missing)",
+    "empty": "empty answers (no length credit)",
+    "constant": "the same answer to many instructions (no length credit)",
+    "far-short": "answers below the short-side floor (credit capped)",
+    "gamed": "a gamed baseline of the LC regulariser",
+    "lc-unidentified": "LC not identified (fewer than 5 answers on one side of the baseline's length)",
+}
+_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "far_short_answers": "far-short"}
+
+
 def build_winrate_board(baseline: str, families=None, judge: str | None = None, url: str | None = None, *,
                         length_unit: str = "chars", tokenizer: str | None = None, n_bootstrap: int = 1000, seed: int = 0,
                         short_floor: float = DEFAULT_FLOOR, p_bounds: tuple[float, float] = DEFAULT_P_BOUNDS,
                         signed: bool = False, lc_weights: Path | None = None, compare_to: Path | None = None,
-                        compare_column: str | None = None, min_items: int = 30) -> dict:
+                        compare_column: str | None = None, min_items: int = 30, lc_regulariser: str = "auto",
+                        joint: bool = False, sort_by: str = "length_controlled_winrate") -> dict:
     """The win-rate leaderboard as a dict (docs/leaderboard.md lists every key).
 
+    Every model's figures come from its own verdicts, the baseline's answers and fixed
+    reference data (AlpacaEval's packaged difficulty and gamed-baseline regulariser, or the
+    gamed baselines' verdicts in the database): adding or removing other models changes none
+    of them, unless ``joint`` asks for the instruction difficulty and the calibration strength
+    to be estimated from every model in the database together.
+
     Raises NotFoundError (no verdicts, unknown baseline), UsageError (several judges/families,
-    bad options), InputError (bad --lc-weights / --compare-to file)."""
+    bad options, a regulariser that is not available), InputError (bad --lc-weights /
+    --compare-to file)."""
     if length_unit not in vq.LENGTH_UNITS:
         raise UsageError(f"--length-unit must be one of {', '.join(vq.LENGTH_UNITS)}")
     if length_unit == "tokens" and not tokenizer:
         raise UsageError("--length-unit tokens needs --tokenizer NAME")
+    if lc_regulariser not in REGULARISERS:
+        raise UsageError(f"--lc-regulariser must be one of {', '.join(REGULARISERS)}")
+    if sort_by not in SORT_COLUMNS:
+        raise UsageError(f"--sort-by must be one of {', '.join(SORT_COLUMNS)}")
     weights = read_weights(Path(lc_weights)) if lc_weights else None
     external, no_score = read_ranking(Path(compare_to), compare_column) if compare_to else (None, {})
     engine = get_engine(url)
@@ -276,15 +311,39 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
         with session_scope(engine) as s:
             unit_len = boarddata.lengths(s, ids, length_unit, tokenizer)
         engine.dispose()
-    # thousands of tiny L-BFGS-B problems: BLAS threads only add synchronisation (measured 4x
+    # BLAS threads only add synchronisation to these small per-model products (measured 4x
     # slower with 2 threads on a busy 2-core machine), so the fits run single-threaded
     with threadpool_limits(1):
         return _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs,
-                        weights, (external, no_score), compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items)
+                        weights, lc_weights, (external, no_score), compare_to, n_bootstrap, seed, short_floor, p_bounds,
+                        signed, min_items, lc_regulariser, joint, sort_by)
+
+
+def _packaged_gamed(weights: dict | None, gamed_models: list[str]):
+    """(gamed rows [(pref, tanh_len, difficulty)], label) from AlpacaEval's weights (the
+    packaged file, or --lc-weights) and the packaged lengths and difficulty of its 805
+    instructions: the soft verdicts AlpacaEval's GLM of each gamed baseline predicts."""
+    from judgecal import alpaca_reference as ref
+
+    ins = ref.instructions()
+    W = weights if weights is not None else read_weights(ref.packaged_weights_path())
+    lacking = [g for g in gamed_models if g not in W]
+    if lacking:
+        raise UsageError(f"--lc-weights has no row for {', '.join(lacking)} (the gamed baselines of the regulariser)")
+    out = []
+    for g in gamed_models:
+        keys = sorted(k for k in ins.lengths[g] if k in ins.lengths[ref.BASELINE])
+        t = glm_lc.std_delta_len([ins.lengths[g][k] for k in keys], [ins.lengths[ref.BASELINE][k] for k in keys])
+        d = np.array([ins.difficulty[k] for k in keys])
+        out.append((glm_lc.gamed_from_weights(t, d, W[g]), t, d, keys))
+    return out
 
 
 def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs, weights,
-             external, compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items) -> dict:
+             weights_path, external, compare_to, n_bootstrap, seed, short_floor, p_bounds, signed, min_items,
+             lc_regulariser, joint, sort_by) -> dict:
+    from judgecal import alpaca_reference as ref
+
     rows = data.rows
     notes: list[str] = []
     models = sorted({r["model"] for r in rows})
@@ -292,58 +351,93 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     items = sorted({r["item_id"] for r in rows} | set(gamed_outputs.get(baseline, {})))
     icode = {it: i for i, it in enumerate(items)}
     n = len(rows)
-    model = np.array([mcode[r["model"]] for r in rows])
-    item = np.array([icode[r["item_id"]] for r in rows])
-    pref = np.array([r["pref"] for r in rows], dtype=float)
-    lm_chars = np.array([r["len_model"] for r in rows], dtype=float)
-    lb_chars = np.array([r["len_baseline"] for r in rows], dtype=float)
+    model = np.fromiter((mcode[r["model"]] for r in rows), dtype=int, count=n)
+    item = np.fromiter((icode[r["item_id"]] for r in rows), dtype=int, count=n)
+    pref = np.fromiter((r["pref"] for r in rows), dtype=float, count=n)
+    lm_chars = np.fromiter((r["len_model"] for r in rows), dtype=float, count=n)
+    lb_chars = np.fromiter((r["len_baseline"] for r in rows), dtype=float, count=n)
+    order = np.argsort(model, kind="stable")
+    bounds = np.searchsorted(model[order], np.arange(len(models) + 1))
+    sel_of = {mm: order[bounds[i]:bounds[i + 1]] for mm, i in mcode.items()}
     tanh_len = np.zeros(n)
-    for mm, i in mcode.items():
-        sel = model == i
+    for mm, sel in sel_of.items():
         tanh_len[sel] = glm_lc.std_delta_len(lm_chars[sel], lb_chars[sel])
-    difficulty = glm_lc.instruction_difficulty(item, model, pref, tanh_len, len(items), len(models))
 
-    # gamed baselines for the LC regularisation
-    gamed = []
-    gamed_source = None
-    if all(g in mcode for g in gamed_models):
-        for g in gamed_models:
-            sel = model == mcode[g]
-            gamed.append((pref[sel], tanh_len[sel], difficulty[item[sel]]))
-        gamed_source = "verdicts"
-    elif weights is not None and all(g in weights for g in gamed_models) and all(gamed_outputs.get(g) for g in gamed_models):
-        base_len = gamed_outputs.get(baseline, {})
-        for g in gamed_models:
-            common = [it for it in gamed_outputs[g] if it in base_len and it in icode]
-            gt = glm_lc.std_delta_len([gamed_outputs[g][it] for it in common], [base_len[it] for it in common])
-            gd = difficulty[[icode[it] for it in common]]
-            gamed.append((glm_lc.gamed_from_weights(gt, gd, weights[g]), gt, gd))
-        gamed_source = "published weights"
-        notes.append(f"LC: the gamed baselines {', '.join(gamed_models)} have no verdicts here; their soft verdicts were "
-                     "predicted from AlpacaEval's published GLM weights (--lc-weights) on their answers in the database")
+    # ---- instruction difficulty: fixed (AlpacaEval's instructions), none, or joint (--joint)
+    packaged = ref.instructions()
+    on_alpaca = np.fromiter((it in packaged.difficulty for it in items), dtype=bool, count=len(items))
+    pk_diff = np.array([packaged.difficulty.get(it, 0.0) for it in items])
+    alpaca_models = {mm for mm, sel in sel_of.items() if sel.size and on_alpaca[item[sel]].mean() >= ALPACA_COVERAGE}
+    if joint:
+        difficulty = glm_lc.instruction_difficulty(item, model, pref, tanh_len, len(items), len(models))
+        diff_row = difficulty[item]
+        diff_source = f"estimated jointly from the {len(models)} models in the database (--joint)"
+        notes.append(f"--joint: instruction difficulty and calibration strength estimated from every model in the "
+                     f"database together: a model's LC and calibrated win rate change when models are added or removed")
     else:
-        if weights is None:
-            why = "no --lc-weights given"
-        elif not all(g in weights for g in gamed_models):
-            why = f"--lc-weights has no row for {', '.join(g for g in gamed_models if g not in weights)}"
+        in_alpaca = np.isin(model, [mcode[mm] for mm in alpaca_models])
+        diff_row = np.where(in_alpaca, pk_diff[item], 0.0)
+        if alpaca_models == set(models):
+            diff_source = "AlpacaEval 2.0's instructions: fixed difficulty packaged with judgecal"
+        elif alpaca_models:
+            diff_source = (f"fixed (packaged AlpacaEval difficulty) for {len(alpaca_models)} of {len(models)} models; "
+                           "none for the others (their instructions are not AlpacaEval's)")
         else:
-            why = (f"the answers of {', '.join(g for g in gamed_models if not gamed_outputs.get(g))} are not in the "
-                   "database (import their model_outputs.json, e.g. with --pair)")
-        notes.append(f"LC: no verdicts of the gamed baselines {', '.join(gamed_models)} and {why}: "
-                     "fitted WITHOUT AlpacaEval's regularisation towards the gamed baselines (LC can drift for "
-                     "models whose answers are much shorter or longer than the baseline's)")
-    notes.append("LC: instruction difficulty estimated from the verdicts in this database (AlpacaEval downloads its own)")
+            diff_source = "none: not AlpacaEval's instructions (the GLM without its difficulty term)"
+        if len(alpaca_models) < len(models):
+            notes.append("LC: the instructions of " + (f"{len(models) - len(alpaca_models)} models" if alpaca_models else "this family")
+                         + " are not AlpacaEval 2.0's: the LC GLM has no difficulty term for them (--joint estimates one "
+                         "from every model in the database)")
 
-    # calibrated: the seed's penalty in the chosen unit
+    # ---- the gamed-baseline regulariser (and the reference for the calibration strength)
+    have_gamed = all(g in mcode for g in gamed_models)
+    alpaca_ok = baseline == ref.BASELINE and bool(gamed_outputs.get(baseline)) and (
+        np.mean([it in packaged.difficulty for it in gamed_outputs[baseline]]) >= ALPACA_COVERAGE)
+    choice = lc_regulariser
+    if choice == "auto":
+        choice = "verdicts" if have_gamed else ("alpaca-eval" if alpaca_ok else "none")
+    gamed: list[tuple] = []
+    if choice == "verdicts":
+        if not have_gamed:
+            raise UsageError(f"--lc-regulariser verdicts: no verdicts of {' and '.join(g for g in gamed_models if g not in mcode)} "
+                             "against the baseline in the database")
+        for g in gamed_models:
+            sel = sel_of[g]
+            gamed.append((pref[sel], tanh_len[sel], diff_row[sel], [items[i] for i in item[sel]]))
+        reg_label = f"the judge's verdicts on the gamed baselines {' and '.join(gamed_models)} (in the database)"
+    elif choice == "alpaca-eval":
+        if not alpaca_ok:
+            raise UsageError(f"--lc-regulariser alpaca-eval: AlpacaEval's regulariser is for baseline {ref.BASELINE!r} on "
+                             "AlpacaEval 2.0's instructions" + ("" if baseline == ref.BASELINE else f", not {baseline!r}"))
+        gamed = _packaged_gamed(weights, list(ref.GAMED))
+        reg_label = (SOURCE_WEIGHTS_FILE.format(weights_path) if weights is not None else ref.SOURCE)
+        if judge_name != ref.JUDGE:
+            notes.append(f"LC: the packaged regulariser and difficulty were fitted on AlpacaEval's annotator {ref.JUDGE}, "
+                         f"not on {judge_name} (AlpacaEval applies them to every annotator too)")
+    else:
+        reg_label = "none"
+        if lc_regulariser == "auto":
+            notes.append(f"LC: no regulariser (no verdicts of the gamed baselines {', '.join(gamed_models)} and not "
+                         f"AlpacaEval's baseline {ref.BASELINE} on its instructions): LC can drift for models whose answers "
+                         "are much shorter or longer than the baseline's")
+    notes.append(f"LC regulariser: {reg_label}")
+    if joint and gamed and choice == "alpaca-eval":
+        notes.append("--joint with the packaged regulariser: the gamed baselines' soft verdicts use the packaged "
+                     "difficulty, the models the jointly estimated one")
+
+    # ---- LC, every model at once
+    lc_models = [mm for mm in models if mm != baseline]
+    fits = glm_lc.fit_lc_many([(pref[sel_of[mm]], tanh_len[sel_of[mm]], diff_row[sel_of[mm]]) for mm in lc_models],
+                              [g[:3] for g in gamed])
+    lc_of = dict(zip(lc_models, fits))
+
+    # ---- calibrated: the seed's penalty, strength from the gamed baselines (or per model, or joint)
     if unit_len is not None:
-        # a length of 0 (an empty answer) is a length, not a missing one (it was read as NaN,
-        # which made the whole calibrated fit fail: every calibrated win rate 50%)
+        # a length of 0 (an empty answer) is a length, not a missing one
         lm_unit = np.array([unit_len.get(r["response_id"], np.nan) for r in rows], dtype=float)
         lb_unit = np.array([unit_len.get(r["baseline_response_id"], np.nan) for r in rows], dtype=float)
     else:
         lm_unit, lb_unit = lm_chars, lb_chars
-    # empty answers, and answers repeated verbatim for several instructions of one model, earn no
-    # credit for brevity (judgecal.calibrate.guards: the same rule as the score mode)
     g_model, g_item = [r["model"] for r in rows], [r["item_id"] for r in rows]
     g_key, g_words = [r["text_sha256"] for r in rows], [r.get("n_words", 1) for r in rows]
     repeated = guards.no_credit(g_model, g_item, g_key, g_words)
@@ -352,70 +446,131 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                      f"{REPEATED_ANSWER} or more instructions earn no credit for brevity (gaming guard)")
     degenerate = guards.model_flags(g_model, g_item, g_key, g_words, lm_unit, lb_unit, floor=short_floor,
                                     reference="the baseline's length")
-    pen = fit_penalty(model, pref, lm_unit, lb_unit, difficulty[item], len(models), p_bounds, short_floor, signed,
-                      no_short_credit=repeated)
-    smooth = fit_penalty(model, pref, lm_unit, lb_unit, difficulty[item], len(models), p_bounds, short_floor, signed,
-                         length_term=False)
+    p_cal = np.full(n, np.nan)
+    p_smooth = np.full(n, np.nan)
+    theta = {}
+    cal_pool = joint
+    if joint:
+        pen = fit_penalty(model, pref, lm_unit, lb_unit, diff_row, len(models), p_bounds, short_floor, signed,
+                          no_short_credit=repeated)
+        smooth = fit_penalty(model, pref, lm_unit, lb_unit, diff_row, len(models), p_bounds, short_floor, signed,
+                             length_term=False)
+        p_cal, p_smooth = pen.p_cal, smooth.p_cal
+        theta = {mm: float(pen.theta[mcode[mm]]) for mm in models}
+        gamma, p_exp, converged, at_bound = pen.gamma, pen.p, pen.converged, pen.at_bound
+        strength_from = f"every model in the database together (--joint, {len(models)} models)"
+    else:
+        ref_rows = None
+        if choice == "verdicts":
+            gm = np.concatenate([np.full(sel_of[g].size, j) for j, g in enumerate(gamed_models)])
+            gs = np.concatenate([sel_of[g] for g in gamed_models])
+            ref_rows = (gm, pref[gs], lm_unit[gs], lb_unit[gs], diff_row[gs])
+            strength_from = f"the judge's verdicts on the gamed baselines {' and '.join(gamed_models)}"
+        elif choice == "alpaca-eval" and length_unit == "chars":
+            gm, yy, lm_g, lb_g, dd = [], [], [], [], []
+            for j, (gp, _, gd, keys) in enumerate(gamed):
+                g = ref.GAMED[j]
+                gm.append(np.full(len(keys), j)), yy.append(gp), dd.append(gd)
+                lm_g.append([packaged.lengths[g][k] for k in keys]), lb_g.append([packaged.lengths[ref.BASELINE][k] for k in keys])
+            ref_rows = (np.concatenate(gm), np.concatenate(yy), np.concatenate(lm_g).astype(float),
+                        np.concatenate(lb_g).astype(float), np.concatenate(dd))
+            strength_from = "the gamed baselines' soft verdicts of the packaged AlpacaEval regulariser (characters)"
+        if ref_rows is not None:
+            ref_fit = fit_penalty(ref_rows[0], ref_rows[1], ref_rows[2], ref_rows[3], ref_rows[4], 2, p_bounds,
+                                  short_floor, signed)
+            gamma, p_exp, converged, at_bound = ref_fit.gamma, ref_fit.p, ref_fit.converged, ref_fit.at_bound
+        else:  # no reference: the judge's length preference from the models here (said in the output)
+            strength_from = (f"the {len(models)} models in the database (no gamed baselines: the calibrated column "
+                             "depends on the model pool)")
+            ref_rows, cal_pool = (), True
+            notes.append("calibrated: no gamed baselines to estimate the judge's length preference from (their verdicts, "
+                         "or AlpacaEval's packaged regulariser with --length-unit chars): gamma and p are fitted on every "
+                         "model here together, so the calibrated column changes when models are added or removed "
+                         "(raw and LC do not)")
+            pool_fit = fit_penalty(model, pref, lm_unit, lb_unit, diff_row, len(models), p_bounds, short_floor, signed,
+                                   no_short_credit=repeated)
+            gamma, p_exp, converged, at_bound = pool_fit.gamma, pool_fit.p, pool_fit.converged, pool_fit.at_bound
+        if ref_rows is not None:
+            offs = gamma * _pen(lm_unit, lb_unit, p_exp, short_floor, repeated)
+            per = fit_strength_many([(pref[sel_of[mm]], offs[sel_of[mm]], diff_row[sel_of[mm]]) for mm in models])
+            for mm, (th, ps) in zip(models, per):
+                sel = sel_of[mm]
+                p_cal[sel] = expit(th + ps * diff_row[sel])
+                theta[mm] = th
+        smooth = fit_strength_many([(pref[sel_of[mm]], 0.0, diff_row[sel_of[mm]]) for mm in models])
+        for mm, (th, ps) in zip(models, smooth):
+            sel = sel_of[mm]
+            p_smooth[sel] = expit(th + ps * diff_row[sel])
 
+    # ---- per-model rows, bootstrap CIs shared by instruction (Poisson weights keyed by content)
+    boot_w = item_weights(items, n_bootstrap, seed) if n_bootstrap > 0 else np.zeros((0, len(items)))
     per_model_pred = {}
     board_rows = []
     all_items = set(gamed_outputs.get(baseline, {})) or set(items)
     for mm in models:
-        sel = np.flatnonzero(model == mcode[mm])
-        lc = glm_lc.fit_lc(pref[sel], tanh_len[sel], difficulty[item[sel]], gamed=[] if mm == baseline else gamed)
-        raw_wr, raw_ci = bootstrap_over_items(pref[sel], n_bootstrap, seed)
-        _, lc_ci = bootstrap_over_items(lc.p_lc, n_bootstrap, seed)
-        cal_wr, cal_ci = bootstrap_over_items(pen.p_cal[sel], n_bootstrap, seed)
-        lc_wr = lc.lc_win_rate
-        per_model_pred[mm] = {"items": item[sel], "raw": smooth.p_cal[sel], "lc": lc.p_lc, "calibrated": pen.p_cal[sel]}
+        sel = sel_of[mm]
+        h2h = head_to_head(pref[sel])
+        lc = lc_of.get(mm)
+        p_lc = lc.p_lc if lc is not None else np.full(sel.size, 0.5)
+        ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel]], 1), boot_w[:, item[sel]])
+        per_model_pred[mm] = {"items": item[sel], "raw": p_smooth[sel], "lc": p_lc, "calibrated": p_cal[sel]}
         n_missing = len(all_items - {items[i] for i in item[sel]})
-        flags = []
+        flags, codes = [], []
         if len(sel) < min_items:
-            flags.append(f"few verdicts (<{min_items})")
+            flags.append(f"few verdicts (<{min_items})"), codes.append("few")
         if n_missing:
-            flags.append(f"{n_missing} items without a verdict")
-        flags += [f["message"] for f in degenerate.get(mm, [])]  # empty, constant, far-short (one wording)
-        if mm in gamed_models:
-            flags.append("gamed baseline (LC regulariser)")
+            flags.append(f"{n_missing} items without a verdict"), codes.append("missing")
+        for f in degenerate.get(mm, []):  # empty, constant, far-short (one wording)
+            flags.append(f["message"]), codes.append(_GUARD_CODES.get(f["code"], f["code"]))
+        if mm in gamed_models and gamed and choice == "verdicts":
+            flags.append("gamed baseline (LC regulariser)"), codes.append("gamed")
         n_short, n_long = int(np.sum(tanh_len[sel] > 0)), int(np.sum(tanh_len[sel] < 0))
         if len(sel) > 1 and min(n_short, n_long) < LC_MIN_SIDE:
             side = "longer" if n_long < n_short else "shorter"
             flags.append(f"LC not identified: {min(n_short, n_long)} of {len(sel)} answers {side} than the baseline's "
                          "(LC is read at equal length, outside the data: the length term and the model's bias cannot "
                          "be told apart)")
+            codes.append("lc-unidentified")
+        lc_wr = lc.lc_win_rate if lc is not None else 50.0
         board_rows.append({
-            "model": mm, "n_items": int(len(sel)), "n_missing": n_missing,
-            "n_verdicts": int(sum(rows[i]["n_verdicts"] for i in sel)),
-            "win_rate": raw_wr, "win_rate_ci": raw_ci, "discrete_win_rate": discrete_win_rate(pref[sel]),
-            "lc_win_rate": lc_wr, "lc_win_rate_ci": lc_ci,
-            "calibrated_win_rate": cal_wr, "calibrated_win_rate_ci": cal_ci,
-            "avg_length": float(np.mean(lm_chars[sel])), "avg_length_unit": "chars",
-            "lc_weights": {"w_len": lc.w_len, "w_diff": lc.w_diff, "w_bias": lc.w_bias, "C": lc.C},
-            "calibrated_strength": float(pen.theta[mcode[mm]]),
-            "flags": flags,
+            "model": mm, **h2h, "mode": "community", "avg_length": int(np.mean(lm_chars[sel])),
+            "length_controlled_winrate": lc_wr,
+            "lc_standard_error": float(100 * np.std(p_lc, ddof=1) / np.sqrt(p_lc.size)) if p_lc.size > 1 else None,
+            "calibrated_win_rate": float(100 * np.nanmean(p_cal[sel])) if sel.size else float("nan"),
+            "win_rate_ci": ci_raw, "length_controlled_winrate_ci": ci_lc, "calibrated_win_rate_ci": ci_cal,
+            "n_items": int(len(sel)), "n_missing": n_missing, "n_verdicts": int(sum(rows[i]["n_verdicts"] for i in sel)),
+            "avg_length_unit": "chars",
+            "lc_weights": None if lc is None else {"w_len": lc.w_len, "w_diff": lc.w_diff, "w_bias": lc.w_bias, "C": lc.C},
+            "calibrated_strength": theta.get(mm), "flags": flags, "flag_codes": codes,
         })
+    nb = len(all_items)
     board_rows.append({
-        "model": baseline, "n_items": len(all_items), "n_missing": 0, "n_verdicts": 0,
-        "win_rate": 50.0, "win_rate_ci": None, "discrete_win_rate": 50.0, "lc_win_rate": 50.0, "lc_win_rate_ci": None,
-        "calibrated_win_rate": 50.0, "calibrated_win_rate_ci": None,
-        "avg_length": float(np.mean(list(gamed_outputs[baseline].values()))) if gamed_outputs.get(baseline) else None,
-        "avg_length_unit": "chars", "lc_weights": None, "calibrated_strength": None,
-        "flags": ["baseline (50% by construction)"],
+        "model": baseline, "win_rate": 50.0, "standard_error": 0.0, "n_wins": 0, "n_wins_base": 0, "n_draws": nb,
+        "n_total": nb, "discrete_win_rate": 50.0, "mode": "community",
+        "avg_length": int(np.mean(list(gamed_outputs[baseline].values()))) if gamed_outputs.get(baseline) else None,
+        "length_controlled_winrate": 50.0, "lc_standard_error": None, "calibrated_win_rate": 50.0,
+        "win_rate_ci": None, "length_controlled_winrate_ci": None, "calibrated_win_rate_ci": None,
+        "n_items": nb, "n_missing": 0, "n_verdicts": 0, "avg_length_unit": "chars", "lc_weights": None,
+        "calibrated_strength": None, "flags": ["baseline (50% by construction)"], "flag_codes": ["baseline"],
     })
-    for col, key in (("raw", "win_rate"), ("lc", "lc_win_rate"), ("calibrated", "calibrated_win_rate")):
+    for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
         rk = ranks([r[key] for r in board_rows])
         for r, k in zip(board_rows, rk):
             r[f"rank_{col}"] = int(k)
     for r in board_rows:
         r["rank_change_lc"] = r["rank_raw"] - r["rank_lc"]
         r["rank_change_calibrated"] = r["rank_raw"] - r["rank_calibrated"]
-    board_rows.sort(key=lambda r: (r["rank_calibrated"], r["model"]))
+    if sort_by == "model":
+        board_rows.sort(key=lambda r: r["model"])
+    else:
+        board_rows.sort(key=lambda r: (-(r[sort_by] if r[sort_by] is not None and r[sort_by] == r[sort_by] else -np.inf),
+                                       r["model"]))
 
     spreads = []
     by_model = {r["model"]: r for r in board_rows}
     for stem, longer, shorter in verbosity_families(models):
         entry = {"family": stem, "longer": longer, "shorter": shorter}
-        for col, key in (("raw", "win_rate"), ("lc", "lc_win_rate"), ("calibrated", "calibrated_win_rate")):
+        for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
             entry[f"spread_{col}"] = by_model[longer][key] - by_model[shorter][key]
             pl, ps = per_model_pred[longer], per_model_pred[shorter]
             common, il, isr = np.intersect1d(pl["items"], ps["items"], return_indices=True)
@@ -437,7 +592,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
             more = f" and {len(no_score) - 10} more" if len(no_score) > 10 else ""
             notes.append(f"--compare-to: {len(no_score)} models of {compare_to} have an empty score cell and were left "
                          f"out of the correlations: {shown}{more}")
-        for col, key in (("raw", "win_rate"), ("lc", "lc_win_rate"), ("calibrated", "calibrated_win_rate")):
+        for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
             comparison[col] = rank_correlation([r[key] for r in matched], [external[r["model"]] for r in matched],
                                                n_bootstrap, seed)
 
@@ -445,15 +600,32 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     nan_pref = int(np.sum(~np.isfinite(pref)))
     if nan_pref:
         left_out["no usable preference"] = nan_pref
+    used_codes = sorted({c for r in board_rows for c in r["flag_codes"]}, key=list(FLAG_LEGEND).index)
     return {
         "mode": "win_rate", "task_family": fam, "judge": judge_name, "baseline": baseline,
-        "length_unit": length_unit, "tokenizer": tokenizer,
-        "calibration": {"method": "polylog_pairwise", "gamma": pen.gamma, "p": pen.p, "p_bounds": list(p_bounds),
+        "length_unit": length_unit, "tokenizer": tokenizer, "sort_by": sort_by, "joint": joint,
+        "calibration": {"method": "polylog_pairwise", "gamma": gamma, "p": p_exp, "p_bounds": list(p_bounds),
                         "short_floor": short_floor, "signed": signed, "l_ref": "the baseline's answer to the same item",
-                        "converged": pen.converged, "at_bound": pen.at_bound},
-        "lc": {"gamed_baselines": gamed_models, "gamed_source": gamed_source, "lambda": glm_lc.GAMED_LAMBDA,
-               "difficulty": "estimated here", "length_unit": "chars"},
-        "n_bootstrap": n_bootstrap, "seed": seed, "ci": "95% percentile bootstrap over instructions, fitted weights held fixed",
+                        "strength_from": strength_from, "pool_dependent": cal_pool, "converged": converged,
+                        "at_bound": at_bound},
+        "lc": {"regulariser": reg_label, "regulariser_source": choice, "gamed_baselines": gamed_models if choice == "verdicts"
+               else (list(ref.GAMED) if choice == "alpaca-eval" else []), "lambda": glm_lc.GAMED_LAMBDA,
+               "difficulty": diff_source, "length_unit": "chars"},
+        "n_bootstrap": n_bootstrap, "seed": seed,
+        "ci": "95% percentile Poisson bootstrap over instructions (weights seeded by --seed and each instruction's "
+              "content key, shared by every model), fitted weights held fixed",
         "rows": board_rows, "verbosity_spreads": spreads, "comparison": comparison,
+        "flag_legend": {c: FLAG_LEGEND[c] for c in used_codes},
         "left_out": left_out, "notes": notes,
     }
+
+
+SOURCE_WEIGHTS_FILE = "AlpacaEval GLM weights of the gamed baselines from {} (--lc-weights), on the packaged instructions"
+
+
+def _pen(len_model, len_baseline, p, floor, no_short_credit):
+    """gamma-free penalty of :func:`judgecal.calibrate.winrate_penalty.pair_penalty` with the
+    no-brevity-credit rows floored at 0 (the same rule as fit_penalty)."""
+    r = np.maximum(np.log(np.maximum(len_model, 1.0) / np.maximum(len_baseline, 1.0)), np.log(floor))
+    r = np.where(no_short_credit, np.maximum(r, 0.0), r)
+    return np.sign(r) * np.abs(r) ** p

@@ -23,6 +23,9 @@ def test_wheel_installs_and_migrates(tmp_path):
     assert "judgecal/_migrations/env.py" in names
     assert any(n.startswith("judgecal/_migrations/versions/") and n.endswith(".py") for n in names)
     assert "judgecal/_prompts/pointwise_v1.md" in names
+    # AlpacaEval reference data for the default LC (issue 20), with its licence
+    assert {"judgecal/data/alpaca_eval/instructions.csv", "judgecal/data/alpaca_eval/LICENSE",
+            "judgecal/data/alpaca_eval/length_controlled_v1_baseline_gpt4_1106_preview.csv"} <= set(names)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     vpy = venv / "bin" / "python"

@@ -113,3 +113,48 @@ def test_implied_verbosity_win_rate_by_hand():
     # logit(.8) - logit(.5) = ln 4 -> 0.8 ; same predictions -> 50
     assert implied_verbosity_win_rate([0.8], [0.5]) == pytest.approx(80.0)
     assert implied_verbosity_win_rate([0.3, 0.6], [0.3, 0.6]) == pytest.approx(50.0)
+
+
+def test_batched_lc_equals_one_model_fits_and_each_model_alone():
+    """glm_lc.fit_lc_many (every model, fold and C at once) gives each model the fit it gets
+    alone, and the same as the one-model solver at a fixed C (to the latter's tolerance)."""
+    rng = np.random.default_rng(3)
+    gd = rng.normal(size=300)
+    gt = np.tanh(rng.normal(size=300))
+    gamed = [(1 / (1 + np.exp(-(-1.6 * gt + 0.8 * gd))), gt, gd)]
+    models = []
+    for k, n in enumerate((400, 250, 8)):
+        t, d = np.tanh(rng.normal(size=n)), rng.normal(size=n)
+        p = 1 / (1 + np.exp(-(-1.0 * t + 0.7 * d + 0.3 * k - 0.5)))
+        models.append((np.where(rng.random(n) < 0.02, np.nan, p), t, d))
+    many = glm_lc.fit_lc_many(models, gamed)
+    for i, m in enumerate(models):
+        alone = glm_lc.fit_lc_many([m], gamed)[0]
+        assert (many[i].w_len, many[i].w_diff, many[i].w_bias, many[i].C) == pytest.approx(
+            (alone.w_len, alone.w_diff, alone.w_bias, alone.C), abs=1e-6)
+        one = glm_lc.fit_lc(*m, gamed=gamed)
+        assert many[i].lc_win_rate == pytest.approx(one.lc_win_rate, abs=0.3)
+    assert many[2].C is None  # fewer than 2 * folds verdicts: no cross-validation, as fit_lc
+
+
+def test_difficulty_from_weights_recovers_planted_difficulty():
+    rng = np.random.default_rng(4)
+    N, M = 60, 40
+    d = rng.normal(0, 1.5, N)
+    W = np.stack([rng.uniform(-2, -1, M), rng.uniform(0.5, 1.2, M), rng.normal(0, 1, M)], 1)
+    item, model = np.tile(np.arange(N), M), np.repeat(np.arange(M), N)
+    t = np.tanh(rng.normal(size=N * M))
+    pref = 1 / (1 + np.exp(-(W[model, 0] * t + W[model, 1] * d[item] + W[model, 2])))
+    est = glm_lc.difficulty_from_weights(item, model, pref, t, W, N)
+    assert est == pytest.approx(d, abs=0.03)  # the small ridge shrinks the extremes a little
+
+
+def test_poisson_bootstrap_weights_depend_on_the_instruction_only():
+    from judgecal.calibrate.winrate import bootstrap_means, item_weights
+
+    a = item_weights(["x", "y", "z"], 200, seed=1)
+    b = item_weights(["z", "x"], 200, seed=1)
+    assert np.array_equal(a[:, 0], b[:, 1]) and np.array_equal(a[:, 2], b[:, 0])
+    assert not np.array_equal(a, item_weights(["x", "y", "z"], 200, seed=2))
+    ci = bootstrap_means(np.array([[0.0], [1.0], [0.5]]), a)[0]
+    assert 0 <= ci[0] < 50 < ci[1] <= 100

@@ -18,6 +18,8 @@ Sources:
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
@@ -55,6 +57,59 @@ def bootstrap_over_items(values, n_bootstrap: int = 1000, seed: int = 0) -> tupl
     v = v[np.isfinite(v)]
     mean, ci = mean_ci(v, n_bootstrap, seed)
     return 100.0 * mean, None if ci is None else [100.0 * ci[0], 100.0 * ci[1]]
+
+
+def item_weights(keys, n_bootstrap: int, seed: int = 0) -> np.ndarray:
+    """Poisson bootstrap weights of instructions, shape (n_bootstrap, len(keys)): instruction
+    ``keys[j]``'s weight in resample b is drawn from Poisson(1) by a generator seeded with
+    ``seed`` and the key itself (its content key, e.g. the prompt SHA-256).
+
+    Every model that answered an instruction sees the same weights for it, whatever other
+    instructions or models there are: a model's interval depends on its own verdicts, ``seed``
+    and nothing else (pool- and database-independent), and models are resampled together
+    (paired). Source: Hanley & MacGibbon (2006), "Creating non-parametric bootstrap samples
+    using Poisson frequencies"; the Poisson(1) count approximates the multinomial one."""
+    out = np.empty((n_bootstrap, len(keys)))
+    for j, k in enumerate(keys):
+        h = hashlib.sha256(f"{seed}\x00{k}".encode("utf-8")).digest()
+        out[:, j] = np.random.default_rng(int.from_bytes(h[:8], "little")).poisson(1.0, n_bootstrap)
+    return out
+
+
+def bootstrap_means(values, weights, level: float = 0.95) -> list[list[float] | None]:
+    """Percentile CIs (in percent) of the weighted means of each column of ``values`` (shape
+    (n, k), in [0, 1]; NaN rows left out) under bootstrap ``weights`` (shape (B, n), e.g.
+    :func:`item_weights` of the rows' instructions). A resample whose weights sum to 0 is
+    dropped. Returns k intervals ([low, high], or None when n < 2 or B = 0)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim == 1:
+        v = v[:, None]
+    Wt = np.asarray(weights, dtype=float)
+    ok = np.all(np.isfinite(v), axis=1)
+    v, Wt = v[ok], Wt[:, ok]
+    if v.shape[0] < 2 or Wt.shape[0] == 0:
+        return [None] * v.shape[1]
+    tot = Wt.sum(1)
+    keep = tot > 0
+    means = (Wt[keep] @ v) / tot[keep, None]
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha], axis=0)
+    return [[100.0 * float(a), 100.0 * float(b)] for a, b in zip(lo, hi)]
+
+
+def head_to_head(pref) -> dict:
+    """AlpacaEval's head-to-head counts of soft preferences in [0, 1] (finite entries):
+    ``win_rate`` (100 * mean), ``standard_error`` (100 * standard error of the mean, ddof 1),
+    ``n_wins`` (pref > 0.5), ``n_wins_base`` (pref < 0.5), ``n_draws`` (pref == 0.5),
+    ``n_total``, ``discrete_win_rate``. Source: alpaca_eval ``metrics/helpers.py``
+    (``describe_head2head``)."""
+    p = np.asarray(pref, dtype=float)
+    p = p[np.isfinite(p)]
+    n = int(p.size)
+    return {"win_rate": float(100 * p.mean()) if n else float("nan"),
+            "standard_error": float(100 * p.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"),
+            "n_wins": int(np.sum(p > 0.5)), "n_wins_base": int(np.sum(p < 0.5)), "n_draws": int(np.sum(p == 0.5)),
+            "n_total": n, "discrete_win_rate": discrete_win_rate(p)}
 
 
 def position_consistency(pref_ab, pref_ba, n_bootstrap: int = 1000, seed: int = 0) -> dict:

@@ -151,3 +151,63 @@ def implied_verbosity_win_rate(p_verbose, p_concise) -> float:
     pv, pc = np.clip(pv[keep], 1e-9, 1 - 1e-9), np.clip(pc[keep], 1e-9, 1 - 1e-9)
     z = (np.log(pv) - np.log1p(-pv)) - (np.log(pc) - np.log1p(-pc))
     return float(100 * expit(z).mean())
+
+
+def fit_strength_many(models, ridge: float = 1e-6, max_iter: int = 100) -> list[tuple[float, float]]:
+    """Per model, (theta, psi) of ``logit P = theta + psi * difficulty + offset`` by maximum
+    likelihood on its soft verdicts, the length term ``offset`` (e.g. gamma * penalty, fixed)
+    given: the per-model part of :func:`fit_penalty` once gamma and p are known. Every model is
+    fitted on its own rows (a model's figures do not depend on the others), all at once by a
+    batched Newton method with a line search; ``ridge/2 * (theta^2 + psi^2)`` keeps the
+    estimate finite when every verdict is 0 or 1.
+
+    Args: models: per model, (pref, offset, difficulty) arrays shape (n_m,) (NaN preferences
+    left out). Returns: [(theta, psi)] in order."""
+    M = len(models)
+    if not M:
+        return []
+    oks = [np.isfinite(np.asarray(p, dtype=float)) for p, _, _ in models]
+    n = max(1, max(int(ok.sum()) for ok in oks))
+    Y, O, D, S = (np.zeros((M, n)) for _ in range(4))
+    for i, ((p, o, d), ok) in enumerate(zip(models, oks)):
+        k = int(ok.sum())
+        Y[i, :k] = np.asarray(p, dtype=float)[ok]
+        O[i, :k] = np.broadcast_to(np.asarray(o, dtype=float), ok.shape)[ok]
+        D[i, :k] = np.asarray(d, dtype=float)[ok]
+        S[i, :k] = 1.0
+
+    def loss(w):
+        z = w[:, :1] + w[:, 1:2] * D + O
+        return (S * (np.logaddexp(0.0, z) - Y * z)).sum(1) + 0.5 * ridge * (w * w).sum(1)
+
+    w = np.zeros((M, 2))
+    f = loss(w)
+    active = np.arange(M)
+    for _ in range(max_iter):
+        if not active.size:
+            break
+        wa = w[active]
+        z = wa[:, :1] + wa[:, 1:2] * D[active] + O[active]
+        p = expit(z)
+        r, h = S[active] * (p - Y[active]), S[active] * p * (1 - p)
+        g = np.stack([r.sum(1), (r * D[active]).sum(1)], 1) + ridge * wa
+        a, b, c = h.sum(1) + ridge, (h * D[active]).sum(1), (h * D[active] ** 2).sum(1) + ridge
+        det = a * c - b * b
+        step = -np.stack([(c * g[:, 0] - b * g[:, 1]) / det, (a * g[:, 1] - b * g[:, 0]) / det], 1)
+        dec = (g * step).sum(1)
+        t = np.ones(active.size)
+        accepted = np.zeros(active.size, dtype=bool)
+        for _ls in range(30):
+            todo = np.flatnonzero(~accepted)
+            if not todo.size:
+                break
+            cand = wa[todo] + t[todo, None] * step[todo]
+            zc = cand[:, :1] + cand[:, 1:2] * D[active[todo]] + O[active[todo]]
+            fc = (S[active[todo]] * (np.logaddexp(0.0, zc) - Y[active[todo]] * zc)).sum(1) + 0.5 * ridge * (cand * cand).sum(1)
+            ok = fc <= f[active[todo]] + 1e-4 * t[todo] * dec[todo] + 1e-13 * np.abs(f[active[todo]])
+            w[active[todo[ok]]], f[active[todo[ok]]] = cand[ok], fc[ok]
+            accepted[todo[ok]] = True
+            t[todo[~ok]] *= 0.5
+        done = (dec > -1e-10) | ~accepted
+        active = active[~done]
+    return [(float(a), float(b)) for a, b in w]

@@ -1,20 +1,28 @@
 """Renderers of the win-rate leaderboard (``judgecal leaderboard --baseline``): rich table,
-Markdown (names HTML-escaped, pipes escaped), CSV rows. Pure formatting."""
+Markdown (names HTML-escaped, pipes escaped), AlpacaEval's leaderboard CSV. Pure formatting."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
+from judgecal.export import csv_line, neutralise_cell
 from judgecal.report.render_markdown import md_escape
 from judgecal.report.tables import simple_table
 
 COLUMNS = [
     ("model", "model"), ("n", "n_items"), ("win rate", "win_rate"), ("CI", "win_rate_ci"),
-    ("LC win rate", "lc_win_rate"), ("LC CI", "lc_win_rate_ci"),
+    ("LC win rate", "length_controlled_winrate"), ("LC CI", "length_controlled_winrate_ci"),
     ("calibrated", "calibrated_win_rate"), ("cal. CI", "calibrated_win_rate_ci"),
     ("rank raw", "rank_raw"), ("rank LC", "rank_lc"), ("rank cal.", "rank_calibrated"),
-    ("change cal.", "rank_change_calibrated"), ("avg chars", "avg_length"), ("flags", "flags"),
+    ("change cal.", "rank_change_calibrated"), ("avg length", "avg_length"), ("flags", "flags"),
 ]
+#: ``--format alpaca-eval``: AlpacaEval's leaderboard columns (same names and meanings, in its
+#: order, the model in an unnamed first column), then judgecal's additions
+ALPACA_EVAL_COLUMNS = ["win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total", "discrete_win_rate",
+                       "mode", "avg_length", "length_controlled_winrate", "lc_standard_error"]
+EXTRA_COLUMNS = ["calibrated_win_rate", "win_rate_ci_low", "win_rate_ci_high", "lc_ci_low", "lc_ci_high",
+                 "calibrated_ci_low", "calibrated_ci_high", "rank_raw", "rank_lc", "rank_calibrated", "rank_change_lc",
+                 "rank_change_calibrated", "n_missing", "flags"]
 SPREAD_COLUMNS = [
     ("family", "family"), ("longer", "longer"), ("shorter", "shorter"), ("items", "n_common_items"),
     ("spread raw", "spread_raw"), ("spread LC", "spread_lc"), ("spread cal.", "spread_calibrated"),
@@ -30,8 +38,8 @@ def _cell(key: str, value) -> str:
         return f"[{value[0]:.1f}, {value[1]:.1f}]"
     if key.startswith("rank_change"):
         return f"{value:+d}" if value else "0"
-    if key == "flags":
-        return "; ".join(value) or "-"
+    if key in ("flags", "flag_codes"):
+        return ("; " if key == "flags" else " ").join(value) or "-"
     if isinstance(value, float):
         return f"{value:.0f}" if key == "avg_length" else f"{value:.2f}"
     return str(value)
@@ -40,13 +48,18 @@ def _cell(key: str, value) -> str:
 def title(board: dict) -> str:
     """One line naming family, judge, baseline, unit and the fitted penalty."""
     c = board["calibration"]
-    return (f"win rates vs {board['baseline']}: {board['task_family']}, judge {board['judge']}; calibrated: "
+    reg = board["lc"]["regulariser_source"]
+    return (f"win rates vs {board['baseline']}: {board['task_family']}, judge {board['judge']}; LC regulariser: "
+            f"{'AlpacaEval (packaged)' if reg == 'alpaca-eval' else reg}; calibrated: "
             f"gamma {c['gamma']:.3f}, p {c['p']:.2f}, length in {board['length_unit']}, L_ref = baseline's answer, "
-            f"short-side floor {c['short_floor']:g}")
+            f"short-side floor {c['short_floor']:g}; sorted by {board['sort_by']}")
 
 
 def _footer(board: dict) -> list[str]:
     lines = [f"note: {n}" for n in board["notes"]]
+    lines.append(f"note: LC difficulty: {board['lc']['difficulty']}; calibration strength from {board['calibration']['strength_from']}")
+    if board.get("flag_legend"):
+        lines.append("note: flags: " + "; ".join(f"{c} = {m}" for c, m in board["flag_legend"].items()))
     for reason, n in sorted(board["left_out"].items()):
         lines.append(f"left out: {n} verdicts: {reason}")
     cmp_ = board.get("comparison")
@@ -97,3 +110,46 @@ def winboard_markdown(board: dict) -> str:
     if foot:
         lines += [""] + [f"- {md_escape(x)}" for x in foot]
     return "\n".join(lines) + "\n"
+
+
+def _ci_cells(ci) -> tuple:
+    return (None, None) if not ci else (ci[0], ci[1])
+
+
+def alpaca_eval_rows(board: dict) -> list[dict]:
+    """The board's rows as ``--format alpaca-eval`` records: AlpacaEval's columns with its
+    meanings (:data:`ALPACA_EVAL_COLUMNS`), then judgecal's (:data:`EXTRA_COLUMNS`; CIs as
+    low/high columns, flags as space-separated codes of ``board["flag_legend"]``)."""
+    out = []
+    for r in board["rows"]:
+        rec = {"": r["model"], **{k: r.get(k) for k in ALPACA_EVAL_COLUMNS}, "calibrated_win_rate": r.get("calibrated_win_rate")}
+        rec["win_rate_ci_low"], rec["win_rate_ci_high"] = _ci_cells(r.get("win_rate_ci"))
+        rec["lc_ci_low"], rec["lc_ci_high"] = _ci_cells(r.get("length_controlled_winrate_ci"))
+        rec["calibrated_ci_low"], rec["calibrated_ci_high"] = _ci_cells(r.get("calibrated_win_rate_ci"))
+        for k in ("rank_raw", "rank_lc", "rank_calibrated", "rank_change_lc", "rank_change_calibrated", "n_missing"):
+            rec[k] = r.get(k)
+        rec["flags"] = " ".join(r.get("flag_codes") or []) or None
+        out.append(rec)
+    return out
+
+
+def _csv_cell(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return "" if value != value else repr(value)
+    if isinstance(value, str):
+        return neutralise_cell(value)
+    return str(value)
+
+
+def alpaca_eval_csv(board: dict) -> str:
+    """``--format alpaca-eval``: AlpacaEval's leaderboard CSV (the header ``,win_rate,...``,
+    one line per model, LF line ends and full-precision floats as pandas writes them), so that
+    ``diff`` against AlpacaEval's ``leaderboard.csv`` shows only real differences; judgecal's
+    columns follow AlpacaEval's."""
+    cols = [""] + ALPACA_EVAL_COLUMNS + EXTRA_COLUMNS
+    lines = [",".join(cols[1:]).join([",", ""]) + "\n"]
+    for rec in alpaca_eval_rows(board):
+        lines.append(csv_line([_csv_cell(rec[c]) for c in cols])[:-2] + "\n")
+    return "".join(lines)
