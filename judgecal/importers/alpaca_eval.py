@@ -178,6 +178,9 @@ def same_content_once(files: list[Path], warnings: list[str] | None = None) -> l
         if r in real:
             dropped.append(f"{p} (the same file as {real[r]})")
             continue
+        if len(files) < 2 or not os.path.isfile(p):  # one file: nothing to compare; a device or FIFO: the parser refuses it
+            out.append(p)
+            continue
         h = hashlib.sha256()
         try:
             with open(p, "rb") as fh:
