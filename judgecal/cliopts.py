@@ -1,4 +1,5 @@
-"""Click command classes that leave nothing silent about repeated options.
+"""Click command classes that leave nothing silent about repeated options, and check every
+value against the database's limits before a command starts (:func:`check_limits`).
 
 Click keeps the last value of an option declared without ``multiple=True`` when a user gives it
 twice (``fit --task-family A --task-family B`` fits B only), and it has no setting to refuse
@@ -97,6 +98,8 @@ class _StrictMixin:
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         rest = super().parse_args(ctx, args)
+        if not ctx.resilient_parsing:
+            check_limits(ctx, self.get_params(ctx))
         for param in self.get_params(ctx):
             if not (isinstance(param, click.Option) and param.multiple) or param.name not in ctx.params:
                 continue
@@ -115,6 +118,90 @@ class _StrictMixin:
                            f"counted once", err=True)
                 ctx.params[param.name] = type(values)(unique) if isinstance(values, tuple) else unique
         return rest
+
+
+# ---------------------------------------------------------------- limits of both dialects
+# Every value is checked here, before a command starts its work, against what SQLite AND
+# PostgreSQL can store (issue 23): an int column is PostgreSQL's int4 everywhere, a String(N)
+# column holds N characters on PostgreSQL, and neither dialect's text may hold NUL.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+#: integers with a narrower range than an int column: {parameter name: (lowest, highest)}
+INT_RANGES = {
+    # numpy's default_rng and RandomState take 0..2**32-1; calibration.seed is an int column
+    "seed": (0, INT_MAX),
+}
+#: string options stored in (or compared against) a column: {parameter name: (at most, column)}
+STR_LIMITS = {
+    "judge": (300, "judge.model/judge.name"),
+    "judge_name": (300, "judge.name"),
+    "base_url": (500, "judge.endpoint"),
+    "family": (200, "task_family.name"),
+    "families": (200, "task_family.name"),
+    "task_families": (200, "task_family.name"),
+    "verbosity_family": (200, "task_family.name"),
+    "model_filter": (200, "response.model"),
+    "baseline": (200, "response.model"),
+    "annotator": (200, "expert_label.annotator"),
+    "tokenizer": (496, "token_length.tokenizer (with its 'hf:' prefix)"),
+}
+#: options whose value is an endpoint URL: http(s) with a host
+URL_PARAMS = ("base_url",)
+
+
+def _values(value):
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _values(v)
+    else:
+        yield value
+
+
+def check_url(value: str) -> str | None:
+    """Why ``value`` is not an http(s) URL with a host, or None when it is one."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number or out of range
+    except ValueError as exc:
+        return str(exc)
+    if parts.scheme not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if any(c.isspace() for c in value):
+        return "it contains whitespace"
+    return None
+
+
+def check_limits(ctx: click.Context, params) -> None:
+    """Refuse (click.BadParameter, exit 2) an option value that no database judgecal writes to
+    could hold: an integer outside PostgreSQL's int4 (or :data:`INT_RANGES`), a string with NUL
+    or longer than its column (:data:`STR_LIMITS`), an endpoint that is not a URL."""
+    for param in params:
+        if param.name not in ctx.params or param.is_eager:
+            continue
+        for v in _values(ctx.params[param.name]):
+            if isinstance(v, bool) or v is None:
+                continue
+            if isinstance(v, int):
+                lo, hi = INT_RANGES.get(param.name, (INT_MIN, INT_MAX))
+                if not lo <= v <= hi:
+                    raise click.BadParameter(f"{v} is not in {lo}..{hi} (what the database and the random generators "
+                                             "take)", ctx=ctx, param=param)
+            elif isinstance(v, str):
+                if "\x00" in v:
+                    raise click.BadParameter("a NUL character cannot be stored (PostgreSQL refuses it)", ctx=ctx,
+                                             param=param)
+                limit = STR_LIMITS.get(param.name)
+                if limit and len(v) > limit[0]:
+                    raise click.BadParameter(f"{v[:40]!r}... is {len(v)} characters; at most {limit[0]} are stored "
+                                             f"({limit[1]}, on SQLite and PostgreSQL alike)", ctx=ctx, param=param)
+                if param.name in URL_PARAMS:
+                    why = check_url(v)
+                    if why:
+                        raise click.BadParameter(f"{v[:80]!r} is not an endpoint URL: {why} (e.g. "
+                                                 "http://127.0.0.1:8000/v1)", ctx=ctx, param=param)
 
 
 class StrictCommand(_StrictMixin, click.Command):

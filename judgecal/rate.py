@@ -412,6 +412,10 @@ def run_rate(
                 scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
             judge_id, judge_key = jrow.id, jrow.judge_key
             sel = queue.response_selection(session, list(task_families or ()), model_filter, items, exclude_model=baseline)
+            if model_filter is not None and queue.selection_is_empty(session, sel):  # (the judge row is rolled back)
+                where = f" in task families {', '.join(task_families)}" if task_families else ""
+                raise UsageError(f"--model-filter {model_filter!r} matches no response{where}: nothing to rate (the "
+                                 "filter is exact, or a glob with *, case-sensitive; `judgecal stats` lists the models)")
             plan = queue.plan_for(session, judge_id=judge_id, pairwise=pairwise, selection=sel,
                                   filtered=bool(task_families or model_filter is not None or items), baseline=baseline)
             if baseline is not None:

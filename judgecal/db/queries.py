@@ -236,13 +236,31 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
 
 
 def judge_by_name(session: Session, name: str) -> m.Judge:
-    """The judge called ``name`` (its name, model, or numeric id). Raises NotFoundError when
-    none matches and UsageError when several do (the message lists their ids)."""
-    if name.isdigit():
-        judge = session.get(m.Judge, int(name))
+    """The judge called ``name``: ``id:N`` (its id), ``name:X`` (its name or model, never an
+    id), or a plain name, model or numeric id. A plain number that is both a judge's name (or
+    model) and another judge's id is refused as ambiguous (``id:N`` or ``name:N`` chooses).
+    Raises NotFoundError when none matches and UsageError when several do (the message lists
+    their ids)."""
+    if name[:3].lower() == "id:":
+        number = name[3:].strip()
+        if not number.isdigit() or int(number) > 2**31 - 1:
+            raise UsageError(f"judge {name!r}: id: takes a judge's numeric id (e.g. id:5)")
+        judge = session.get(m.Judge, int(number))
         if judge is None:
-            raise NotFoundError(f"no judge with id {name}")
+            raise NotFoundError(f"no judge with id {number}")
         return judge
+    by_id = None
+    if name[:5].lower() == "name:":
+        name = name[5:]
+    elif name.isdigit() and int(name) <= 2**31 - 1:
+        by_id = session.get(m.Judge, int(name))
+    named = list(session.scalars(select(m.Judge).where((m.Judge.name == name) | (m.Judge.model == name)).limit(1)))
+    if by_id is not None:
+        if named and named[0].id != by_id.id:
+            raise UsageError(f"judge {name!r} is ambiguous: judge {by_id.id} has that id ({describe_judge(by_id)}) and "
+                             f"judge {named[0].id} that name or model; write id:{name} or name:{name}")
+        if not named:
+            return by_id
     found = list(session.scalars(select(m.Judge).where(m.Judge.name == name).order_by(m.Judge.id)))
     if not found:
         found = list(session.scalars(select(m.Judge).where(m.Judge.model == name).order_by(m.Judge.id)))

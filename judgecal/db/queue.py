@@ -102,6 +102,11 @@ def response_selection(session, families: list[str], model_filter: Optional[str]
     return q
 
 
+def selection_is_empty(session, selection) -> bool:
+    """True when the SELECT of :func:`response_selection` finds no response."""
+    return session.execute(selection.limit(1)).first() is None
+
+
 def plan_for(session, *, judge_id: int, pairwise: bool, selection, filtered: bool,
              baseline: Optional[str] = None) -> Plan:
     """The :class:`Plan` of a run. ``filtered``: the selection is narrower than the whole

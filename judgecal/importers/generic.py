@@ -113,6 +113,9 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
             if key not in FIELDS[kind] and key not in unknown:
                 unknown[key] = line
         fam = f.name("task_family", required=False) or family
+        if family is not None and fam != family:  # an explicit option is never silently overridden by a record
+            raise f.fail(f"the record's task_family {fam!r} conflicts with --task-family {family!r}: give the option "
+                         "only for records without a task_family, or remove the field")
         if not fam:
             raise f.fail("missing field 'task_family' (or pass --task-family)")
         prompt = f.text("prompt", allow_empty=False)
