@@ -23,7 +23,7 @@ T0 = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 
 def test_every_revision_says_what_its_downgrade_loses():
     revs = {r.revision for r in ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions()}
-    assert set(migration_losses.LOSSES) == revs
+    assert revs <= set(migration_losses.LOSSES), revs - set(migration_losses.LOSSES)
 
 
 def _fill(engine) -> None:
