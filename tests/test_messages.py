@@ -100,3 +100,14 @@ def test_bidi_and_controls_are_visible_in_terminal_tables():
     assert "\u202e" not in out and "\x1b" not in out
     assert "good<U+202E>liam.exe" in out and "ctl<U+001B>[31m" in out and "judge <U+202E>evil" in out
     assert visible("plain text") == "plain text" and visible("a\nb", keep_newlines=True) == "a\nb"
+
+
+def test_llmbar_ratings_file_without_a_judge_name_is_refused(tmp_path, sqlite_url, run_cli):
+    import json
+
+    d = tmp_path / "Natural"
+    d.mkdir()
+    (d / "dataset.json").write_text(json.dumps([{"input": "q", "output_1": "a", "output_2": "b", "label": 1}]))
+    (d / "ratings_.json").write_text(json.dumps([{"rating": 1}]))
+    r = run_cli("--database-url", sqlite_url, "import", "llmbar", str(d))
+    assert r.exit_code == 2 and "ratings_.json" in r.stderr and "no judge name" in r.stderr, r

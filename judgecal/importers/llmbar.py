@@ -246,6 +246,9 @@ def _completion(f: Fields, value, where: str) -> tuple[str, str]:
 def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pairs: list[_Pair], source: str,
                   parity: list | None) -> ImportBatch:
     """The ratings or verdicts of one result (or ratings) file, checked against the dataset."""
+    if not judge.strip():  # ratings_.json: no judge name to file the ratings under (issue 23)
+        raise InputError("the file name gives no judge name (ratings_<JUDGE>.json, or evaluators/<JUDGE>/): rename it",
+                         source=str(path))
     spec = judge_spec(judge, protocol)
     rating = is_rating_protocol(protocol)
     batch = ImportBatch(source=source)
