@@ -11,6 +11,8 @@ id: that calibration, refused when ``families`` or ``judge`` name another family
 - with ``max_baseline_gap``: no baseline beats the published calibration (polylog) out of sample
   by more than that much cross-validated agreement (``comparison.gap`` of the fit: best method's
   CV agreement minus polylog's; a fit without that figure fails: refit).
+- advice: the nested selection's advice is to calibrate ("keep raw", or no recorded
+  recommendation, fails: publish the raw scores, or refit);
 - the calibration is fresh: the ratings, labels, lengths and verbosity pairs it was fitted on
   (its recorded fingerprint) have not changed since ("stale" fails: refit with judgecal fit; a
   calibration stored before fingerprints existed fails as "freshness unknown").
@@ -66,6 +68,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         r = fit_row(row, fam, jud)
         where = f"{fam} / {jud} (calibration {r['id']})"
         _identified(add, fam, jud, where, r, allow_unidentified)
+        _advice(add, fam, jud, where, r)
         for target in targets:
             _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed)
         if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
@@ -90,7 +93,11 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
             add(fam, jud, "agreement_gain_cv", gain, min_agreement_gain, gain >= min_agreement_gain,
                 f"{where}: cross-validated agreement gain {gain:+.3f} {'>=' if gain >= min_agreement_gain else '<'} {min_agreement_gain:+}")
         else:  # a gate must not pass a figure it never saw
+            skipped = [w for w in r.get("warnings") or [] if "cross-validation skipped" in w]
+            why = next((w for w in skipped if w.startswith("polylog:")), skipped[0] if skipped else None)
             add(fam, jud, "agreement_gain_cv", None, min_agreement_gain, False,
+                f"{where}: no cross-validated agreement ({why}): with so few labelled pairs per fold no figure out of "
+                f"sample exists; label more items" if why and r["folds"] >= 2 else
                 f"{where}: no cross-validated agreement (fitted with --folds {r['folds']}): refit with --folds 2 or more")
         status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
         total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
@@ -137,6 +144,24 @@ def _degenerate_check(add, fam, jud, where, row, r: dict, allow: bool) -> None:
     else:
         add(fam, jud, "degenerate_answers", [], [], True,
             f"{where}: no empty, constant or far-short answers among the judge's rated responses")
+
+
+def _advice(add, fam, jud, where, r: dict) -> None:
+    """The "advice" check: a calibration is published only where the nested selection's advice
+    is to calibrate (its out-of-sample gain over raw clears zero); "keep raw" fails with the
+    reason (publish the raw scores), and so does a fit without a recorded decision (refit)."""
+    sel = r.get("selection") or {}
+    decision = sel.get("decision")
+    if decision == "calibrate":
+        add(fam, jud, "advice", decision, "calibrate", True,
+            f"{where}: the evidence backs a calibration: {sel.get('recommended')} ({sel.get('reason')})")
+    elif decision == "keep raw":
+        add(fam, jud, "advice", decision, "calibrate", False,
+            f"{where}: keep raw: publish the raw scores, no calibration is backed out of sample ({sel.get('reason')})")
+    else:
+        add(fam, jud, "advice", None, "calibrate", False,
+            f"{where}: no recommendation recorded (fitted with --no-nested, too few items for the nested selection, "
+            f"or before judgecal weighed raw as an answer): refit with judgecal fit")
 
 
 def _identified(add, fam, jud, where, r: dict, allow: bool) -> None:

@@ -35,6 +35,11 @@ class Finite(click.FloatRange):
 
     name = "finite float"
 
+    def _describe_range(self) -> str:
+        if self.min is None and self.max is None:  # click would print "x<=None"
+            return "finite"
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):

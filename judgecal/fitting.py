@@ -393,16 +393,30 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
                           signed=bool(params.get("signed", False)), gamma_max=params.get("gamma_max"))
     recommended = None
     sel = (row.metrics or {}).get("selection") or {}
-    if sctx is not None and sel.get("decision") == "calibrate" and sel.get("recommended") not in (None, "raw"):
-        recommended = _recommended_on(row, sel, sctx, src_id, tgt_id, engine_url=url)
-    elif sel.get("decision") == "keep raw":
+    if sel.get("decision") == "keep raw":
         recommended = {"name": "raw", "decision": "keep raw", "reason": sel.get("reason")}
+    elif sel.get("decision") == "calibrate" and row.objective != "pairwise":
+        recommended = {"name": sel.get("recommended"), "decision": "calibrate", "reason": sel.get("reason"),
+                       "error": "it was selected on pointwise expert scores (Spearman); a transfer is judged on pairwise "
+                                "labels, where only the stored polylog calibration is applied"}
+    elif sel.get("decision") == "calibrate" and sctx is None:
+        recommended = {"name": sel.get("recommended"), "decision": "calibrate", "reason": sel.get("reason"),
+                       "error": "the source family has fewer than 10 labelled pairs rated by the judge to refit it on"}
+    elif sel.get("decision") == "calibrate":
+        recommended = _recommended_on(row, sel, sctx, src_id, tgt_id, engine_url=url)
     ev = evaluate_transfer(tpair, stored_params(row), scale=(row.scale_min, row.scale_max),
                            source=spair if sctx else None, source_ctx=sctx, n_bootstrap=n_bootstrap, seed=seed,
                            recommended=recommended)
     ev["source_family"] = source_family
     ev["target_family"] = target_family
     ev["calibration_id"] = row.id
+    ev["source_objective"] = row.objective
+    ident = (row.metrics or {}).get("identification")
+    ev["identification"] = ident  # the applied polylog fit's own (on its source family)
+    ev["flags"] = []
+    if ident and ident.get("identified") is False:
+        ev["flags"].append({"code": "not_identified", "message": f"the source calibration (fitted on {source_family}) is "
+                                                                  f"not identified: " + "; ".join(ident.get("reasons") or [])})
     ev["data"] = tinfo
     if spair is None or spair.n < 10:
         ev["warnings"].append(f"the source family {source_family!r} has fewer than 10 labelled pairs rated by "

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from judgecal.calibrate.guards import model_flags, no_credit
+from judgecal.calibrate.guards import SCORE_NO_GAIN_CODES, model_flags, no_credit
 from judgecal.calibrate.metrics import verbosity_win_rate
 from judgecal.calibrate.penalty import token_entropy
 from judgecal.calibrate.ranking import mean_ci, ranks
@@ -61,8 +61,10 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     calibration stored before the short-side floor is applied as fitted, and said so).
 
     Guards: per family, answers that are empty or repeated verbatim across items
-    (:func:`judgecal.calibrate.guards.no_credit`) earn no length credit (calibrated <= raw), and
-    the stored short-side floor caps the credit of far-short answers.
+    (:func:`judgecal.calibrate.guards.no_credit`), and every answer of a model flagged for empty,
+    constant, truncated or far-short answers in that family
+    (:data:`judgecal.calibrate.guards.SCORE_NO_GAIN_CODES`), earn no length credit (calibrated <=
+    raw); the stored short-side floor caps the credit of the other short answers.
 
     ``calibration``: "latest" or one id (of the judge; without ``judge``, its judge is used); see
     :func:`_choose_calibrations` for what is applied where and what is refused (UsageError)."""
@@ -97,7 +99,10 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 fill_lengths(tok, url, response_ids=[i for i in ids if i not in lens])
                 lens = boarddata.lengths(s, ids, unit, tok)
             length_of.update(lens)
+            before = {mo: len(v) for mo, v in guard_flags.items()}
             _guard_family(frows, keys, lens, cal, fam_names[fid] if len(fam_ids) > 1 else None, guard_flags)
+            flagged_here = {mo for mo, v in guard_flags.items()
+                            if any(f["code"] in SCORE_NO_GAIN_CODES for f in v[before.get(mo, 0):])}
             if cal is None or not frows:
                 continue
             have = [r for r in frows if r["response_id"] in lens]
@@ -107,6 +112,8 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 dens = [token_entropy(txt[r["response_id"]]) for r in have]
             guard = no_credit([keys[r["response_id"]][0] for r in have], [keys[r["response_id"]][1] for r in have],
                               [keys[r["response_id"]][2] for r in have], [keys[r["response_id"]][3] for r in have])
+            # a model flagged for empty, constant, truncated or far-short answers in this family gains nothing
+            guard = guard | np.array([keys[r["response_id"]][0] in flagged_here for r in have], dtype=bool)
             out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens,
                                     no_credit=guard)
             calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
@@ -168,6 +175,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         fams_of_row = {fam_names[r["family_id"]] for r in ok}
         row["calibration_not_identified"] = any(advice.get(f, {}).get("identified") is False for f in fams_of_row)
         row["advice_keep_raw"] = any(advice.get(f, {}).get("decision") == "keep raw" for f in fams_of_row)
+        row["advice_other_method"] = sorted({advice[f]["recommended"] for f in fams_of_row if f in advice
+                                             and advice[f].get("decision") == "calibrate"
+                                             and not str(advice[f].get("recommended") or "").startswith("polylog")})
         row.update(_mc_columns(mc.get(model, []), ref_metrics))
         row["degenerate_answers"] = guard_flags.get(model, [])
         table.append(row)
@@ -283,6 +293,8 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> li
         flags.append("calibration not identified")
     if r.get("advice_keep_raw"):
         flags.append("advice: keep raw")
+    for name in r.get("advice_other_method") or []:
+        flags.append(f"advice: {name} (the calibrated column applies polylog)")
     if r.get("stale_calibration"):
         flags.append("stale calibration")
     elif r.get("calibration_freshness_unknown"):
@@ -324,7 +336,8 @@ def _guard_family(frows: list[dict], keys: dict, lens: dict, cal, family: str | 
     stored = (cal.params or {}).get("short_floor") if cal is not None else None
     k = [keys[r["response_id"]] for r in have]
     per_model = model_flags([x[0] for x in k], [x[1] for x in k], [x[2] for x in k], [x[3] for x in k], le, l_ref,
-                            floor=stored or DEFAULT_SHORT_FLOOR, floor_applied=cal is None or stored is not None)
+                            floor=stored or DEFAULT_SHORT_FLOOR, floor_applied=cal is None or stored is not None,
+                            far_short_gains=False)
     for model, flags in per_model.items():
         out[model] += [{"code": f["code"], "message": f"{family}: {f['message']}" if family else f["message"]}
                        for f in flags]

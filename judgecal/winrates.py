@@ -248,11 +248,13 @@ FLAG_LEGEND = {
     "missing": "instructions of the baseline without a verdict of this model (n_missing)",
     "empty": "empty answers (no length credit)",
     "constant": "the same answer to many instructions (no length credit)",
+    "truncated": "truncated answers: median length at or below the floor squared of the baseline's (no gain)",
     "far-short": "answers below the short-side floor (credit capped)",
     "gamed": "a gamed baseline of the LC regulariser",
     "lc-unidentified": "LC not identified (fewer than 5 answers on one side of the baseline's length)",
 }
-_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "far_short_answers": "far-short"}
+_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "truncated_answers": "truncated",
+                "far_short_answers": "far-short"}
 
 
 def build_winrate_board(baseline: str, families=None, judge: str | None = None, url: str | None = None, *,
@@ -501,6 +503,15 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         for mm, (th, ps) in zip(models, smooth):
             sel = sel_of[mm]
             p_smooth[sel] = expit(th + ps * diff_row[sel])
+
+    # ---- a model flagged for degenerate answers (empty, constant, truncated) gains nothing: its calibrated
+    # column is its raw one (the length-free fit, whose mean is the raw win rate), whatever the length term says
+    no_gain = [mm for mm in models if mm != baseline and any(f["code"] in guards.NO_GAIN_CODES for f in degenerate.get(mm, []))]
+    for mm in no_gain:
+        p_cal[sel_of[mm]] = p_smooth[sel_of[mm]]
+    if no_gain:
+        notes.append(f"calibrated: {len(no_gain)} model(s) flagged for empty, constant or truncated answers ({', '.join(no_gain)}) gain "
+                     f"nothing from the calibration: their calibrated win rate is their raw one (gaming guard)")
 
     # ---- per-model rows, bootstrap CIs shared by instruction (Poisson weights keyed by content)
     boot_w = item_weights(items, n_bootstrap, seed) if n_bootstrap > 0 else np.zeros((0, len(items)))

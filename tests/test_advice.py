@@ -187,3 +187,46 @@ def test_quickstart_data_planted_bias_recovered_and_the_lower_verbosity_bound(tm
     vwr = fit["verbosity_win_rate_calibrated"]
     r = run_cli(*base, *gate, "--min-verbosity-winrate", f"{vwr + 0.01:.3f}")
     assert r.exit_code == 1 and "overcorrects" in r.stderr
+
+
+# ----------------------------------------------------------------------------- break-it findings
+def test_perfectly_separated_labels_are_not_identified():
+    """Labels that the calibrated scores separate perfectly: the loss goes to ~0, a range of gamma
+    fits equally and bootstrap refits never leave the optimum (zero-width CIs): not identified."""
+    rng = np.random.default_rng(5)
+    n = 40
+    la, lb = rng.integers(20, 60, n).astype(float), rng.integers(200, 400, n).astype(float)
+    sa, sb = rng.integers(4, 7, n).astype(float), rng.integers(6, 9, n).astype(float)
+    d = PairData(item_ids=[f"s{i:03d}" for i in range(n)], score_a=sa, score_b=sb, len_a=la, len_b=lb,
+                 outcome=np.ones(n))  # the shorter answer always wins, the judge always prefers the longer
+    ev = evaluate_pairwise(d, scale=(0, 10), n_bootstrap=100, seed=0, nested=False)
+    ident = ev["identification"]
+    assert ident["identified"] is False
+    assert any("separate the expert labels perfectly" in r for r in ident["reasons"]), ident["reasons"]
+    assert verdict(ev)["code"] != "helps"
+
+
+def _ev_helps(decision):
+    """An evaluation whose polylog CV gain CI clears zero, with a nested decision."""
+    return {"kind": "pairwise", "fitted": True,
+            "methods": {"raw": {"agreement_cv": 0.7}, "polylog": {"agreement_cv": 0.8,
+                                                                    "agreement_cv_gain_ci": [0.05, 0.15]}},
+            "selection": {"decision": decision, "reason": "the selection procedure's gain does not clear zero"},
+            "identification": {"identified": True, "reasons": []}}
+
+
+def test_no_badge_the_nested_advice_does_not_back():
+    assert verdict(_ev_helps("calibrate"))["code"] == "helps"
+    v = verdict(_ev_helps("keep raw"))
+    assert v["code"] == "no measurable effect" and "advises keep raw" in v["text"]
+
+
+def test_a_transfer_carries_the_source_identification():
+    ev = {"kind": "transfer", "fitted": True, "source_family": "A", "target_family": "B",
+          "methods": {"raw": {"agreement": 0.7}, "polylog": {"agreement": 0.8, "gain_ci": [0.05, 0.15]}},
+          "recommended": {"name": "raw", "decision": "keep raw", "reason": "r"},
+          "identification": {"identified": False, "reasons": ["one item decides the optimum"]}}
+    v = verdict(ev)
+    assert v["code"] == "not identified" and "one item decides the optimum" in v["text"]
+    ev["methods"]["polylog"]["gain_ci"] = [-0.2, -0.05]
+    assert verdict(ev)["code"] == "hurts"  # a hurting transfer stays first and loud

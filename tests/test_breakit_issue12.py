@@ -84,13 +84,14 @@ def test_leaderboard_refuses_a_calibration_of_another_judge(board_db, run_cli):
 def test_check_refuses_a_calibration_of_another_judge_and_gates_its_transfer(board_db, run_cli):
     base = ("--database-url", board_db, "check", "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1")
     # another family with --calibration ID is a transfer target (issue 18): gated, never ignored
-    tr = _json(run_cli(*base, "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor", "--format", "json"))
+    tr = json.loads(run_cli(*base, "--calibration", "2", "--task-family", "llmbar/Adversarial_Neighbor",
+                            "--format", "json").stdout)
     transfer = [c for c in tr["checks"] if c["check"] == "transfer"]
     assert [(c["task_family"], c["judge"]) for c in transfer] == [("llmbar/Adversarial_Neighbor", "ChatGPT")]
     assert "calibration 2 from llmbar/Natural" in transfer[0]["message"]
     _one_line_refusal(run_cli(*base, "--calibration", "1", "--judge", "ChatGPT"), "calibration 1 is of judge 'GPT-4'")
-    ok = _json(run_cli(*base, "--calibration", "2", "--judge", "ChatGPT", "--task-family", "llmbar/Natural",
-                       "--format", "json"))
+    ok = json.loads(run_cli(*base, "--calibration", "2", "--judge", "ChatGPT", "--task-family", "llmbar/Natural",
+                            "--format", "json").stdout)
     assert {(c["task_family"], c["judge"]) for c in ok["checks"]} == {("llmbar/Natural", "ChatGPT")}
 
 

@@ -19,6 +19,7 @@ against ``llmbar/output_1``: 1 when its score is higher, 0 when lower, 0.5 on a 
 from __future__ import annotations
 
 import json
+import re
 import math
 import shutil
 
@@ -36,6 +37,8 @@ LN4 = math.log(4)
 CONST = "Thank you for your question. I am happy to help with that."
 DEGENERATE = ("empty-model", "constant-model", "truncated-model")
 FLAG_CODES = {"empty-model": "empty_answers", "constant-model": "constant_answers", "truncated-model": "far_short_answers"}
+#: In the win-rate board (reference: the baseline's answer to the item) two words are "truncated".
+WINRATE_FLAG_CODES = {**FLAG_CODES, "truncated-model": "truncated_answers"}
 PAIRWISE_JUDGE = "GPT-4 (pairwise, from its scores)"
 
 
@@ -254,11 +257,10 @@ def test_the_issue_case_a_strong_calibration_no_longer_lifts_empty_or_constant_a
         assert rows[m]["mean_calibrated"] <= rows[m]["mean_raw"] + 1e-12, m
         assert rows[m]["mean_raw"] == pytest.approx({"empty-model": 0.0, "constant-model": 2.0}[m])
     assert rows["empty-model"]["rank_calibrated"] == rows["empty-model"]["rank_raw"] == 5
-    # far-short answers earn at most the floor's credit, gamma * ln(4)^p (here 5.4 points: a strong
-    # calibration still lifts a truncated model by that much; it is flagged and check fails on it)
+    # a model whose answers are far below the family's L_ref gains nothing in the score board (the
+    # floor would have capped it at gamma * ln(4)^p, 5.4 points here: still a lift; issue 18 asks none)
     lift = rows["truncated-model"]["mean_calibrated"] - rows["truncated-model"]["mean_raw"]
-    assert lift == pytest.approx(donor["gamma"] * LN4 ** donor["p"], rel=1e-9)
-    assert lift < donor["gamma"] * math.log(donor["l_ref"] / 2) ** donor["p"]  # the unguarded credit of 2 words
+    assert lift <= 1e-12 and donor["gamma"] * LN4 ** donor["p"] > 5
     for m in DEGENERATE:
         codes = [f["code"] for f in rows[m]["degenerate_answers"]]
         assert codes == [FLAG_CODES[m]], (m, codes)
@@ -276,8 +278,8 @@ def test_score_leaderboard_own_fit_lifts_none_and_flags_them_in_every_format(nat
     for m in DEGENERATE:
         r = rows[m]
         assert r["rank_change"] <= 0, (m, r["rank_raw"], r["rank_calibrated"])  # rank not improved
-        bound = 1e-12 if m != "truncated-model" else cap + 1e-9
-        assert r["mean_calibrated"] - r["mean_raw"] <= bound, m
+        assert r["mean_calibrated"] - r["mean_raw"] <= 1e-12, m  # no gain at all (far short included)
+    assert cap > 0
     assert rows["empty-model"]["mean_calibrated"] == 0.0 and rows["constant-model"]["mean_calibrated"] == 2.0
     messages = {m: [f["message"] for f in rows[m]["degenerate_answers"]] for m in DEGENERATE}
     assert all(len(v) == 1 for v in messages.values()), messages
@@ -360,13 +362,17 @@ def test_win_rate_mode_lifts_none_and_flags_them_in_every_format(guard_db, run_c
     for m in DEGENERATE:
         r = rows[m]
         assert r["rank_calibrated"] >= r["rank_raw"], (m, r)  # rank not improved
-        if m != "truncated-model":  # no credit at all: the calibrated rate is the raw one (to the fit's rounding)
-            assert r["calibrated_win_rate"] <= r["win_rate"] + 0.01, (m, r)
+        # no gain at all (two-word answers are truncated: median 0.054 of the baseline's length, at or
+        # below the floor squared): the calibrated rate is the raw one (to the fit's rounding)
+        assert r["calibrated_win_rate"] <= r["win_rate"] + 0.01, (m, r)
     assert any("empty or repeated verbatim" in n for n in board["notes"])
+    assert any("gain nothing from the calibration" in n and "truncated-model" in n for n in board["notes"])
     wanted = {"empty-model": "empty answers: 30 of 30 (no length credit)",
               "constant-model": "same answer to 100% of items (30 of 30; no length credit)",
-              "truncated-model": "answers below the short-side floor: median 0.05 of the baseline's length "
-                                 "(credit capped at 0.25 of the baseline's length)"}
+              "truncated-model": next(f for f in rows["truncated-model"]["flags"] if f.startswith("truncated"))}
+    # two words against the baseline's answer: 0.052 of its characters, 0.054 of its words
+    assert re.fullmatch(r"truncated answers: median 0\.05[24] of the baseline's length, at or below 0\.0625 "
+                        r"\(the floor squared; no gain from the calibration\)", wanted["truncated-model"])
     for m, msg in wanted.items():
         assert msg in rows[m]["flags"], (m, rows[m]["flags"])
     assert not [f for f in rows["llmbar/output_2"]["flags"] if "length credit" in f or "short-side floor" in f]
@@ -406,10 +412,10 @@ def test_a_calibration_stored_before_the_floor_is_applied_as_fitted_and_explaine
                for n in board["notes"])
     rows = _rows(board)
     assert rows["empty-model"]["mean_calibrated"] == 0.0 and rows["constant-model"]["mean_calibrated"] == 2.0
+    # the old function's short side is unbounded, but a far-short model gains nothing in the score board
     lift = rows["truncated-model"]["mean_calibrated"] - rows["truncated-model"]["mean_raw"]
-    assert lift > fit["gamma"] * LN4 ** fit["p"]  # the unbounded short side of the old function
-    assert "this calibration has no floor: refit to cap their credit" in rows["truncated-model"]["degenerate_answers"][0][
-        "message"]
+    assert lift <= 1e-12
+    assert "no gain from the calibration" in rows["truncated-model"]["degenerate_answers"][0]["message"]
     table = _ok(run_cli(*_board_args(old_url, *own))).stdout
     assert "note: calibration" in table and "short-side floor" in table
     base = ("--database-url", old_url, "check", "--calibration", str(fit["id"]), "--min-agreement-gain", "-1",

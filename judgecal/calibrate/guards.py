@@ -18,8 +18,20 @@ Per model (:func:`model_flags`), flags ``{"code", "message"}``:
 * ``empty_answers``: at least :data:`EMPTY_SHARE` of the model's answers are empty;
 * ``constant_answers``: one non-empty text covers at least :data:`CONSTANT_SHARE` of the model's
   answers (on two or more items);
-* ``far_short_answers``: the median ratio L / L_ref of the model's non-empty answers is below
-  the floor.
+* ``truncated_answers``: the median ratio L / L_ref of the model's non-empty answers is at or
+  below the floor squared (1/16 with the default floor: a few words where the reference writes a
+  page, as AlpacaEval's ``gpt4_gamed`` at 0.00 of the baseline's length);
+* ``far_short_answers``: that median is below the floor but not below its square (a concise
+  model: AlpacaEval's ``alpaca-7b`` or ``gpt-3.5-turbo-1106_concise`` sit at 0.16-0.18 of the
+  baseline's length).
+
+A model flagged empty, constant or truncated (:data:`NO_GAIN_CODES`) gains nothing from a
+calibration in either leaderboard: its calibrated score (win rate) is its raw one. In the
+win-rate board, whose reference is one (often verbose) baseline's answer, a far-short model keeps
+the floor's capped credit: AlpacaEval's concise models sit there, and a truncating model cannot
+be told from them by length alone (it is flagged; ``check`` fails on every flag). In the score
+board the reference is the family's median answer: a far-short model is an outlier of its own
+family and gains nothing either (:data:`SCORE_NO_GAIN_CODES`).
 
 The same messages are used by every output (score and win-rate leaderboards, fit, report), so a
 reader sees one wording. ``reference`` names what L_ref is ("L_ref" in the score mode, "the
@@ -43,7 +55,13 @@ CONSTANT_SHARE = 0.5
 #: A model with at least this share of empty answers is flagged (every empty answer earns no credit).
 EMPTY_SHARE = 0.05
 #: The flag codes, in the order they are listed.
-CODES = ("empty_answers", "constant_answers", "far_short_answers")
+CODES = ("empty_answers", "constant_answers", "truncated_answers", "far_short_answers")
+#: A model flagged with one of these gains nothing from a calibration in either leaderboard (its
+#: calibrated score or win rate is its raw one); far-short answers keep the floor's capped credit.
+NO_GAIN_CODES = frozenset({"empty_answers", "constant_answers", "truncated_answers"})
+#: The score leaderboard's L_ref is the family's median answer, not one verbose baseline: a model
+#: whose median answer is below the floor of it is an outlier of its own family and gains nothing too.
+SCORE_NO_GAIN_CODES = NO_GAIN_CODES | {"far_short_answers"}
 
 
 def text_key(text: str | None) -> str:
@@ -70,7 +88,7 @@ def no_credit(model: Sequence, item: Sequence, key: Sequence, words: Sequence) -
 
 def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence, length=None, l_ref=None,
                 floor: float | None = DEFAULT_SHORT_FLOOR, reference: str = "L_ref",
-                floor_applied: bool = True) -> dict[str, list[dict]]:
+                floor_applied: bool = True, far_short_gains: bool = True) -> dict[str, list[dict]]:
     """{model: [{"code", "message", "value"}]} for the models with degenerate answers (module doc).
 
     Args:
@@ -83,6 +101,8 @@ def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence,
         reference: how messages name L_ref.
         floor_applied: False when the calibration applied has no floor (stored before it existed):
             the far-short message says so instead of "credit capped".
+        far_short_gains: False where far-short answers gain nothing (the score board,
+            :data:`SCORE_NO_GAIN_CODES`): the message says "no gain from the calibration".
     Returns: only models with at least one flag; flags in :data:`CODES` order. ``value`` is the
     share (empty, constant) or the median length ratio (far short)."""
     floor = check_floor(floor)
@@ -116,8 +136,13 @@ def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence,
             r = r[np.isfinite(r)]
             if r.size:
                 med = float(np.median(r))
-                if med < floor:
-                    cap = (f"credit capped at {floor:g} of {reference}" if floor_applied else
+                if med <= floor * floor:
+                    flags.append({"code": "truncated_answers", "value": med,
+                                  "message": f"truncated answers: median {med:.3f} of {reference}, at or below {floor * floor:g} "
+                                             f"(the floor squared; no gain from the calibration)"})
+                elif med < floor:
+                    cap = ("no gain from the calibration" if not far_short_gains else
+                           f"credit capped at {floor:g} of {reference}" if floor_applied else
                            "this calibration has no floor: refit to cap their credit")
                     flags.append({"code": "far_short_answers", "value": med,
                                   "message": f"answers below the short-side floor: median {med:.2f} of {reference} "

@@ -15,6 +15,12 @@ polylog fit (the seed formula, gamma >= 0 unless signed) is **not identified** w
   removal moves gamma by more than ``max(INFLUENCE_REL * |gamma|, INFLUENCE_ABS * width / max_i
   |ln(L_i / L_ref)|^p)`` (half the estimate, and at least a shift that moves the most extreme
   answer's penalty by 5% of the scale width);
+* ``separated`` (pairs): the calibrated scores separate the expert labels perfectly (mean
+  Bradley-Terry loss below :data:`SEPARATED_LOSS`, or its scale at its bound): a whole range of
+  gamma fits equally, the optimiser stops wherever it started, and bootstrap refits that start
+  from the optimum never move (zero-width intervals);
+* ``degenerate CI``: gamma's bootstrap CI has no width (:data:`DEGENERATE_CI`): the refits never
+  moved, so the interval claims a precision the data do not give;
 * ``clipped``: the calibration puts more than :data:`MAX_CLIPPED_SHARE` more of the labelled
   scores at the ends of the judge's scale than the raw judge does (clipped scores are ties).
 
@@ -39,6 +45,10 @@ MAX_CLIPPED_SHARE = 0.25
 #: half the estimate, and at least a shift that moves the most extreme answer's penalty by 5% of the scale width.
 INFLUENCE_REL = 0.5
 INFLUENCE_ABS = 0.05
+#: A pairwise fit whose mean Bradley-Terry loss is below this (nats per pair) separates the labels.
+SEPARATED_LOSS = 1e-4
+#: A gamma CI narrower than this times max(|gamma|, 1) means the refits never moved.
+DEGENERATE_CI = 1e-6
 #: Above this many items the jackknife is skipped (one item then weighs under 0.2%), said so.
 MAX_JACKKNIFE_ITEMS = 500
 
@@ -89,6 +99,13 @@ def identification(poly, data, ctx, *, method, gamma_ci, codes, n_items: int, it
     if not ctx.signed and at.get("gamma") == "lower":
         out["caveats"].append("gamma = 0: no length penalty fits the labels better; the calibration is the raw judge")
         return out
+    if res.bt_scale is not None and (res.loss < SEPARATED_LOSS or at.get("bt_scale") == "upper"):
+        out["reasons"].append(f"the calibrated scores separate the expert labels perfectly (loss {res.loss:.2g} nats per "
+                              f"pair{', Bradley-Terry scale at its bound' if at.get('bt_scale') == 'upper' else ''}): "
+                              f"a range of gamma fits them equally, the optimum and its intervals are not determined")
+    if gamma_ci is not None and float(gamma_ci[1]) - float(gamma_ci[0]) <= DEGENERATE_CI * max(abs(g), 1.0):
+        out["reasons"].append(f"gamma's bootstrap 95% CI [{gamma_ci[0]:.6g}, {gamma_ci[1]:.6g}] has no width: the refits "
+                              f"never moved from the full-data optimum (a flat or separated objective), so it says nothing")
     if at.get("gamma") is not None:
         out["reasons"].append(f"gamma {g:.4g} sits at its {at['gamma']} bound {g_hi if at['gamma'] == 'upper' else g_lo:g}: "
                               f"the bound, not the labels, sets it")

@@ -240,14 +240,19 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
     cown = figs_ci.get("candidate")
     n_chosen = sum(c == cand["name"] for c in chosen)
     if cand["name"] == "raw":
-        decision, reason = "keep raw", "the inner cross-validation on all the data prefers the raw judge"
+        fitted_any = any(v is not None for n, v in figs.items() if n != "raw")
+        decision, reason = "keep raw", ("the inner cross-validation on all the data prefers the raw judge" if fitted_any else
+                                        "no calibration method could be fitted in the inner folds (too few labelled "
+                                        "items per fold): nothing to weigh against raw")
     elif cown is None:
         decision, reason = "keep raw", f"{cand['name']} could not be evaluated out of sample"
     elif proc["gain_ci"] is None or cown["gain_ci"] is None:
         decision, reason = "keep raw", "no confidence interval (--bootstrap 0): a gain over raw is not established"
     elif not _ci_above_zero(proc["gain_ci"]):
-        decision, reason = "keep raw", (f"the nested out-of-sample gain over raw, {_fmt_gain(proc['gain'], proc['gain_ci'], kind)}, "
-                                        f"does not clear zero")
+        decision, reason = "keep raw", (f"the selection procedure's nested out-of-sample gain over raw, "
+                                        f"{_fmt_gain(proc['gain'], proc['gain_ci'], kind)}, does not clear zero"
+                                        + ("" if cown is None else f" (the best candidate's own gain: "
+                                                                   f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)})"))
     elif not _ci_above_zero(cown["gain_ci"]):
         decision, reason = "keep raw", (f"{cand['name']}'s own out-of-sample gain over raw, "
                                         f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)}, does not clear zero")

@@ -174,6 +174,12 @@ def evaluate_transfer(
             rec_out["error"] = recommended.get("error") or "not evaluated"
         if rec_out["error"]:
             warnings.append(f"the recommended method {rec_out['name']} could not be evaluated on the target: {rec_out['error']}")
+        elif rec_out["name"] != "raw":  # its own row beside the refitted baselines (which may differ in unit)
+            methods[f"recommended: {rec_out['name']}"] = {
+                k: rec_out[k] for k in ("agreement", "agreement_ci", "gain", "gain_ci", "gain_from_ties", "raw_ties_broken")}
+            methods[f"recommended: {rec_out['name']}"].update(
+                fitted_on="source family (its recommended method, as selected)", params={},
+                length_preference=None)
     rule_pred = M.order_credit(d.len_b, d.len_a)
     rule = M.agreement_credit(rule_pred, 1.0 - rule_pred, d.outcome)
     length_rule = {"rule": "prefer the shorter answer", "agreement": float(rule.mean()), "agreement_ci": ci(rule),

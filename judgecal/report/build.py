@@ -178,8 +178,11 @@ def verdict(ev: Mapping) -> dict:
     * no CI at all (``n_bootstrap`` = 0, or pointwise without a CV CI): "undetermined", with d;
     * no fit or no cross-validation: "not fitted" / "undetermined" with the reason.
 
-    A fit that is not identified (``identification.identified`` False, :mod:`judgecal.calibrate.identify`)
-    is "not identified" whatever its figures say, unless it hurts ("hurts", with the reason).
+    A "helps" whose fit's nested selection advises "keep raw" is "no measurable effect" (the
+    calibration's own CV gain clears zero, but not once it is weighed against raw and the other
+    methods). A fit that is not identified (``identification.identified`` False,
+    :mod:`judgecal.calibrate.identify`) is "not identified" whatever its figures say, unless it
+    hurts ("hurts", with the reason).
 
     Returns {code, text, metric, raw, calibrated, difference, difference_ci, rule}, code one of
     "helps", "no measurable effect", "hurts", "undetermined", "not identified", "not fitted".
@@ -227,6 +230,12 @@ def verdict(ev: Mapping) -> dict:
             "undetermined": "Undetermined out of sample"}[code]
     text = (f"{head}: cross-validated {what} {r:.3f} raw vs {c:.3f} calibrated "
             f"({_fmt_diff(d, pointwise)}; {ci_txt}).")
+    sel = ev.get("selection") or {}
+    if code == "helps" and sel.get("decision") == "keep raw":  # no badge the nested evidence does not back
+        code = "no measurable effect"
+        text = (f"No measurable effect after selection: the calibration's own cross-validated gain clears zero "
+                f"({_fmt_diff(d, pointwise)}; {ci_txt}), but the nested selection, which weighs it against raw and "
+                f"the other methods, advises keep raw ({sel.get('reason')}).")
     ident = ev.get("identification") or {}
     if ident.get("identified") is False:  # never a green badge on a fit the labels do not determine
         why = "; ".join(ident.get("reasons") or [])
@@ -285,7 +294,13 @@ def _transfer_verdict(ev: Mapping, base: dict) -> dict:
     elif rec.get("error"):
         text += f" The recommended method {rec.get('name')} could not be evaluated: {rec['error']}."
     elif not rec:
-        text += " The source fit predates recommendations that weigh raw: refit it to judge its recommended method."
+        text += (" The source fit has no recommendation (fitted with --no-nested, too few items, or before judgecal "
+                 "weighed raw as an answer): refit it to judge its recommended method.")
+    ident = ev.get("identification") or {}
+    if label == "the stored polylog calibration" and ident.get("identified") is False and code != "hurts":
+        code = "not identified"
+        text = (f"Not identified: the source calibration is not determined by its labels ("
+                + "; ".join(ident.get("reasons") or []) + f"). Do not publish it. (On the target: {text[0].lower()}{text[1:]})")
     base.update(calibrated=a_val, difference=gain, difference_ci=gci, applied=label)
     return {**base, "code": code, "text": text}
 
@@ -398,6 +413,18 @@ def recommendation(entry: Mapping) -> dict | None:
     answer), reason, method, name, unit, description, nested, nested_ci (the recommended method's
     own out-of-sample figure), nested_gain, nested_gain_ci, candidate, candidate_chosen_in,
     outer_folds, metric, text} of the nested selection, or None."""
+    tr = entry.get("recommended_on_target")
+    if entry.get("kind") == "transfer" and tr:  # the source's advice, measured on the target's labels
+        keep = tr.get("decision") == "keep raw"
+        return {"decision": tr.get("decision"), "reason": tr.get("reason"), "name": "raw" if keep else tr.get("name"),
+                "method": None, "unit": tr.get("unit"), "description": tr.get("description"), "metric": "agreement",
+                "nested": _num(tr.get("agreement")), "nested_ci": _ci(tr.get("agreement_ci")),
+                "nested_gain": _num(tr.get("gain")), "nested_gain_ci": _ci(tr.get("gain_ci")), "candidate": None,
+                "candidate_chosen_in": None, "outer_folds": None, "on_target": True,
+                "text": (f"The source's advice is keep raw ({tr.get('reason')})." if keep else
+                         f"The source recommends {tr.get('name')}: agreement on the target "
+                         f"{_fig_txt(tr.get('agreement'), tr.get('agreement_ci'))}"
+                         + ("" if tr.get("error") is None else f" (not evaluated: {tr['error']})") + ".")}
     sel = entry.get("selection") or {}
     if not sel.get("recommended"):
         return None
@@ -414,7 +441,7 @@ def recommendation(entry: Mapping) -> dict | None:
 # ----------------------------------------------------------------------------- flags
 def entry_flags(ev: Mapping) -> list[dict]:
     """The evaluation's ``flags`` as [{"code", "message"}] (every renderer shows each message;
-    codes: "empty_answers", "constant_answers", "far_short_answers" of
+    codes: "empty_answers", "constant_answers", "truncated_answers", "far_short_answers" of
     :mod:`judgecal.calibrate.guards`, "not_identified", ...; a flag without a message shows its
     code). An evaluation stored before flags existed has none."""
     out = []
@@ -533,6 +560,7 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "selection": ev.get("selection"),
         "judge_ties": ev.get("judge_ties"),
         "identification": ev.get("identification"),
+        "recommended_on_target": ev.get("recommended") if ev["kind"] == "transfer" else None,
         "verdict": verdict(ev),
         "flags": entry_flags(ev),
         "warnings": warnings,
@@ -767,6 +795,8 @@ def summary_rows(report: Mapping) -> list[list[str]]:
         rec_txt = DASH if not rec else f"{rec['name']} {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
         if rec and rec.get("decision") == "keep raw":
             rec_txt = f"keep raw {fmt_value(rec.get('nested'), rec.get('nested_ci'))}"
+        if rec and rec.get("on_target"):
+            rec_txt += f" {TRANSFER_MARK}"
         kind = e["kind"].replace("_", " ")
         if e["kind"] == "transfer":
             kind = f"transfer from {e.get('source_family')}"
