@@ -20,7 +20,9 @@ process on the same local data (tests/test_mc_lmeval_layout.py: ARC-Challenge's 
 from ARC-Easy items, an MMLU-format subject built from ARC-Easy items; ``--lmeval-items`` items,
 default 50): once by lm-eval itself (``simple_evaluate`` with ``HFLM`` at the best batch size),
 once by judgecal (``score_lm_eval``: lm-eval's task machinery, judgecal's scorer, ``--forward``
-as the CLI runs it for lm-eval tasks unless ``--lmeval-forward`` says otherwise). Timed: the
+as the CLI runs it for lm-eval tasks unless ``--lmeval-forward`` says otherwise; items sharing
+a few-shot prefix, as MMLU's first_n examples, share its computation: the shared-prefix units
+and the context tokens not run again are printed). Timed: the
 model pass (lm-eval's ``HFLM.loglikelihood`` call against judgecal's ``JudgecalLM.loglikelihood``)
 and the whole evaluation (request building, model pass, metrics). Printed as above, plus the
 requests compared one by one.
@@ -154,6 +156,8 @@ def bench_lm_eval_task(name: str, lm, scorer, limit: int, hub: Path, torch) -> d
         "floor_gflop": floor / 1e9, "achieved_gflops": floor / st["scoring_seconds"] / 1e9,
         "achieved_gflops_cpu": floor / (st["cpu_seconds"] / torch.get_num_threads()) / 1e9,
         "tokens": st["tokens"], "padded_tokens": st["padded_tokens"], "scored_rows": st["scored_rows"],
+        "shared_prefix_units": st.get("shared_prefix_units", 0),
+        "shared_prefix_tokens_saved": st.get("shared_prefix_tokens_saved", 0),
         "forward": scorer.forward_name,
     }
     print(f"\n== {name} (lm-eval config {spec}, {shots}-shot): {n} items, {row['requests']} requests, "
@@ -168,6 +172,8 @@ def bench_lm_eval_task(name: str, lm, scorer, limit: int, hub: Path, torch) -> d
     print(f"floor    : {row['floor_gflop']:.0f} GFLOP needed ({st['tokens']} body tokens, "
           f"{st['scored_rows']} LM-head rows): {row['achieved_gflops']:.1f} GFLOP/s wall, "
           f"{row['achieved_gflops_cpu']:.1f} GFLOP/s per {torch.get_num_threads()} busy threads (CPU time)")
+    print(f"prefixes : {row['shared_prefix_units']} shared-prefix units, {row['shared_prefix_tokens_saved']} "
+          "context tokens not run again")
     return row
 
 

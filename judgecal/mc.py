@@ -304,7 +304,9 @@ def load_run(run_id: int, db_url: str | None = None, *, items: bool = True) -> d
 # settings that change what is scored (not how fast): a comparison across them is flagged
 COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format", "dtype", "num_fewshot", "fewshot_seed",
                      "task_config_sha256", "requests_sha256", "lm_eval_version", "apply_chat_template",
-                     "fewshot_as_multiturn", "system_instruction")
+                     "fewshot_as_multiturn", "system_instruction", "seeds", "metadata")
+# settings recorded since issue 24: compared only when both runs have them (older runs lack the key)
+_NEWER_SETTINGS = ("seeds", "metadata")
 
 
 def _item_sets(a: Mapping[str, Any], b: Mapping[str, Any], same_dataset: bool) -> str | None:
@@ -367,7 +369,8 @@ def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
             problems.append("the acc/acc_norm opposite-directions diagnosis is withheld (the runs scored different items)")
     sa, sb = a.get("settings") or {}, b.get("settings") or {}
     differ = [k for k in COMPARED_SETTINGS if sa.get(k) != sb.get(k)
-              and not (k == "requests_sha256" and items is not None)]  # other items: other requests, said above
+              and not (k == "requests_sha256" and items is not None)  # other items: other requests, said above
+              and not (k in _NEWER_SETTINGS and (k not in sa or k not in sb))]
     if differ:
         problems.append("the runs differ in " + ", ".join(f"{k} ({sa.get(k)!r} vs {sb.get(k)!r})" for k in differ))
     only = sorted(set(a["metrics"]) ^ set(b["metrics"]))

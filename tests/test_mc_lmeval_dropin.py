@@ -317,7 +317,11 @@ def test_small_options_honoured(hub, folder, run_cli, tmp_path):
     assert out["settings"]["metadata"] == {"note": "x"}
     assert "document 0; context prompt" in r.stderr  # lm-eval's own --write_out text
     plain = run_cli(*base, "--limit", "0.05", "--num-fewshot", "1", "--format", "json")
-    assert json.loads(plain.stdout)["settings"]["task_config_sha256"] != out["settings"]["task_config_sha256"]
+    plain = json.loads(plain.stdout)
+    assert plain["settings"]["task_config_sha256"] != out["settings"]["task_config_sha256"]  # metadata is config
+    cmp = run_cli("--database-url", url, "mc", "compare", str(plain["run_id"]), str(out["run_id"]), "--format", "json")
+    warning = json.loads(cmp.stdout)["warning"]
+    assert "seeds (" in warning and "metadata (None vs {'note': 'x'})" in warning and "fewshot_seed (1234 vs 7)" in warning
     listed = run_cli("--database-url", url, "mc", "list", "--format", "json")
     setups = [x["setup"] for x in json.loads(listed.stdout)]
     assert setups[-1] == {"shots": "1", "chat": "-", "seed": "7", "limit": "0.05"}

@@ -23,7 +23,9 @@ Use it from lm-eval directly::
 
 Importing this module also registers the model name ``judgecal`` in lm-eval's registry
 (``lm_eval.api.registry.get_model("judgecal")``), so ``simple_evaluate(model="judgecal",
-model_args="pretrained=FOLDER")`` works in a process that imported it.
+model_args="pretrained=FOLDER")`` works in a process that imported it; an installed wheel
+registers it in every process, lazily, for ``lm_eval run --model judgecal``
+(:mod:`judgecal.lmeval_plugin`).
 
 Only ``loglikelihood`` requests are served (``output_type: multiple_choice`` and
 ``loglikelihood`` tasks); ``loglikelihood_rolling`` and ``generate_until`` raise
