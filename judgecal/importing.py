@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 
 from judgecal.db.engine import get_engine, held_interrupts, session_scope
-from judgecal.errors import DatabaseError
+from judgecal.errors import DatabaseError, InputError
 from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch, bulk
@@ -78,7 +78,11 @@ def import_llmbar(folder: Path, family: str | None = None, url: str | None = Non
     (:func:`judgecal.importers.llmbar.batches`)."""
     parity: list[dict] = []
     folder = Path(folder)
-    result = import_batches(f"llmbar/{folder.resolve().name}", llmbar.batches(folder, family, parity), url)
+    try:
+        name = folder.resolve().name
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError on Python 3.11) or an unreadable link
+        raise InputError(f"{folder}: cannot be read as a folder ({exc})") from None
+    result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity), url)
     result["llmbar_statistics"] = {
         "compared": len(parity), "equal": sum(not p["differences"] for p in parity),
         "differ": [f"{p['file']}: {'; '.join(p['differences'])}" for p in parity if p["differences"]]}

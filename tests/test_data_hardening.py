@@ -208,7 +208,9 @@ def test_over_long_task_family_is_refused(db_url, tmp_path, run_cli, command):
     f = _json(tmp_path / "x.json", [{"instruction": "i", "output": "o", "generator": "g"}])
     r = run_cli("--database-url", db_url, "import", command, f, "--task-family", "f" * 201)
     assert r.exit_code == 2
-    assert r.stderr.strip() == "error: --task-family must be a non-empty name of at most 200 characters (got 201)"
+    # refused at the CLI before any work (issue 23: every column's limit checked before work starts)
+    err = r.stderr.strip()
+    assert err.count("\n") == 0 and "--task-family" in err and "201 characters; at most 200 are stored" in err, err
 
 
 PANDALM = {"idx": 1, "motivation_app": "x", "cmp_key": "alpha_beta", "instruction": "Say hi", "input": "",

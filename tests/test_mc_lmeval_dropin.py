@@ -20,7 +20,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from test_mc_lmeval_layout import DATA, build_hub_mirror  # noqa: E402
+from test_mc_lmeval_layout import DATA, build_hub_mirror, model_folder_or_skip  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
@@ -29,15 +29,7 @@ lm_eval = pytest.importorskip("lm_eval")
 
 @pytest.fixture(scope="module")
 def folder():
-    from judgecal import config
-    from judgecal.localmodel import is_complete
-
-    f = config.default_model_dir()
-    if not is_complete(f):
-        pytest.skip(f"SmolLM2 folder missing at {f}: run `judgecal model pull`")
-    if not DATA.exists():
-        pytest.skip(f"real data folder absent: {DATA}")
-    return f
+    return model_folder_or_skip()
 
 
 @pytest.fixture(scope="module")

@@ -89,6 +89,21 @@ WINOGRANDE_ROWS = [
 ]
 
 
+def model_folder_or_skip() -> Path:
+    """The pulled SmolLM2 folder; skips (with the reason) when it or the real data folder is absent."""
+    import pytest
+
+    from judgecal import config
+    from judgecal.localmodel import is_complete
+
+    f = config.default_model_dir()
+    if not is_complete(f):
+        pytest.skip(f"SmolLM2 folder missing at {f}: run `judgecal model pull`")
+    if not DATA.exists():
+        pytest.skip(f"real data folder absent: {DATA}")
+    return f
+
+
 def _jsonl(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

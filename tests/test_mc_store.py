@@ -10,21 +10,12 @@ import pytest
 from judgecal import mc
 from judgecal.errors import NotFoundError
 
-from judgecal.config import shared_data_dir  # noqa: E402
-DATA = shared_data_dir() / "mc"
+from test_mc_lmeval_layout import DATA, model_folder_or_skip
 
 
 @pytest.fixture(scope="module")
 def folder():
-    from judgecal import config
-    from judgecal.localmodel import is_complete
-
-    f = config.default_model_dir()
-    if not is_complete(f):
-        pytest.skip(f"SmolLM2 folder missing at {f}: run `judgecal model pull`")
-    if not DATA.exists():
-        pytest.skip(f"real data folder absent: {DATA}")
-    return f
+    return model_folder_or_skip()
 
 
 @pytest.mark.model
