@@ -138,7 +138,8 @@ def collect_length_position(run: Runner, data: Path) -> dict:
         for protocol in LP_PROTOCOLS:
             rep = run("report", "--judge", f"{judge}/{protocol}", "--length-position", "--bootstrap", BOOTSTRAP,
                       "--seed", SEED, "--format", "json", json_out=True, show=False)
-            rows += [{k: e.get(k) for k in ("task_family", "judge", "length_and_position")}
+            rows += [{k: e.get(k) for k in ("task_family", "judge", "length_and_position", "consistent",
+                                            "first_position_preference")}
                      for e in rep.get("pairwise_judges") or []]
     return {"rows": rows, "commands": [
         "# a second fresh database: the LLMBar repository layout (six judges, every protocol, both orders)",
@@ -557,7 +558,9 @@ def length_position_section(res: dict) -> list[str]:
     if not rows_in:
         return L + ["Not collected.", ""]
     L += [f"The LLMBar repository layout (`{DATA_SHOWN}/llmbar_repo`) holds each judge's verdict on every pair "
-          "in both orders (a shown first, b shown first). Does combining both orders plus a length calibration "
+          "in both orders (a shown first, b shown first). Position bias first: 'consistent' is the share of pairs "
+          "whose two verdicts agree (1 - flip rate), 'first-position preference' the share of verdicts for whichever "
+          "answer was shown first (0.5 = no position bias; docs/report.md). Does combining both orders plus a length calibration "
           "of the verdicts beat either alone? Per set and judge/protocol (the "
           f"{'/'.join(LP_PROTOCOLS)} protocols of the six judges only: all 58 judge x protocol pairs of the "
           "repository would take three times as long), out-of-sample agreement with the experts (5-fold "
@@ -579,8 +582,9 @@ def length_position_section(res: dict) -> list[str]:
         lp, fam, judge = e.get("length_and_position"), short(e.get("task_family") or DASH), e.get("judge") or DASH
         tally = by_set.setdefault(fam, {"rows": [], "polylog": [], "lc_glm": [], "calibrate": [], "reverses": []})
         tally["rows"].append(judge)
+        position = [f3(e.get("consistent")), f3(e.get("first_position_preference"))]
         if not lp:
-            rows.append([fam, judge, DASH] + [DASH] * 8)
+            rows.append([fam, judge, DASH] + position + [DASH] * 8)
             continue
         shorter.setdefault(fam, (lp.get("shorter_answer") or {}).get("agreement"))
         tog = []
@@ -608,12 +612,13 @@ def length_position_section(res: dict) -> list[str]:
         else:
             rec = DASH
         n = str(lp.get("n_pairs", DASH)) + (f" ({lp['n_left_out']} out)" if lp.get("n_left_out") else "")
-        rows.append([fam, judge, n, _oos(lp, "raw"), _oos(lp, "raw[combined]"), _oos(lp, "polylog[ab]"),
+        rows.append([fam, judge, n, *position, _oos(lp, "raw"), _oos(lp, "raw[combined]"), _oos(lp, "polylog[ab]"),
                      _oos(lp, "polylog[combined]"), _oos(lp, "lc_glm[ab]"), _oos(lp, "lc_glm[combined]"),
                      "; ".join(tog), rec])
-    L += table(["set", "judge/protocol", "pairs", "plain (a first)", "both orders", "a first + polylog",
+    L += table(["set", "judge/protocol", "pairs", "consistent (both orders)", "first-position preference",
+                "plain (a first)", "both orders", "a first + polylog",
                 "both + polylog", "a first + LC GLM", "both + LC GLM", "both + length beats each alone",
-                "recommendation"], rows, right={2, 3})
+                "recommendation"], rows, right={2, 3, 4, 5})
     L.append("")
 
     def per_set(key: str) -> str:
