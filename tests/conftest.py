@@ -32,6 +32,15 @@ def data_dir() -> Path:
     return DATA
 
 
+@pytest.fixture(scope="session")
+def repo(data_dir) -> Path:
+    """The LLMBar repository layout in the shared data (required: a missing folder fails)."""
+    root = data_dir / "llmbar_repo"
+    if not root.is_dir():
+        pytest.fail(f"{root} is missing (the shared data must hold the LLMBar repository layout)")
+    return root
+
+
 @pytest.fixture()
 def home(tmp_path, monkeypatch) -> Path:
     """A fresh JUDGECAL_HOME (the default SQLite database lives there)."""

@@ -16,14 +16,6 @@ SETS = {"llmbar/Natural": "Natural", "llmbar/Adversarial_Neighbor": "Adversarial
 
 
 @pytest.fixture(scope="module")
-def repo(data_dir) -> Path:
-    root = data_dir / "llmbar_repo"
-    if not root.is_dir():
-        pytest.fail(f"{root} is missing (the shared data must hold the LLMBar repository layout)")
-    return root
-
-
-@pytest.fixture(scope="module")
 def url(repo, tmp_path_factory) -> str:
     from judgecal import importing
 

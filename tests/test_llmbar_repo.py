@@ -22,14 +22,6 @@ def _statistics_files(root: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def repo(data_dir) -> Path:
-    root = data_dir / "llmbar_repo"
-    if not root.is_dir():
-        pytest.fail(f"{root} is missing (the shared data must hold the LLMBar repository layout)")
-    return root
-
-
-@pytest.fixture(scope="module")
 def imported(repo, tmp_path_factory):
     """(database URL, import result) of the whole layout imported once from its root."""
     from judgecal import importing

@@ -196,6 +196,15 @@ BATCH_TOL = 1e-8
 BATCH_MAX_ITER = 100
 
 
+
+def _logistic_terms(z, y):
+    """(p, 1 - p, log-loss) of logits ``z`` against soft labels ``y``, elementwise and stable for
+    any |z|: p = logistic(z), loss = log(1 + e^z) - y z (nats)."""
+    e = np.exp(-np.abs(z))
+    q = 1.0 / (1.0 + e)
+    p = np.where(z >= 0, q, e * q)
+    return p, np.where(z >= 0, e * q, q), np.maximum(z, 0.0) + np.log1p(e) - y * z
+
 class _Rows:
     """The rows of P independent weighted soft-label logistic problems with 3 features
     (tanh length, difficulty, not-gamed indicator): each problem's own rows (``T``, ``D``,
@@ -228,16 +237,12 @@ class _Rows:
         g = np.zeros((len(w), 3))
         H = np.zeros((len(w), 3, 3))
         z = self.T * w[:, :1] + self.D * w[:, 1:2] + w[:, 2:3]
-        e = np.exp(-np.abs(z))
-        q = 1.0 / (1.0 + e)
-        p = np.where(z >= 0, q, e * q)
-        ell = np.maximum(z, 0.0) + np.log1p(e) - self.Y * z
+        p, p1m, ell = _logistic_terms(z, self.Y)
         out_f += np.einsum("pn,pn->p", self.S, ell)
         if test is not None:
             out_t += np.einsum("pn,pn->p", test[0], ell)
         r = self.S * (p - self.Y)
-        h = self.S * (p * (e * q))  # p (1 - p): 1 - p = e q for z >= 0, q for z < 0
-        h = np.where(z >= 0, h, self.S * p * q)
+        h = self.S * (p * p1m)
         ht = h * self.T
         g[:, 0] = np.einsum("pn,pn->p", r, self.T)
         g[:, 1] = np.einsum("pn,pn->p", r, self.D)
@@ -250,15 +255,12 @@ class _Rows:
         H[:, 2, 2] = h.sum(1)
         if self.gY.size:
             zg = w[:, :2] @ self.gX.T
-            eg = np.exp(-np.abs(zg))
-            qg = 1.0 / (1.0 + eg)
-            pg = np.where(zg >= 0, qg, eg * qg)
-            ellg = np.maximum(zg, 0.0) + np.log1p(eg) - self.gY * zg
+            pg, pg1m, ellg = _logistic_terms(zg, self.gY)
             out_f += np.einsum("pn,pn->p", self.gS, ellg)
             if test is not None:
                 out_t += np.einsum("pn,pn->p", test[1], ellg)
             g[:, :2] += (self.gS * (pg - self.gY)) @ self.gX
-            hh = (self.gS * (pg * np.where(zg >= 0, eg * qg, qg))) @ self.gXX
+            hh = (self.gS * (pg * pg1m)) @ self.gXX
             H[:, 0, 0] += hh[:, 0]
             H[:, 0, 1] += hh[:, 1]
             H[:, 1, 1] += hh[:, 2]
