@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, select, text
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
@@ -61,7 +61,7 @@ def build(url: str, folder: Path, items: int, models: int = 10, judges: int = 10
 
 def measure(url: str, out: Path, fmt: str) -> tuple[float, float]:
     """(peak RSS in MB of a child process that runs the export, wall seconds)."""
-    code = ("from pathlib import Path; from judgecal.export import export; import resource, sys; "
+    code = ("from pathlib import Path; from judgecal.views.export import export; import resource, sys; "
             f"export('ratings', {fmt!r}, Path({str(out)!r}), {url!r}); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     start = time.perf_counter()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import engine as eng
 from judgecal.db import migrate
 

@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from judgecal import importing
+from judgecal.views import importing
 
 
 def json_loads_all(root: Path) -> tuple[float, int, int]:

@@ -7,7 +7,7 @@ after a fixed latency (default 50 ms). We time:
    the SDK's generic ``post("/chat/completions", cast_to=object)`` (the client and call judgecal
    uses), an ``asyncio.Semaphore`` and nothing else; once per round also through the typed
    ``chat.completions.create``, for reference;
-2. rate: ``judgecal.rate.run_rate`` on N real responses (AlpacaEval outputs from
+2. rate: ``judgecal.views.rate.run_rate`` on N real responses (AlpacaEval outputs from
    ../shared/data) end to end: work rows, claims, prompt rendering, calls, parsing, batched
    database writes; on SQLite and (when reachable) on PostgreSQL.
 
@@ -83,14 +83,14 @@ async def bare_loop(url: str, messages: list[list[dict]], concurrency: int, mode
 
 
 def prepare_db(url: str) -> None:
-    from judgecal import importing
+    from judgecal.views import importing
 
     files = [DATA / f"gpt4_1106_preview{s}.json" for s in ("", "_verbose", "_concise")]
     importing.import_alpaca_eval(files, [], "bench/alpaca_eval", url)
 
 
 def bench_rate(url: str, base_url: str, n: int, concurrency: int, judge: str) -> dict:
-    from judgecal.rate import run_rate
+    from judgecal.views.rate import run_rate
 
     t0 = time.perf_counter()
     out = run_rate(judge=judge, base_url=base_url, database_url=url, task_families=["bench/alpaca_eval"], limit=n,

@@ -2,7 +2,7 @@
 
 Builds a SQLite database with 10 task families of 50,000 expert-labelled pairs each (100,000
 responses and ratings per family; planted length terms as in bench_fit.py, lengths stored as
-whitespace words), fits every family through the library (`judgecal.fitting.run_fit`, the
+whitespace words), fits every family through the library (`judgecal.views.fitting.run_fit`, the
 same code as `judgecal fit`, with --folds 5 --bootstrap 0), then times the `judgecal report
 --out DIR` command (a subprocess: Python start-up, loading the 10 stored fits, the tables, the
 JSON/Markdown and the HTML page with 20 PNG plots). Goal for the report: <= 15 s.
@@ -29,7 +29,7 @@ from judgecal.db import engine as eng  # noqa: E402
 from judgecal.db import migrate  # noqa: E402
 from judgecal.db import models as m  # noqa: E402
 from judgecal.db import queries as q  # noqa: E402
-from judgecal.fitting import run_fit  # noqa: E402
+from judgecal.views.fitting import run_fit  # noqa: E402
 
 
 def build(url: str, n_ratings: int, families: int, seed: int) -> float:

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import engine as eng
 from judgecal.db import migrate
 from judgecal.importers.parallel import auto_workers
-from judgecal.winrates import build_winrate_board
+from judgecal.views.winrates import build_winrate_board
 
 
 def main() -> None:

@@ -36,7 +36,7 @@ else
 fi
 $PY - "$WORK" <<'PYEOF'
 import json, os, sys
-from judgecal import mc
+from judgecal.views import mc
 work = sys.argv[1]
 arc25 = f"{work}/arc_challenge_25shot_cuda_bf16.json"
 if os.path.exists(arc25):

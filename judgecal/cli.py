@@ -103,7 +103,7 @@ def db() -> None:
 @pass_ctx
 def db_upgrade(ctx: Ctx, revision: str) -> None:
     """Migrate the database up to REVISION (default: head)."""
-    from judgecal import dbadmin
+    from judgecal.views import dbadmin
 
     click.echo(dbadmin.upgrade(ctx.url, revision))
 
@@ -117,7 +117,7 @@ def db_downgrade(ctx: Ctx, revision: str, yes: bool) -> None:
 
     A downgrade that would delete rows, or drop values a later upgrade cannot bring back, says
     how many and which and changes nothing unless --yes is given (docs/database.md)."""
-    from judgecal import dbadmin
+    from judgecal.views import dbadmin
 
     click.echo(dbadmin.downgrade(ctx.url, revision, yes=yes))
 
@@ -126,7 +126,7 @@ def db_downgrade(ctx: Ctx, revision: str, yes: bool) -> None:
 @pass_ctx
 def db_current(ctx: Ctx) -> None:
     """Print the database's revision and the head revision."""
-    from judgecal import dbadmin
+    from judgecal.views import dbadmin
 
     click.echo(dbadmin.current(ctx.url))
 
@@ -171,7 +171,7 @@ def import_llmbar(ctx: Ctx, folder: Path, family: str | None, fmt: str) -> None:
     Every judge and protocol: Rating protocols as ratings, the others as pairwise verdicts of judge
     <JUDGE>/<PROTOCOL> in both orders; each statistics.json is recomputed and compared (docs/data-formats.md).
     Default task family: llmbar/<set> (llmbar/Adversarial_<set>)."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     _print_import(importing.import_llmbar(folder, family, ctx.url), fmt)
 
@@ -183,7 +183,7 @@ def import_llmbar(ctx: Ctx, folder: Path, family: str | None, fmt: str) -> None:
 @pass_ctx
 def import_pandalm(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
     """The PandaLM test set: two responses and three annotators per record (default family: pandalm)."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     _print_import(importing.import_pandalm(file, family, ctx.url), fmt)
 
@@ -197,7 +197,7 @@ def import_autoj(ctx: Ctx, file: Path, family: str | None, fmt: str) -> None:
     """Auto-J's pairwise test file (prompt, response 1, response 2, label 0/1/2=tie, scenario).
 
     Default task family: autoj/<scenario>."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     _print_import(importing.import_autoj(file, family, ctx.url), fmt)
 
@@ -211,7 +211,7 @@ def import_judgebench(ctx: Ctx, files: tuple[Path, ...], family: str | None, fmt
     """JudgeBench data files and reward-model output files (scores on an unbounded scale).
 
     Default task family: judgebench."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     _print_import(importing.import_judgebench(list(files), family, ctx.url), fmt)
 
@@ -231,7 +231,7 @@ def import_alpaca(ctx: Ctx, files: tuple[Path, ...], pairs, family: str | None, 
 
     model_outputs.json: one producing model (generator) each. annotations.json: the annotator's
     pairwise verdicts of each model against the baseline (stored with soft preference)."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     if not files and not pairs:
         raise click.UsageError("give at least one FILE or --pair CONCISE VERBOSE")
@@ -246,7 +246,7 @@ def _generic(fmt_name: str):
     @FMT_OPT
     @pass_ctx
     def command(ctx: Ctx, file: Path, kind: str, family: str | None, fmt: str) -> None:
-        from judgecal import importing
+        from judgecal.views import importing
 
         _print_import(importing.import_generic(file, kind, fmt_name, family, ctx.url), fmt)
 
@@ -265,7 +265,7 @@ import_.command("csv")(_generic("csv"))
 def stats(ctx: Ctx, fmt: str) -> None:
     """Counts per task family: items, responses, ratings and pairwise verdicts by judge and status (a judge shown as `name (id N)` where several judges share the name), labels, verbosity pairs."""
     from judgecal.report.tables import stats_table
-    from judgecal.stats import collect_stats
+    from judgecal.views.stats import collect_stats
 
     data = collect_stats(ctx.url)
     if fmt == "json":
@@ -343,7 +343,7 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
     (--judge is then the model name sent, usually the folder: pass the same value as --serve)."""
     import contextlib
 
-    from judgecal.rate import run_rate
+    from judgecal.views.rate import run_rate
 
     server = contextlib.nullcontext(base_url)
     if serve:
@@ -374,7 +374,7 @@ def rate(ctx: Ctx, judge, base_url, prompt, task_families, model_filter, samples
                   f"unparsed {r['unparsed']}, failed {r['failed']} in {summary['elapsed_s']} s "
                   f"({summary['ratings_per_s']}/s); totals " + ", ".join(f"{k} {v}" for k, v in t.items()),
                   highlight=False, markup=False)
-    from judgecal.rate import exit_status
+    from judgecal.views.rate import exit_status
 
     code, message = exit_status(summary)
     if message:
@@ -420,7 +420,7 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
 
     Every fit is stored as a new versioned row; raw, linear, LOWESS and length-controlled GLM
     baselines are evaluated on the same cross-validation folds."""
-    from judgecal import fitting
+    from judgecal.views import fitting
     from judgecal.report.tables import fits_table
 
     if list_:
@@ -481,7 +481,7 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
 @pass_ctx
 def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position) -> None:
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
-    from judgecal import reporting
+    from judgecal.views import reporting
 
     if fmt == "html" and out_dir is None:
         raise click.UsageError("--format html needs --out DIR")
@@ -574,7 +574,7 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         if bad:
             raise click.UsageError(f"--{bad[0].replace('_', '-')} applies to the score leaderboard, not to --baseline (win-rate mode)")
         from judgecal.report import winboard
-        from judgecal.winrates import build_winrate_board
+        from judgecal.views.winrates import build_winrate_board
 
         board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit, tokenizer=tokenizer,
                                     n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor, p_bounds=tuple(p_bounds),
@@ -592,7 +592,7 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         raise click.UsageError(f"--{bad[0].replace('_', '-')} needs --baseline MODEL (win-rate mode)")
     if fmt == "alpaca-eval":
         raise click.UsageError("--format alpaca-eval needs --baseline MODEL (win-rate mode)")
-    from judgecal.leaderboard import build_leaderboard
+    from judgecal.views.leaderboard import build_leaderboard
     from judgecal.report import board as render
 
     board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
@@ -622,7 +622,7 @@ def _print_board(board: dict, fmt: str, tables, markdown, footer) -> None:
 def _emit_csv(rows: list[dict]) -> None:
     """Rows as CSV on stdout (lists and dicts as JSON text; formula-looking cells neutralised
     as `judgecal export` does)."""
-    from judgecal.export import write_rows
+    from judgecal.views.export import write_rows
 
     write_rows(rows, Path("-"), "csv", columns=list(dict.fromkeys(k for r in rows for k in r)) or ["model"])
 
@@ -665,7 +665,7 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
     Examples:
       judgecal check --judge GPT-4
       judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
-    from judgecal.check import run_check
+    from judgecal.views.check import run_check
     from judgecal.report.board import check_table
 
     result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
@@ -814,7 +814,7 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
     scored by judgecal; data are read offline."""
     from click.core import ParameterSource
 
-    from judgecal import mc as mc_mod
+    from judgecal.views import mc as mc_mod
 
     cctx = click.get_current_context()
     explicit = {n for n in ("prompt", "null_context", "no_pmi", "num_fewshot", "fewshot_seed", "include_paths", "data_dir",
@@ -865,7 +865,7 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
 @pass_ctx
 def mc_list(ctx: Ctx, fmt) -> None:
     """List stored multiple-choice runs, newest first."""
-    from judgecal import mc as mc_mod
+    from judgecal.views import mc as mc_mod
     from judgecal.report.mc_tables import runs_table
 
     runs = mc_mod.list_runs(ctx.url)
@@ -884,7 +884,7 @@ def mc_list(ctx: Ctx, fmt) -> None:
 def mc_export(ctx: Ctx, run_id: int, file: Path, fmt) -> None:
     """Write RUN_ID's items to FILE (`-`: standard output): lm-eval task and doc id, gold(s),
     each metric's prediction, per-choice log-likelihoods and the requests scored."""
-    from judgecal import mc as mc_mod
+    from judgecal.views import mc as mc_mod
 
     n = mc_mod.export_items(run_id, file, fmt, ctx.url)
     if str(file) == "-":
@@ -900,7 +900,7 @@ def mc_export(ctx: Ctx, run_id: int, file: Path, fmt) -> None:
 @pass_ctx
 def mc_compare(ctx: Ctx, run_a: int, run_b: int, fmt) -> None:
     """Metric deltas RUN_B - RUN_A; flags acc and acc_norm moving in opposite directions."""
-    from judgecal import mc as mc_mod
+    from judgecal.views import mc as mc_mod
     from judgecal.report.mc_tables import compare_renderable
 
     cmp = mc_mod.compare(run_a, run_b, ctx.url)
@@ -931,7 +931,7 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
     verdicts use the generic import format (they round-trip through `judgecal import jsonl|csv`).
     Only a regular file is written (a symlink, FIFO or device is refused); CSV cells that a
     spreadsheet would run as a formula get a leading ' (taken off again on import)."""
-    from judgecal.export import export
+    from judgecal.views.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
     n = export(kind, fmt, file, ctx.url, families=families, judge=judge, calibration=calibration)
@@ -943,8 +943,8 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
 
 # ---------------------------------------------------------------- entry point
 def _commits() -> int:
-    """Imports this process has committed (judgecal.importing.commits; 0 while not loaded)."""
-    return getattr(sys.modules.get("judgecal.importing"), "commits", 0)
+    """Imports this process has committed (judgecal.views.importing.commits; 0 while not loaded)."""
+    return getattr(sys.modules.get("judgecal.views.importing"), "commits", 0)
 
 
 def main(argv: list[str] | None = None, *, sigint_after=None) -> None:

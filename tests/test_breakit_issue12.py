@@ -275,7 +275,7 @@ def test_overflowing_scores_are_refused_and_never_warn(tmp_path, db_url, run_cli
 def test_numerical_warnings_become_fit_warnings_and_overflow_is_not_converged():
     import warnings
 
-    from judgecal.fitting import _numeric_warnings
+    from judgecal.views.fitting import _numeric_warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -335,7 +335,7 @@ def test_fit_select_units_refused_when_empty_or_unused(board_db, run_cli):
     _one_line_refusal(run_cli(*base, "--no-nested", "--select-units", "chars"), "--select-units", "--no-nested")
     _one_line_refusal(run_cli(*base, "--folds", "0", "--select-units", "chars"), "--select-units", "--folds 0")
     from judgecal.errors import UsageError
-    from judgecal.fitting import evaluate_family
+    from judgecal.views.fitting import evaluate_family
 
     with pytest.raises(UsageError, match="select-units"):
         evaluate_family("llmbar/Natural", "GPT-4", length_unit="words", nested=False, select_units=["chars"], url=board_db)

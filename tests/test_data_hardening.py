@@ -148,9 +148,9 @@ def test_collected_ratings_round_trip_byte_identical(db_url, tmp_path, fmt):
     exported, imported into a fresh database and exported again: the same bytes."""
     from stub_openai import StubServer
 
-    from judgecal import importing
-    from judgecal.export import export
-    from judgecal.rate import run_rate
+    from judgecal.views import importing
+    from judgecal.views.export import export
+    from judgecal.views.rate import run_rate
 
     responses = [{"task_family": "f", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in range(3)]
     importing.import_generic(_jsonl(tmp_path / "r.jsonl", responses), "responses", "jsonl", url=db_url)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecal.stats import collect_stats
+from judgecal.views.stats import collect_stats
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])

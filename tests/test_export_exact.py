@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.errors import InputError, UsageError
-from judgecal.export import export
+from judgecal.views.export import export
 from judgecal.importers import generic
 from judgecal.importers.records import neutralise_cell, read_csv, read_jsonl, restore_cell
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, create_engine, text
 from sqlalchemy.orm import Session
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import queries as q
 from judgecal.db.ingest import n_words
 from judgecal.errors import InputError, WorkerError

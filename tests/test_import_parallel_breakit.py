@@ -266,7 +266,7 @@ Session.close = patched
 """,
     # the import has returned (the hold is over) and is being reported
     "after_return": """
-from judgecal import importing
+from judgecal.views import importing
 impl = importing.import_batches
 def patched(*a, **kw):
     out = impl(*a, **kw)

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from judgecal.stats import collect_stats
+from judgecal.views.stats import collect_stats
 
 
 def _stats(url):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 
@@ -39,7 +39,7 @@ def test_pairwise_judge_sharing_a_pointwise_judges_name(tmp_path, db_url, run_cl
     sec = json.loads(out.stdout)["pairwise_judges"]
     assert len(sec) == 1 and sec[0]["judge"].startswith("J (id ") and sec[0]["n_pairs"] == 4
     assert sec[0]["consistent"] == 0.0 and sec[0]["first_position_preference"] == 1.0
-    from judgecal.pairwise_report import collect_pairwise
+    from judgecal.views.pairwise_report import collect_pairwise
 
     assert len(collect_pairwise(judge="J", url=db_url, n_bootstrap=0)) == 1  # the one J with verdicts
     stats = json.loads(run_cli("--database-url", db_url, "stats", "--format", "json").stdout)

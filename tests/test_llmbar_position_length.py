@@ -17,7 +17,7 @@ SETS = {"llmbar/Natural": "Natural", "llmbar/Adversarial_Neighbor": "Adversarial
 
 @pytest.fixture(scope="module")
 def url(repo, tmp_path_factory) -> str:
-    from judgecal import importing
+    from judgecal.views import importing
 
     u = f"sqlite:///{tmp_path_factory.mktemp('llmbar_lp') / 'repo.db'}"
     importing.import_llmbar(repo, url=u)
@@ -120,7 +120,7 @@ def test_missing_orders_left_out_and_counted(url):
     from judgecal.db import positions as pq
     from judgecal.db import queries as q
     from judgecal.db.engine import get_engine, session_scope
-    from judgecal.pairwise_report import length_position_entry
+    from judgecal.views.pairwise_report import length_position_entry
 
     engine = get_engine(url)
     with session_scope(engine) as s:

@@ -24,7 +24,7 @@ def _statistics_files(root: Path) -> list[Path]:
 @pytest.fixture(scope="module")
 def imported(repo, tmp_path_factory):
     """(database URL, import result) of the whole layout imported once from its root."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     url = f"sqlite:///{tmp_path_factory.mktemp('llmbar_repo') / 'repo.db'}"
     return url, importing.import_llmbar(repo, url=url)
@@ -61,7 +61,7 @@ def test_every_statistics_json_reproduced_from_the_database(repo, imported):
     from judgecal.db import positions as pq
     from judgecal.db import queries as q
     from judgecal.db.engine import get_engine, session_scope
-    from judgecal.pairwise_report import repository_figures_of_ratings, repository_figures_of_verdicts
+    from judgecal.views.pairwise_report import repository_figures_of_ratings, repository_figures_of_verdicts
 
     url, _ = imported
     engine = get_engine(url)
@@ -84,7 +84,7 @@ def test_every_statistics_json_reproduced_from_the_database(repo, imported):
 
 
 def test_reimport_adds_nothing_and_shared_layout_is_the_same_data(repo, data_dir, imported):
-    from judgecal import importing
+    from judgecal.views import importing
 
     url, _ = imported
     again = importing.import_llmbar(repo / "Dataset" / "LLMBar", url=url)
@@ -187,8 +187,8 @@ def test_excerpt_null_winner_is_unparsed_and_missing_result_is_named(repo, tmp_p
 
 @pytest.mark.postgres
 def test_one_set_on_postgresql_parity_and_reimport(repo, pg_url):
-    from judgecal import importing
-    from judgecal.pairwise_report import repository_figures
+    from judgecal.views import importing
+    from judgecal.views.pairwise_report import repository_figures
 
     natural = repo / "Dataset" / "LLMBar" / "Natural"
     out = importing.import_llmbar(natural, url=pg_url)

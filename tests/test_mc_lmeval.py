@@ -268,7 +268,7 @@ def test_cli_stores_fewshot_provenance_and_compare_tells_runs_apart(hub, folder,
         assert r["settings"]["lm_eval_version"] == lm_eval_version() and len(r["settings"]["task_config_sha256"]) == 64
     assert ra["settings"]["task_config_sha256"] == rb["settings"]["task_config_sha256"]
     assert ra["settings"]["requests_sha256"] != rb["settings"]["requests_sha256"]
-    from judgecal import mc
+    from judgecal.views import mc
 
     stored = mc.load_run(ra["run_id"], url)
     assert stored["settings"]["num_fewshot"] == 1 and stored["task"] == "arc_challenge" and stored["n_items"] == 2

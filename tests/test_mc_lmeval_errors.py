@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecal import mc
+from judgecal.views import mc
 from judgecal.errors import InputError, UsageError
 
 lm_eval = pytest.importorskip("lm_eval")

@@ -1,4 +1,4 @@
-"""``judgecal.mc``: score real items, store the run in SQLite, list, load and compare runs."""
+"""``judgecal.views.mc``: score real items, store the run in SQLite, list, load and compare runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judgecal import mc
+from judgecal.views import mc
 from judgecal.errors import NotFoundError
 
 from test_mc_lmeval_layout import DATA, model_folder_or_skip

@@ -17,8 +17,8 @@ ITEMS = [f"Question {i}: name {i} colours." for i in range(5)]
 
 @pytest.fixture()
 def rated(db_url, tmp_path):
-    from judgecal import importing
-    from judgecal.rate import run_rate
+    from judgecal.views import importing
+    from judgecal.views.rate import run_rate
 
     rows = [{"task_family": "pw", "prompt": q, "model": model, "response": f"{model} answer {i}" + " more" * (3 if model == "m1" else 0)}
             for i, q in enumerate(ITEMS) for model in ("m1", "base")]
@@ -33,7 +33,7 @@ def rated(db_url, tmp_path):
 
 
 def test_report_position_consistency_always_a(rated, run_cli):
-    from judgecal.pairwise_report import collect_pairwise
+    from judgecal.views.pairwise_report import collect_pairwise
 
     sec = collect_pairwise(url=rated, n_bootstrap=100)
     assert len(sec) == 1

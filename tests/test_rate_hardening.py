@@ -44,14 +44,14 @@ def _responses(tmp_path: Path, *, missing_base: int = 5, n_items: int = 6) -> Pa
 
 @pytest.fixture()
 def seeded(db_url, tmp_path):
-    from judgecal import importing
+    from judgecal.views import importing
 
     importing.import_generic(_responses(tmp_path), "responses", "jsonl", url=db_url)
     return db_url
 
 
 def _rate(url, server, **kw):
-    from judgecal.rate import run_rate
+    from judgecal.views.rate import run_rate
 
     kw.setdefault("concurrency", 4)
     return run_rate(judge="stub-judge", base_url=server.base_url, database_url=url, progress=False,
@@ -108,7 +108,7 @@ def test_baseline_soft_preference_from_logprobs(seeded):
 
 
 def test_plain_pairwise_sets_preference_and_keeps_apart_from_baseline_rows(seeded, tmp_path):
-    from judgecal import importing
+    from judgecal.views import importing
 
     lab = tmp_path / "labels.jsonl"
     lab.write_text(json.dumps({"task_family": FAMILY, "prompt": ITEMS[0], "model_a": "m1", "response_a": "m1 says 0",
@@ -312,7 +312,7 @@ def test_endpoint_down_mid_run_pauses_then_resumes(seeded):
     port, url = first.port, first.base_url
     second = None
     try:
-        from judgecal.rate import run_rate
+        from judgecal.views.rate import run_rate
         import threading
 
         result = {}
@@ -367,7 +367,7 @@ def test_endpoint_gone_for_good_fails_rows_after_the_bound_and_exits_1(seeded):
     ("a_b", {"a_b"}),
 ])
 def test_model_filter_one_meaning_on_both_dialects(db_url, tmp_path, pattern, expected):
-    from judgecal import importing
+    from judgecal.views import importing
     from judgecal.db import queue
     from judgecal.db.engine import get_engine, session_scope
 

@@ -48,7 +48,7 @@ def _rows(url: str, judge_id: int):
 
 
 def _check(url: str, base_url: str, data_dir) -> None:
-    from judgecal import importing
+    from judgecal.views import importing
 
     importing.import_llmbar(data_dir / "llmbar" / "Natural", FAMILY, url)
     parsed = {}
@@ -86,7 +86,7 @@ def test_local_server_pairwise_baseline_sqlite(server, tmp_path, data_dir):
     judged against the baseline's answer to the same item in both orders; every call is stored
     ok or unparsed (a 135M model often breaks [[A]]), ok ones with a canonical verdict and a
     preference."""
-    from judgecal import importing
+    from judgecal.views import importing
 
     url = f"sqlite:///{tmp_path / 'pw.db'}"
     d = data_dir / "alpaca_eval"

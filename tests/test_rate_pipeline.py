@@ -26,7 +26,7 @@ FAMILY = "llmbar/Natural"
 
 @pytest.fixture()
 def db_url(tmp_path):
-    from judgecal import importing
+    from judgecal.views import importing
 
     url = f"sqlite:///{tmp_path / 'rate.db'}"
     importing.import_llmbar(NATURAL, FAMILY, url)
@@ -42,7 +42,7 @@ def _rows(url, table, judge_id):
 
 
 def _rate(url, server, **kw):
-    from judgecal.rate import run_rate
+    from judgecal.views.rate import run_rate
 
     kw.setdefault("concurrency", 8)
     return run_rate(judge="stub-judge", base_url=server.base_url, database_url=url, progress=False,

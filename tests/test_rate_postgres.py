@@ -37,7 +37,7 @@ def pg():
 
 @pytest.fixture()
 def pg_url(pg):
-    from judgecal import importing
+    from judgecal.views import importing
 
     importing.import_llmbar(NATURAL, FAMILY, pg.url)  # idempotent: the second test adds nothing
     return pg.url
@@ -104,7 +104,7 @@ def test_sigkill_then_rerun_on_postgres(pg_url):
 
 
 def _rate_in_process(url, server, **kw):
-    from judgecal.rate import run_rate
+    from judgecal.views.rate import run_rate
 
     kw.setdefault("concurrency", 8)
     return run_rate(base_url=server.base_url, database_url=url, progress=False, task_families=[FAMILY], **kw)

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgecal import importing
+from judgecal.views import importing
 from judgecal.db import engine as eng
 from judgecal.db import migrate
-from judgecal.winrates import build_winrate_board
+from judgecal.views.winrates import build_winrate_board
 
 BASELINE = "gpt4_1106_preview"
 

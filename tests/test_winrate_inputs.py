@@ -14,7 +14,7 @@ import pytest
 
 from judgecal.calibrate.winrate import rank_correlation
 from judgecal.errors import InputError
-from judgecal.winrates import parse_number, read_ranking, read_weights
+from judgecal.views.winrates import parse_number, read_ranking, read_weights
 
 MODELS = ("m1", "m2", "m3")
 

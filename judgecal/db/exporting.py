@@ -7,7 +7,7 @@ memory an export needs does not grow with the number of rows (docs/performance.m
 kind also declares its columns in :data:`COLUMNS` (the CSV header, known before the first
 row). ``families``: task family ids to keep (None: all; a label or verdict belongs to the
 family of its first response's item); ``judge_id``: only that judge's rows, for the kinds in
-:data:`JUDGED` (the others have no judge; :func:`judgecal.export.export` refuses ``--judge``
+:data:`JUDGED` (the others have no judge; :func:`judgecal.views.export.export` refuses ``--judge``
 for them). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`."""
 
 from __future__ import annotations

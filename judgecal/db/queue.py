@@ -1,7 +1,7 @@
 """The rating work queue: the SQL of ``judgecal rate`` (work creation, claims, writes, release).
 
 Pointwise ratings (table ``rating``) and pairwise verdicts (table ``pairwise_judgment``) share
-this one queue; :mod:`judgecal.rate` is the runner alone (calls, parsing, progress) and never
+this one queue; :mod:`judgecal.views.rate` is the runner alone (calls, parsing, progress) and never
 writes SQL. How the queue works (docs/rating.md has the user's view):
 
 1. Work rows: one ``rating`` row per (selected response, judge, sample index), or for

@@ -767,3 +767,20 @@ class Seen:
             shown = ", ".join(str(x) for x in self.repeats[:10]) + (", ..." if len(self.repeats) > 10 else "")
             batch.warnings.append(f"{path}: {len(self.repeats)} record(s) repeat an earlier record exactly and were "
                                   f"imported once (lines {shown})")
+
+
+_QUOTE_CHARS = frozenset(',"\r\n')
+
+
+def csv_line(cells: list[str | None]) -> str:
+    """One RFC 4180 CSV record ending in CRLF: None is an empty cell; a string is quoted when
+    it is empty or holds a comma, quote, CR or LF (quotes doubled), else written as it is."""
+    out = []
+    for c in cells:
+        if c is None:
+            out.append("")
+        elif c == "" or not _QUOTE_CHARS.isdisjoint(c):
+            out.append('"' + c.replace('"', '""') + '"')
+        else:
+            out.append(c)
+    return ",".join(out) + "\r\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from judgecal.export import csv_line, neutralise_cell
+from judgecal.importers.records import csv_line, neutralise_cell
 from judgecal.report.render_markdown import md_escape
 from judgecal.report.tables import simple_table
 

@@ -559,7 +559,7 @@ def load_calibrations(families=None, judge: str | None = None, calibration="late
     """(Calibration row, family name, judge name) to report: the newest per (family, judge),
     or the rows named by ``calibration`` (an id, or a list of ids; ``"latest"`` = the newest).
     With ids, ``families`` and ``judge`` do not filter: the caller decides what to do with a
-    calibration of another family (see :func:`judgecal.reporting.collect_entries`)."""
+    calibration of another family (see :func:`judgecal.views.reporting.collect_entries`)."""
     ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or ["latest"])
     engine = get_engine(url)
     with session_scope(engine) as s:

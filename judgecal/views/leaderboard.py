@@ -22,7 +22,7 @@ from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.guarddata import answer_keys
 from judgecal.errors import NotFoundError, UsageError
-from judgecal.fitting import apply_calibration, load_calibrations, staleness
+from judgecal.views.fitting import apply_calibration, load_calibrations, staleness
 
 DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
 

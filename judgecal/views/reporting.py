@@ -13,7 +13,7 @@ from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import FitError, NotFoundError
-from judgecal.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
+from judgecal.views.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
 from judgecal.report.build import build_report
 
 
@@ -61,7 +61,7 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
 
     One or more calibration ids: per id, its own entry when ``families`` is empty or names the
     calibration's own family, and a **transfer** entry (the calibration applied to that family's
-    expert labels, :func:`judgecal.fitting.transfer_evaluation`) for every other family named in
+    expert labels, :func:`judgecal.views.fitting.transfer_evaluation`) for every other family named in
     ``families``. A calibration is never silently reported for a family it was not asked for,
     and a requested family it cannot be applied to is an error, not an omission. A repeated id or
     family counts once (first occurrence order)."""
@@ -83,9 +83,9 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
                             "length_unit": "words", "tokenizer": None, "evaluation": evaluation,
                             "stale": False, "fingerprint": evaluation["data"].get("fingerprint")})
     else:
-        from judgecal.fitting import transfer_evaluation
+        from judgecal.views.fitting import transfer_evaluation
 
-        from judgecal.fitting import refuse_out_of_scope
+        from judgecal.views.fitting import refuse_out_of_scope
 
         entries = []
         chosen = load_calibrations(None, None, ids, url)
@@ -127,7 +127,7 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
-    together" per judge (:func:`judgecal.pairwise_report.collect_pairwise`). Returns (report,
+    together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). Returns (report,
     entries, {format: path})."""
     entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
     report = build_report(_with_freshness_warnings(entries))
@@ -136,7 +136,7 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
         entry = fresh.get((out["task_family"], out["judge"], out.get("calibration_id"))) or {}
         out["stale"] = entry.get("stale")
         out["fingerprint"] = entry.get("fingerprint")
-    from judgecal.pairwise_report import collect_pairwise
+    from judgecal.views.pairwise_report import collect_pairwise
 
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed,
                                                  length_position=length_position)

@@ -24,7 +24,7 @@ Families whose judge ratings have expert labels but no calibration fail ("run ju
 
 from __future__ import annotations
 
-from judgecal.fitting import load_calibrations
+from judgecal.views.fitting import load_calibrations
 
 
 def run_check(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None, *,
@@ -36,19 +36,19 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
 
     With a calibration id, each ``families`` entry other than the calibration's own family is a
     **transfer** target: the calibration's recommended method and its polylog calibration are
-    applied there (:func:`judgecal.fitting.transfer_evaluation`, ``transfer_bootstrap`` resamples,
+    applied there (:func:`judgecal.views.fitting.transfer_evaluation`, ``transfer_bootstrap`` resamples,
     ``seed``) and the check "transfer" fails when either lowers the target's expert agreement
     (paired 95% CI below zero).
 
     Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
     calibration named by id is not of ``judge``, or a transfer target cannot be evaluated."""
     from judgecal.errors import NotFoundError
-    from judgecal.fitting import fit_row
+    from judgecal.views.fitting import fit_row
 
     chosen = load_calibrations(families, judge, calibration, url)
     targets: list[str] = []
     if str(calibration) != "latest":  # an id: --judge must agree with it; other --task-family values are transfers
-        from judgecal.fitting import refuse_out_of_scope
+        from judgecal.views.fitting import refuse_out_of_scope
 
         refuse_out_of_scope(chosen, None, judge, url)
         own = {fam for _, fam, _ in chosen}
@@ -61,7 +61,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         checks.append({"task_family": fam, "judge": jud, "check": name, "value": value, "threshold": threshold,
                        "ok": bool(ok), "message": message})
 
-    from judgecal.fitting import staleness
+    from judgecal.views.fitting import staleness
 
     stale = staleness(chosen, url)
     for row, fam, jud in chosen:
@@ -182,7 +182,7 @@ def _identified(add, fam, jud, where, r: dict, allow: bool) -> None:
 
 def _transfer(add, row, fam, jud, target, url, n_bootstrap, seed) -> None:
     """The "transfer" check of one target family (fails on a verdict of "hurts")."""
-    from judgecal.fitting import transfer_evaluation
+    from judgecal.views.fitting import transfer_evaluation
     from judgecal.report.build import verdict
 
     ev = transfer_evaluation(row, fam, jud, target, n_bootstrap=n_bootstrap, seed=seed, url=url)

@@ -36,11 +36,10 @@ from typing import IO, Any
 from judgecal.db import exporting, queries
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import UsageError
-from judgecal.importers.records import neutralise_cell
+from judgecal.importers.records import csv_line, neutralise_cell
 
 ROUND_TRIP = exporting.KINDS
 KINDS = (*ROUND_TRIP, "calibrations", "leaderboard")
-_QUOTE_CHARS = frozenset(',"\r\n')
 
 
 def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families: Iterable[str] = (),
@@ -77,7 +76,7 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
         finally:
             engine.dispose()
     if kind == "calibrations":
-        from judgecal.fitting import list_fits
+        from judgecal.views.fitting import list_fits
 
         if families:
             rows = sorted((r for f in dict.fromkeys(families) for r in list_fits(family=f, judge=judge, url=url)),
@@ -85,7 +84,7 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
         else:
             rows = list_fits(judge=judge, url=url)
     else:
-        from judgecal.leaderboard import build_leaderboard
+        from judgecal.views.leaderboard import build_leaderboard
 
         rows = build_leaderboard(url=url, families=families, judge=judge,
                                  calibration=calibration if calibration is not None else "latest")["rows"]
@@ -181,20 +180,6 @@ def _dump(rows: Iterable[dict], f: IO[str], fmt: str, columns: list[str] | None)
         f.write(csv_line([_cell(row.get(k)) for k in columns]))
         n += 1
     return n
-
-
-def csv_line(cells: list[str | None]) -> str:
-    """One RFC 4180 CSV record ending in CRLF: None is an empty cell; a string is quoted when
-    it is empty or holds a comma, quote, CR or LF (quotes doubled), else written as it is."""
-    out = []
-    for c in cells:
-        if c is None:
-            out.append("")
-        elif c == "" or not _QUOTE_CHARS.isdisjoint(c):
-            out.append('"' + c.replace('"', '""') + '"')
-        else:
-            out.append(c)
-    return ",".join(out) + "\r\n"
 
 
 def _cell(value) -> str | None:

@@ -413,9 +413,9 @@ def export_rows(run_id: int, db_url: str | None = None) -> list[dict]:
 def export_items(run_id: int, path: str | Path, fmt: str | None = None, db_url: str | None = None) -> int:
     """Write :func:`export_rows` of run ``run_id`` to ``path`` (``-``: standard output) as
     JSONL or CSV (``fmt``; default from the extension, else JSONL; nested values are JSON text
-    in CSV cells), through :func:`judgecal.export.write_rows` (atomic, regular files only).
+    in CSV cells), through :func:`judgecal.views.export.write_rows` (atomic, regular files only).
     Returns the number of rows. Raises NotFoundError, UsageError."""
-    from judgecal.export import check_target, write_rows
+    from judgecal.views.export import check_target, write_rows
 
     path = Path(path)
     fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
