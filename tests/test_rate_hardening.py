@@ -254,7 +254,7 @@ def test_signal_during_a_slow_render_hands_rows_back(seeded, tmp_path, sig):
         took = time.time() - sent
         assert s.requests == 0
     assert proc.returncode == 128 + sig, errtext
-    assert took < 5, took
+    assert took < 9, took  # under the render's 10 s time limit: the signal, not the limit, stopped it
     summary = json.loads(out[out.index("{"):])
     assert summary["interrupted"] == sig.name and summary["this_run"]["failed"] == 0
     assert summary["handed_back"] == 17 and "Traceback" not in errtext
