@@ -38,11 +38,24 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
+    _sqlite_read_pragmas(cur)
+    cur.close()
+
+
+def _sqlite_read_only_pragmas(dbapi_conn, _record) -> None:
+    """A connection opened ``mode=ro`` (``judgecal serve``): no journal-mode change, which is a
+    write and fails there."""
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    _sqlite_read_pragmas(cur)
+    cur.close()
+
+
+def _sqlite_read_pragmas(cur) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA cache_size=-65536")  # 64 MiB page cache: bulk imports touch big indexes
     cur.execute("PRAGMA temp_store=MEMORY")
-    cur.close()
 
 
 def create(url: str | None = None) -> Engine:
@@ -57,8 +70,9 @@ def create(url: str | None = None) -> Engine:
         raise UsageError(f"database URL {mask_url(url)!r} is not a valid SQLAlchemy URL") from None
     kwargs: dict = {}
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            folder = Path(parsed.database).expanduser().parent
+        path = sqlite_path(parsed)
+        if path and path != ":memory:":
+            folder = Path(path).expanduser().parent
             if url == config.default_database_url() and not os.environ.get("JUDGECAL_DATABASE_URL"):
                 folder.mkdir(parents=True, exist_ok=True)  # the default database's home
             elif not folder.is_dir():
@@ -71,8 +85,63 @@ def create(url: str | None = None) -> Engine:
     except (ImportError, ArgumentError, SQLAlchemyError) as exc:
         raise UsageError(f"cannot use database {mask_url(url)}: {exc.__class__.__name__}: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_read_only_pragmas if _sqlite_read_only(parsed) else _sqlite_pragmas)
     return engine
+
+
+def _sqlite_uri(parsed) -> bool:
+    return str(parsed.query.get("uri", "")).lower() in ("true", "1") and (parsed.database or "").startswith("file:")
+
+
+def _sqlite_read_only(parsed) -> bool:
+    return _sqlite_uri(parsed) and parsed.query.get("mode") == "ro"
+
+
+def sqlite_path(parsed) -> str | None:
+    """The file path of a parsed SQLite URL: its database, or for a URI filename
+    (``sqlite:///file:PATH?mode=ro&uri=true``) the PATH in it, percent-decoded."""
+    from urllib.parse import unquote
+
+    if not _sqlite_uri(parsed):
+        return parsed.database
+    return unquote(parsed.database[len("file:"):].split("?", 1)[0])
+
+
+#: PostgreSQL: every transaction of a read-only connection is READ ONLY (a write fails)
+PG_READ_ONLY_OPTION = "-c default_transaction_read_only=on"
+
+
+def read_only_url(url: str | None = None) -> str:
+    """The URL of the same database opened read-only at the database level (``judgecal
+    serve``): SQLite as the URI filename ``file:PATH?mode=ro`` (PATH absolute; the file must
+    exist), PostgreSQL with ``default_transaction_read_only=on`` in the connection options.
+    Other backends, an in-memory SQLite database or a missing file: UsageError."""
+    from urllib.parse import quote
+
+    url = url or config.default_database_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UsageError(f"database URL {mask_url(url)!r} is not a valid SQLAlchemy URL") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        path = sqlite_path(parsed)
+        if not path or path == ":memory:":
+            raise UsageError("an in-memory SQLite database holds nothing to serve: give the database file's URL")
+        file = Path(path).expanduser().resolve()
+        if not file.is_file():
+            raise UsageError(f"database {mask_url(url)}: no database file at {file}")
+        query = {k: v for k, v in parsed.query.items() if k not in ("mode", "uri")}
+        query.update(mode="ro", uri="true")
+        return parsed.set(database="file:" + quote(str(file)), query=query).render_as_string(hide_password=False)
+    if backend == "postgresql":
+        options = parsed.query.get("options")
+        options = options if isinstance(options, str) else " ".join(options or ())
+        if PG_READ_ONLY_OPTION not in options:
+            options = f"{options} {PG_READ_ONLY_OPTION}".strip()
+        return parsed.update_query_dict({"options": options}).render_as_string(hide_password=False)
+    raise UsageError(f"database {mask_url(url)}: read-only access is implemented for SQLite and PostgreSQL, "
+                     f"not {backend}")
 
 
 def is_sqlite(engine: Engine) -> bool:
