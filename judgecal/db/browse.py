@@ -1,0 +1,243 @@
+"""Read what the web view (``judgecal serve``) browses: judges, models, status counts, a page
+of ratings, and the pairs of a judge audit. Plain Python rows, no maths.
+
+Every list comes in content order (task family name, item prompt SHA-256, each answer's model
+and text SHA-256, judge key, sample index), never row-id order, so a page shows the same rows
+in every database holding the same data. Every query that returns rows to a page has a LIMIT;
+long texts are cut in SQL (``substr``) to :data:`TEXT_LIMIT` characters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, aliased
+
+from judgecal.db import models as m
+from judgecal.db.queries import judge_labels
+
+#: the most characters of one text (prompt, answer, judge output) a page receives
+TEXT_LIMIT = 20000
+#: the most rows one page of ratings or audit pairs may ask for
+MAX_PAGE = 200
+#: the most models the overview lists (the rest are counted)
+MAX_MODELS = 500
+CHUNK = 900  # bound parameters per IN (...) list (SQLite's old limit is 999)
+
+
+def judge_ref(label_of: dict[int, str], names: dict[int, str], judge_id: int) -> str:
+    """What a URL names a judge by: its name where no other judge has it, else ``id:N``."""
+    return names[judge_id] if label_of[judge_id] == names[judge_id] else f"id:{judge_id}"
+
+
+def judges(s: Session) -> list[dict]:
+    """Every judge: id, name, label (``name (id N)`` where names are shared), ref (for URLs),
+    model, mode, endpoint, prompt name, scale, ratings and pairwise verdicts stored; by name,
+    then id."""
+    label = judge_labels(s)
+    rows = s.execute(select(m.Judge.id, m.Judge.name, m.Judge.model, m.Judge.mode, m.Judge.endpoint,
+                            m.Judge.prompt_name, m.Judge.scale_min, m.Judge.scale_max)).all()
+    names = {r[0]: r[1] for r in rows}
+    n_rat = dict(s.execute(select(m.Rating.judge_id, func.count()).group_by(m.Rating.judge_id)).all())
+    n_ver = dict(s.execute(select(m.PairwiseJudgment.judge_id, func.count())
+                           .group_by(m.PairwiseJudgment.judge_id)).all())
+    out = [{"id": jid, "name": name, "label": label[jid], "ref": judge_ref(label, names, jid), "model": model,
+            "mode": mode, "endpoint": endpoint, "prompt": prompt, "scale": [lo, hi],
+            "ratings": n_rat.get(jid, 0), "verdicts": n_ver.get(jid, 0)}
+           for jid, name, model, mode, endpoint, prompt, lo, hi in rows]
+    return sorted(out, key=lambda j: (j["name"], j["id"]))
+
+
+def models(s: Session, limit: int = MAX_MODELS) -> tuple[list[dict], int]:
+    """([{model, responses, families}] by model name, at most ``limit``), number of models."""
+    total = s.scalar(select(func.count(func.distinct(m.Response.model)))) or 0
+    q = (select(m.Response.model, func.count(), func.count(func.distinct(m.Item.task_family_id)))
+         .join(m.Item, m.Item.id == m.Response.item_id)
+         .group_by(m.Response.model).order_by(m.Response.model).limit(limit))
+    return [{"model": mo, "responses": n, "families": f} for mo, n, f in s.execute(q)], int(total)
+
+
+def status_counts(s: Session) -> dict[str, dict[str, int]]:
+    """{"ratings": {status: n}, "verdicts": {status: n}} over the whole database."""
+    rat = dict(s.execute(select(m.Rating.status, func.count()).group_by(m.Rating.status)).all())
+    ver = dict(s.execute(select(m.PairwiseJudgment.status, func.count())
+                         .group_by(m.PairwiseJudgment.status)).all())
+    return {"ratings": {k: rat[k] for k in sorted(rat)}, "verdicts": {k: ver[k] for k in sorted(ver)}}
+
+
+def mc_run_count(s: Session) -> int:
+    return int(s.scalar(select(func.count()).select_from(m.McRun)) or 0)
+
+
+def family_names(s: Session) -> list[str]:
+    return list(s.scalars(select(m.TaskFamily.name).order_by(m.TaskFamily.name)))
+
+
+# ---------------------------------------------------------------- ratings
+@dataclass
+class RatingFilter:
+    """What a page of ratings is filtered by (None: no filter). ``since``/``until``: the
+    rating's creation time, ``until`` exclusive."""
+
+    family_id: int | None = None
+    judge_id: int | None = None
+    model: str | None = None
+    status: str | None = None
+    score_min: float | None = None
+    score_max: float | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+
+
+def _rating_where(q, f: RatingFilter):
+    R = m.Rating
+    if f.family_id is not None:
+        q = q.where(m.Item.task_family_id == f.family_id)
+    if f.judge_id is not None:
+        q = q.where(R.judge_id == f.judge_id)
+    if f.model is not None:
+        q = q.where(m.Response.model == f.model)
+    if f.status is not None:
+        q = q.where(R.status == f.status)
+    if f.score_min is not None:
+        q = q.where(R.score >= f.score_min)
+    if f.score_max is not None:
+        q = q.where(R.score <= f.score_max)
+    if f.since is not None:
+        q = q.where(R.created_at >= f.since)
+    if f.until is not None:
+        q = q.where(R.created_at < f.until)
+    return q
+
+
+def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tuple[list[dict], int]:
+    """(one page of ratings matching ``f``, how many match). Rows in content order (family,
+    item prompt SHA-256, model, answer SHA-256, judge key, sample index); texts cut to
+    :data:`TEXT_LIMIT` characters in SQL."""
+    limit = max(1, min(int(limit), MAX_PAGE))
+    R = m.Rating
+    base = (select(R.id).join(m.Response, m.Response.id == R.response_id).join(m.Item, m.Item.id == m.Response.item_id))
+    total = s.scalar(select(func.count()).select_from(_rating_where(base, f).subquery())) or 0
+    q = (select(m.TaskFamily.name, m.Item.external_id, func.substr(m.Item.prompt, 1, 300), m.Response.model,
+                func.substr(m.Response.text, 1, 300), m.Response.n_words, m.Response.n_chars, R.judge_id,
+                R.sample_index, R.status, R.score, func.substr(R.raw_output, 1, TEXT_LIMIT), R.error, R.created_at,
+                m.Item.prompt_sha256)
+         .join(m.Response, m.Response.id == R.response_id)
+         .join(m.Item, m.Item.id == m.Response.item_id)
+         .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+         .join(m.Judge, m.Judge.id == R.judge_id))
+    q = _rating_where(q, f).order_by(m.TaskFamily.name, m.Item.prompt_sha256, m.Response.model,
+                                     m.Response.text_sha256, m.Judge.judge_key, R.sample_index)
+    label = judge_labels(s)
+    rows = []
+    for fam, ext, prompt, model, text, words, chars, jid, k, status, score, raw, error, created, sha in \
+            s.execute(q.limit(limit).offset(max(0, int(offset)))):
+        rows.append({"task_family": fam, "item": ext or sha[:12], "prompt": prompt, "model": model, "answer": text,
+                     "n_words": words, "n_chars": chars, "judge": label[jid], "judge_id": jid, "sample_index": k,
+                     "status": status, "score": score, "raw_output": raw, "error": error,
+                     "created_at": created.isoformat() if created else None})
+    return rows, int(total)
+
+
+# ---------------------------------------------------------------- judge audit
+@dataclass
+class VerdictIndex:
+    """A judge's pairwise verdicts (sample 0) on one family, light (no texts): ``pairs``
+    {(a, b): {position: (status, verdict)}}, ``key_of`` {response id: (item prompt SHA-256,
+    model, text SHA-256)}, ``chars``/``words`` {response id: length}."""
+
+    pairs: dict[tuple[int, int], dict[str, tuple[str, str | None]]] = field(default_factory=dict)
+    key_of: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    chars: dict[int, int] = field(default_factory=dict)
+    words: dict[int, int] = field(default_factory=dict)
+
+
+def verdict_index(s: Session, family_id: int, judge_id: int) -> VerdictIndex:
+    """The judge's sample-0 verdicts on the family (:class:`VerdictIndex`)."""
+    PJ = m.PairwiseJudgment
+    RA, RB = aliased(m.Response), aliased(m.Response)
+    q = (select(PJ.response_a_id, PJ.response_b_id, PJ.position, PJ.status, PJ.verdict, m.Item.prompt_sha256,
+                RA.model, RA.text_sha256, RA.n_chars, RA.n_words, RB.model, RB.text_sha256, RB.n_chars, RB.n_words)
+         .join(RA, RA.id == PJ.response_a_id).join(RB, RB.id == PJ.response_b_id)
+         .join(m.Item, m.Item.id == RA.item_id)
+         .where(PJ.judge_id == judge_id, PJ.sample_index == 0, m.Item.task_family_id == family_id))
+    out = VerdictIndex()
+    for a, b, pos, status, verdict, item, ma, sa, ca, wa, mb, sb, cb, wb in s.execute(q):
+        out.pairs.setdefault((a, b), {})[pos] = (status, verdict)
+        out.key_of[a], out.key_of[b] = (item, ma, sa), (item, mb, sb)
+        out.chars[a], out.chars[b], out.words[a], out.words[b] = ca, cb, wa, wb
+    return out
+
+
+def expert_pairs(s: Session, family_id: int) -> dict[tuple[int, int], str]:
+    """{(response a, response b): 'a'|'b'|'tie'} of the family's pairwise expert labels; where
+    several labels name one pair, the first by (annotator, source)."""
+    E = m.ExpertLabel
+    R = aliased(m.Response)
+    q = (select(E.response_a_id, E.response_b_id, E.preference, E.annotator, E.source)
+         .join(R, R.id == E.response_a_id).join(m.Item, m.Item.id == R.item_id)
+         .where(E.kind == "pairwise", m.Item.task_family_id == family_id))
+    out: dict[tuple[int, int], str] = {}
+    for a, b, pref, _, _ in sorted(s.execute(q), key=lambda r: (r[3], r[4], r[0], r[1])):
+        out.setdefault((a, b), pref)
+    return out
+
+
+def response_keys(s: Session, ids) -> dict[int, dict]:
+    """{response id: {"key": (item prompt SHA-256, model, text SHA-256), "chars", "words"}}."""
+    ids = sorted(set(ids))
+    out: dict[int, dict] = {}
+    for start in range(0, len(ids), CHUNK):
+        q = (select(m.Response.id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.Response.n_chars,
+                    m.Response.n_words)
+             .join(m.Item, m.Item.id == m.Response.item_id).where(m.Response.id.in_(ids[start:start + CHUNK])))
+        for rid, item, model, sha, chars, words in s.execute(q):
+            out[rid] = {"key": (item, model, sha), "chars": chars, "words": words}
+    return out
+
+
+def pair_details(s: Session, judge_id: int, pairs: list[tuple[int, int]]) -> dict:
+    """What one page of audit pairs shows, at most :data:`MAX_PAGE` pairs: {"responses": {id:
+    {model, text (cut), n_chars, n_words, n_bytes, item_id}}, "items": {id: {prompt (cut),
+    external_id, reference (cut), prompt_sha256}}, "ratings": {response id: [{sample_index, status, score,
+    raw_output (cut), error}] by sample}, "verdicts": {(a, b): {position: {status, verdict,
+    preference, raw_output (cut), error}}} (sample 0)}."""
+    pairs = list(pairs)[:MAX_PAGE]
+    ids = sorted({x for p in pairs for x in p})
+    out: dict = {"responses": {}, "items": {}, "ratings": {}, "verdicts": {}}
+    if not ids:
+        return out
+    R = m.Response
+    for rid, model, text, chars, words, nbytes, item in s.execute(
+            select(R.id, R.model, func.substr(R.text, 1, TEXT_LIMIT), R.n_chars, R.n_words, R.n_bytes, R.item_id)
+            .where(R.id.in_(ids)).limit(2 * MAX_PAGE)):
+        out["responses"][rid] = {"model": model, "text": text, "n_chars": chars, "n_words": words, "n_bytes": nbytes,
+                                 "item_id": item, "cut": chars is not None and chars > TEXT_LIMIT}
+    items = sorted({r["item_id"] for r in out["responses"].values()})
+    for iid, prompt, ext, ref, plen, sha in s.execute(
+            select(m.Item.id, func.substr(m.Item.prompt, 1, TEXT_LIMIT), m.Item.external_id,
+                   func.substr(m.Item.reference, 1, TEXT_LIMIT), func.length(m.Item.prompt), m.Item.prompt_sha256)
+            .where(m.Item.id.in_(items)).limit(2 * MAX_PAGE)):
+        out["items"][iid] = {"prompt": prompt, "external_id": ext, "reference": ref, "prompt_sha256": sha,
+                             "cut": plen is not None and plen > TEXT_LIMIT}
+    Ra = m.Rating
+    for rid, k, status, score, raw, error in s.execute(
+            select(Ra.response_id, Ra.sample_index, Ra.status, Ra.score, func.substr(Ra.raw_output, 1, TEXT_LIMIT),
+                   func.substr(Ra.error, 1, 2000))
+            .where(Ra.judge_id == judge_id, Ra.response_id.in_(ids))
+            .order_by(Ra.response_id, Ra.sample_index).limit(20 * MAX_PAGE)):
+        out["ratings"].setdefault(rid, []).append({"sample_index": k, "status": status, "score": score,
+                                                   "raw_output": raw, "error": error})
+    PJ = m.PairwiseJudgment
+    wanted = set(pairs)
+    for a, b, pos, status, verdict, pref, raw, error in s.execute(
+            select(PJ.response_a_id, PJ.response_b_id, PJ.position, PJ.status, PJ.verdict, PJ.preference,
+                   func.substr(PJ.raw_output, 1, TEXT_LIMIT), func.substr(PJ.error, 1, 2000))
+            .where(PJ.judge_id == judge_id, PJ.sample_index == 0, PJ.response_a_id.in_(ids), PJ.response_b_id.in_(ids))
+            .order_by(PJ.response_a_id, PJ.response_b_id, PJ.position).limit(8 * MAX_PAGE * MAX_PAGE)):
+        if (a, b) in wanted:
+            out["verdicts"].setdefault((a, b), {})[pos] = {"status": status, "verdict": verdict, "preference": pref,
+                                                          "raw_output": raw, "error": error}
+    return out

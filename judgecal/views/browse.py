@@ -1,0 +1,135 @@
+"""What the web view's overview and ratings pages show (``judgecal serve``): built from
+:mod:`judgecal.db.browse` and the existing views (``judgecal stats``'s counts, the stored
+calibrations and their staleness as ``fit --list``, ``report`` and ``check`` read them).
+
+Nothing here computes a figure: counts come from SQL, a calibration's figures are those
+stored with it (:func:`judgecal.views.fitting.fit_row`), its staleness is
+:func:`judgecal.views.fitting.staleness`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+from judgecal.db import browse
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import get_engine, session_scope
+from judgecal.db.positions import judges_in_family
+from judgecal.errors import UsageError
+from judgecal.views.fitting import fit_row, load_calibrations, staleness
+from judgecal.views.stats import collect_stats
+
+RATINGS_PER_PAGE = 50
+
+
+def overview(url: str | None = None) -> dict:
+    """{"families": :func:`judgecal.views.stats.collect_stats` (per family: items, responses,
+    labels, verbosity pairs, ratings and verdicts by judge and status), "family_judges":
+    {family: [{"ref", "label", "kind"}]} (judges with ratings or verdicts there), "judges"
+    (:func:`judgecal.db.browse.judges`), "models", "n_models", "status_counts" ({"ratings",
+    "verdicts"}: {status: n}), "mc_runs" (count), "calibrations": the newest calibration per
+    (family, judge), each {id, task_family, judge, judge_ref, created_at, objective,
+    length_unit, tokenizer, gamma, p, n, agreement_cv_raw, agreement_cv_calibrated,
+    verbosity_win_rate_raw, verbosity_win_rate_calibrated, decision, recommended, identified,
+    stale (True | False | None: freshness unknown)}}."""
+    families = collect_stats(url)
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        judges = browse.judges(s)
+        ref_of = {j["id"]: j["ref"] for j in judges}
+        models, n_models = browse.models(s)
+        counts = browse.status_counts(s)
+        n_mc = browse.mc_run_count(s)
+        label = {j["id"]: j["label"] for j in judges}
+        fam_judges = {}
+        for fam in families:
+            fid = q.family_id(s, fam["task_family"])
+            fam_judges[fam["task_family"]] = [{"ref": ref_of[j.id], "label": label[j.id], "kind": kind}
+                                              for j, kind in judges_in_family(s, fid)]
+    engine.dispose()
+    chosen = load_calibrations(None, None, "latest", url)
+    fresh = staleness(chosen, url)
+    cals = []
+    for row, fam, jname in chosen:
+        f = fit_row(row, fam, jname)
+        sel = f.get("selection") or {}
+        ident = f.get("identification") or {}
+        cals.append({k: f.get(k) for k in ("id", "task_family", "judge", "created_at", "objective", "length_unit",
+                                           "tokenizer", "gamma", "p", "n", "agreement_cv_raw",
+                                           "agreement_cv_calibrated", "verbosity_win_rate_raw",
+                                           "verbosity_win_rate_calibrated")}
+                    | {"judge_ref": ref_of.get(row.judge_id, f"id:{row.judge_id}"), "decision": sel.get("decision"),
+                       "recommended": sel.get("recommended"), "identified": ident.get("identified") if ident else None,
+                       "stale": fresh[row.id]})
+    return {"families": families, "family_judges": fam_judges, "judges": judges, "models": models,
+            "n_models": n_models, "status_counts": counts, "mc_runs": n_mc, "calibrations": cals}
+
+
+def calibrations(url: str | None = None) -> list[dict]:
+    """Every stored calibration, newest first, as ``fit --list`` shows them
+    (:func:`judgecal.views.fitting.fit_row`), each with ``judge_ref`` (what a URL names its
+    judge by)."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        judges = browse.judges(s)
+    engine.dispose()
+    from judgecal.views.fitting import list_fits
+
+    ref_of = {j["label"]: j["ref"] for j in judges} | {j["name"]: j["ref"] for j in judges}
+    rows = list_fits(None, None, url)
+    for r in rows:
+        r["judge_ref"] = ref_of.get(r["judge"], r["judge"])
+    return sorted(rows, key=lambda r: -r["id"])
+
+
+def choices(url: str | None = None) -> dict:
+    """What the filter forms offer: {"families": names, "judges": :func:`judgecal.db.browse.judges`,
+    "statuses": the rating statuses}."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = {"families": browse.family_names(s), "judges": browse.judges(s), "statuses": list(m.RATING_STATUSES)}
+    engine.dispose()
+    return out
+
+
+def _day(value: dt.date | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+
+
+def ratings(url: str | None = None, *, family: str | None = None, judge: str | None = None, model: str | None = None,
+            status: str | None = None, score_min: float | None = None, score_max: float | None = None,
+            since: dt.date | None = None, until: dt.date | None = None, page: int = 1,
+            per_page: int = RATINGS_PER_PAGE) -> dict:
+    """One page of ratings: {"rows": :func:`judgecal.db.browse.rating_page` rows, "total",
+    "page", "pages", "per_page"}. ``since``/``until``: days (UTC) of the rating's creation,
+    both included. Raises UsageError (unknown status, empty score range, page out of range),
+    NotFoundError (unknown family or judge)."""
+    if status is not None and status not in m.RATING_STATUSES:
+        raise UsageError(f"status must be one of {', '.join(m.RATING_STATUSES)}, got {status!r}")
+    for name, v in (("score_min", score_min), ("score_max", score_max)):
+        if v is not None and not math.isfinite(v):
+            raise UsageError(f"{name} must be a finite number")
+    if score_min is not None and score_max is not None and score_min > score_max:
+        raise UsageError(f"score_min {score_min:g} is above score_max {score_max:g}")
+    if since is not None and until is not None and since > until:
+        raise UsageError(f"since {since} is after until {until}")
+    if not 1 <= per_page <= browse.MAX_PAGE:
+        raise UsageError(f"per_page must be between 1 and {browse.MAX_PAGE}, got {per_page}")
+    if page < 1:
+        raise UsageError(f"page must be 1 or more, got {page}")
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        f = browse.RatingFilter(
+            family_id=q.family_id(s, family) if family else None,
+            judge_id=q.judge_by_name(s, judge).id if judge else None,
+            model=model or None, status=status, score_min=score_min, score_max=score_max, since=_day(since),
+            until=_day(until + dt.timedelta(days=1)) if until is not None else None)
+        rows, total = browse.rating_page(s, f, limit=per_page, offset=(page - 1) * per_page)
+    engine.dispose()
+    pages = max(1, math.ceil(total / per_page))
+    if page > pages:
+        raise UsageError(f"page {page} is past the last page ({pages}) of {total} ratings")
+    return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page}
