@@ -143,6 +143,7 @@ STR_LIMITS = {
     "baseline": (200, "response.model"),
     "annotator": (200, "expert_label.annotator"),
     "tokenizer": (496, "token_length.tokenizer (with its 'hf:' prefix)"),
+    "verdict_prefix": (200, "judge.params verdict_prefix"),
 }
 #: options whose value is an endpoint URL: http(s) with a host
 URL_PARAMS = ("base_url",)

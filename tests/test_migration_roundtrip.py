@@ -47,13 +47,16 @@ def _fill(engine) -> None:
                       created_at=T0))
         s.flush()
         s.add(m.Rating(id=1, response_id=1, judge_id=1, sample_index=0, status="ok", raw_output="[[7]]", score=7.0,
-                       expected_score=6.5, attempts=1, latency_s=0.25, prompt_tokens=10, completion_tokens=2,
+                       expected_score=6.5, distribution={"probs": {"6": 0.5, "7": 0.5}, "outside": 0.1,
+                                                         "source": "top_logprobs", "k": 20}, attempts=1, latency_s=0.25, prompt_tokens=10, completion_tokens=2,
                        created_at=T0, updated_at=T0))
         s.add(m.Rating(id=2, response_id=2, judge_id=1, sample_index=0, status="unparsed", raw_output="?",
                        error="no score", attempts=3, created_at=T0))
         # collected verdicts whose preference the upgrade refills: kept whole
         s.add(m.PairwiseJudgment(id=1, response_a_id=1, response_b_id=2, judge_id=1, position="ab", status="ok",
-                                 verdict="a", preference=1.0, attempts=1, created_at=T0))
+                                 verdict="a", preference=1.0, attempts=1, created_at=T0,
+                                 distribution={"probs": {"a": 0.9, "b": 0.1, "tie": 0.0}, "outside": 0.0,
+                                               "source": "forward", "prefix": "[[", "greedy": "a"}))
         s.add(m.PairwiseJudgment(id=2, response_a_id=1, response_b_id=2, judge_id=1, position="ba", status="ok",
                                  verdict="tie", preference=0.5, attempts=1, created_at=T0))
         # an imported verdict in a recorded order with a soft preference, a baseline side and its file
@@ -103,6 +106,10 @@ def _expected_after(before: dict, target: str) -> dict:
     want = json.loads(json.dumps(before, default=str))
     if target == "base":
         return {t: [] for t in want}
+    if target in ("0003", "0002", "0001"):  # 0004 undone: the judgment distributions are dropped
+        for table in ("rating", "pairwise_judgment"):
+            for r in want[table]:
+                r["distribution"] = None
     if target in ("0002", "0001"):  # 0003 undone: the lm-eval fields are dropped
         for r in want["mc_item_result"]:
             r.update(task=None, doc_id=None, golds=None)
@@ -116,12 +123,13 @@ def _expected_after(before: dict, target: str) -> dict:
 
 
 EXPECTED_LOSSES = {
-    "0002": [("0003", 1)],
-    "0001": [("0003", 1), ("0002", 1), ("0002", 1), ("0002", 1), ("0002", 1)],
+    "0003": [("0004", 1), ("0004", 1)],
+    "0002": [("0004", 1), ("0004", 1), ("0003", 1)],
+    "0001": [("0004", 1), ("0004", 1), ("0003", 1), ("0002", 1), ("0002", 1), ("0002", 1), ("0002", 1)],
 }
 
 
-@pytest.mark.parametrize("target", ["0002", "0001", "base"])
+@pytest.mark.parametrize("target", ["0003", "0002", "0001", "base"])
 def test_round_trip_with_data_in_every_table(db_url, target):
     engine = eng.create(db_url)
     try:
@@ -161,6 +169,8 @@ def test_downgrade_without_loss_needs_no_yes(db_url):
 
         with engine.begin() as c:
             c.execute(text("DELETE FROM mc_item_result WHERE id = 2"))
+            c.execute(text("UPDATE rating SET distribution = NULL"))
+            c.execute(text("UPDATE pairwise_judgment SET distribution = NULL"))
         assert migrate.downgrade_losses(engine, "-1") == []
         assert migrate.downgrade(engine, "-1") == []
         migrate.upgrade(engine, "head")

@@ -28,12 +28,12 @@ JUDGE_COLUMNS = ["judge", "judge_model", "judge_endpoint", "judge_prompt", "judg
 COLUMNS: dict[str, list[str]] = {
     "responses": ITEM_COLUMNS + ["model", "response"],
     "ratings": ITEM_COLUMNS + ["model", "response"] + JUDGE_COLUMNS
-    + ["sample_index", "status", "score", "raw_output", "error"],
+    + ["sample_index", "status", "score", "expected_score", "distribution", "raw_output", "error"],
     "labels": ITEM_COLUMNS + ["model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
                               "response_b", "preference", "annotator", "source"],
     "pairs": ITEM_COLUMNS + ["concise_model", "concise", "verbose_model", "verbose"],
     "verdicts": ITEM_COLUMNS + ["model_a", "response_a", "model_b", "response_b"] + JUDGE_COLUMNS
-    + ["judge_mode", "sample_index", "position", "status", "verdict", "preference", "baseline", "source",
+    + ["judge_mode", "sample_index", "position", "status", "verdict", "preference", "distribution", "baseline", "source",
        "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens"],
 }
 
@@ -83,17 +83,20 @@ def _judges(s: Session) -> dict[int, dict]:
 
 
 def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every finished rating (ok, unparsed, failed) with its judge's identity."""
+    """Every finished rating (ok, unparsed, failed) with its judge's identity, its expected
+    score and its judgment distribution (None where none was read)."""
     R, I, F, T = m.Response, m.Item, m.TaskFamily, m.Rating
     judges = _judges(s)
-    q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.raw_output, T.error)
+    q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.expected_score,
+                T.distribution, T.raw_output, T.error)
          .select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id).join(T, T.response_id == R.id)
          .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.id))
     q = _scope(q, families, T.judge_id, judge_id)
-    for fam, prompt, ext, ref, model, text, jid, sample, status, score, raw, error in _stream(s, q):
+    for fam, prompt, ext, ref, model, text, jid, sample, status, score, expected, dist, raw, error in _stream(s, q):
         judge = {k: v for k, v in judges[jid].items() if k != "judge_mode"}
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text, **judge,
-               "sample_index": sample, "status": status, "score": score, "raw_output": raw, "error": error}
+               "sample_index": sample, "status": status, "score": score, "expected_score": expected,
+               "distribution": dist, "raw_output": raw, "error": error}
 
 
 def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
@@ -137,23 +140,23 @@ def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optiona
     """Every finished pairwise verdict (ok, unparsed, failed; collected or imported) with
     every column of ``pairwise_judgment`` but ids and claims: the two responses by their
     natural keys (item of response_a), the judge's identity (``judge_mode`` pairwise),
-    sample_index, position, status, verdict, preference, baseline (the baseline_side column), source, raw_output,
+    sample_index, position, status, verdict, preference, distribution, baseline (the baseline_side column), source, raw_output,
     error, attempts, latency_s, prompt_tokens, completion_tokens."""
     P, I, F = m.PairwiseJudgment, m.Item, m.TaskFamily
     ra, rb = aliased(m.Response), aliased(m.Response)
     judges = _judges(s)
     q = (select(*_item_cols(), ra.model, ra.text, rb.model, rb.text, P.judge_id, P.sample_index, P.position, P.status,
-                P.verdict, P.preference, P.baseline_side, P.source, P.raw_output, P.error, P.attempts, P.latency_s,
+                P.verdict, P.preference, P.distribution, P.baseline_side, P.source, P.raw_output, P.error, P.attempts, P.latency_s,
                 P.prompt_tokens, P.completion_tokens)
          .select_from(P).join(ra, ra.id == P.response_a_id).join(rb, rb.id == P.response_b_id)
          .join(I, I.id == ra.item_id).join(F, F.id == I.task_family_id)
          .where(P.status.in_(("ok", "unparsed", "failed"))).order_by(P.id))
     q = _scope(q, families, P.judge_id, judge_id)
-    for (fam, prompt, ext, ref, am, at, bm, bt, jid, sample, position, status, verdict, pref, side, source, raw, error,
+    for (fam, prompt, ext, ref, am, at, bm, bt, jid, sample, position, status, verdict, pref, dist, side, source, raw, error,
          attempts, latency, pt, ct) in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "model_a": am, "response_a": at, "model_b": bm, "response_b": bt,
                **judges[jid], "sample_index": sample, "position": position, "status": status, "verdict": verdict,
-               "preference": pref, "baseline": side, "source": source, "raw_output": raw, "error": error,
+               "preference": pref, "distribution": dist, "baseline": side, "source": source, "raw_output": raw, "error": error,
                "attempts": attempts, "latency_s": latency, "prompt_tokens": pt, "completion_tokens": ct}
 
 

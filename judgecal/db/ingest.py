@@ -19,6 +19,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.errors import InputError
 from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict, show_value
+from judgecal.judge.distribution import swap as swap_distribution
 
 
 def lengths(text: str) -> dict[str, int]:
@@ -43,6 +44,16 @@ def n_words(text: str, data: bytes) -> int:
 
 _RESPONSE_COLUMNS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
 _VERDICT_COLUMNS = ("response_a_id", "response_b_id", "judge_id") + Verdict._fields[3:] + ("created_at", "updated_at")
+
+# fields an older export (or a file from elsewhere) may leave out: absent there is not a contradiction
+_UNSTATED_OK = frozenset({"expected_score", "distribution"})
+
+
+def _agrees(names: tuple[str, ...], stored: tuple, given: tuple) -> bool:
+    """True when a stored row's values and a file's agree: equal, except that a field of
+    :data:`_UNSTATED_OK` the file leaves out (None) agrees with any stored value."""
+    return all(a == b or (b is None and n in _UNSTATED_OK) for n, a, b in zip(names, stored, given))
+
 
 _META_MEMO: dict[str, tuple[str, int, int, int]] = {}
 _META_MEMO_MAX = 50_000  # texts remembered by one process (a baseline's answers repeat in every file)
@@ -238,6 +249,8 @@ class Writer:
                     "sample_index": r["sample_index"],
                     "status": r["status"],
                     "score": r["score"],
+                    "expected_score": r.get("expected_score"),
+                    "distribution": r.get("distribution"),
                     "raw_output": r["raw_output"],
                     "error": r["error"],
                     "attempts": 0,
@@ -405,7 +418,7 @@ class Writer:
             return rows
         cols = _VERDICT_COLUMNS
         key_at = [cols.index(c) for c in ("response_a_id", "response_b_id", "judge_id", "sample_index", "position")]
-        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error")
+        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error", "distribution")
         val_at = [cols.index(c) for c in names]
         twins = [(r[key_at[1]], r[key_at[0]], r[key_at[2]], r[key_at[3]], _SWAP[r[key_at[4]]]) for r in rows]
         table = m.PairwiseJudgment.__table__
@@ -420,10 +433,11 @@ class Writer:
                 keep.append(r)
                 self._verdict_at.append(i)
                 continue
-            status, verdict, pref, side, raw, error, source = have
-            meant = (status, _SWAP[verdict], None if pref is None else 1.0 - pref, _SWAP[side], raw, error)
+            status, verdict, pref, side, raw, error, dist, source = have
+            meant = (status, _SWAP[verdict], None if pref is None else 1.0 - pref, _SWAP[side], raw, error,
+                     swap_distribution(dist))
             given = tuple(r[j] for j in val_at)
-            if meant != given:
+            if not _agrees(names, meant, given):
                 file, line = batch.where("verdicts", i)
                 origin = f" (imported from {source})" if source else ""
                 raise InputError(
@@ -437,7 +451,7 @@ class Writer:
     def _check_verdicts(self, batch: ImportBatch, rows: list[tuple], added: int) -> None:
         cols = _VERDICT_COLUMNS
         key_at = [cols.index(c) for c in ("response_a_id", "response_b_id", "judge_id", "sample_index", "position")]
-        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error")
+        names = ("status", "verdict", "preference", "baseline_side", "raw_output", "error", "distribution")
         val_at = [cols.index(c) for c in names]
         keys = [tuple(r[i] for i in key_at) for r in rows]
         table = m.PairwiseJudgment.__table__
@@ -445,19 +459,19 @@ class Writer:
         for i, (key, r) in enumerate(zip(keys, rows)):
             have = stored.get(key)
             given = tuple(r[j] for j in val_at)
-            if have is not None and have[:-1] != given:
+            if have is not None and not _agrees(names, have[:-1], given):
                 at = self._verdict_at[i] if self._verdict_at is not None else i
                 self._refuse(batch, "verdicts", at, "verdict", names, have[:-1], given, have[-1])
         self.already["pairwise_judgment"] += len(rows) - added
 
     def _check_ratings(self, batch: ImportBatch, rows: list[dict], added: int) -> None:
         key_cols = ("response_id", "judge_id", "sample_index")
-        names = ("status", "score", "raw_output", "error")
+        names = ("status", "score", "raw_output", "error", "expected_score", "distribution")
         keys = [tuple(r[c] for c in key_cols) for r in rows]
         stored = self._stored(m.Rating.__table__, key_cols, names, keys, "response_id", judge_at=1)
         for i, (key, r) in enumerate(zip(keys, rows)):
             have, given = stored.get(key), tuple(r[c] for c in names)
-            if have is not None and have != given:
+            if have is not None and not _agrees(names, have, given):
                 self._refuse(batch, "ratings", i, "rating", names, have, given, None)
         self.already["rating"] += len(rows) - added
 

@@ -30,6 +30,15 @@ _REFILLED = ("status = 'ok' AND verdict IS NOT NULL AND preference = CASE verdic
              "WHEN 'b' THEN 0.0 WHEN 'tie' THEN 0.5 END")
 
 LOSSES: dict[str, list[Loss]] = {
+    # 0004 (rating.distribution, pairwise_judgment.distribution): the columns are dropped
+    "0004": [
+        Loss("SELECT COUNT(*) FROM rating WHERE distribution IS NOT NULL AND CAST(distribution AS TEXT) <> 'null'",
+             "ratings lose their judgment distribution (rating.distribution dropped; expected_score is kept)"),
+        Loss("SELECT COUNT(*) FROM pairwise_judgment WHERE distribution IS NOT NULL "
+             "AND CAST(distribution AS TEXT) <> 'null'",
+             "pairwise verdicts lose their judgment distribution (pairwise_judgment.distribution dropped; "
+             "the soft preference is kept)"),
+    ],
     # 0003 (mc_item_result.task, doc_id, golds): the columns are dropped
     "0003": [
         Loss("SELECT COUNT(*) FROM mc_item_result WHERE task IS NOT NULL OR doc_id IS NOT NULL "

@@ -150,6 +150,8 @@ class Rating(Base):
     raw_output: Mapped[Optional[str]] = mapped_column(Text)
     score: Mapped[Optional[float]] = mapped_column(Float)
     expected_score: Mapped[Optional[float]] = mapped_column(Float)
+    # the judge's probability for every score of the scale (judgecal.judge.distribution); NULL: none read
+    distribution: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON(none_as_null=True))
     error: Mapped[Optional[str]] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     latency_s: Mapped[Optional[float]] = mapped_column(Float)
@@ -192,6 +194,8 @@ class PairwiseJudgment(Base):
     raw_output: Mapped[Optional[str]] = mapped_column(Text)
     verdict: Mapped[Optional[str]] = mapped_column(String(3))
     preference: Mapped[Optional[float]] = mapped_column(Float)
+    # P(a), P(b), P(tie) as the judge gave them (judgecal.judge.distribution); NULL: none read
+    distribution: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON(none_as_null=True))
     baseline_side: Mapped[Optional[str]] = mapped_column(String(1))
     source: Mapped[Optional[str]] = mapped_column(String(500))
     error: Mapped[Optional[str]] = mapped_column(Text)

@@ -130,6 +130,8 @@ def _pg_copy_insert(conn, table, cols: list[str], rows: Sequence[tuple]) -> int:
     from psycopg.types.json import Jsonb
 
     json_at = [i for i, c in enumerate(cols) if isinstance(table.c[c].type, JSON)]
+    # a JSON(none_as_null=True) column stores None as SQL NULL (as SQLAlchemy's own binds do), not JSON null
+    null_at = {i for i in json_at if table.c[cols[i]].type.none_as_null}
     tmp = f"tmp_{table.name}_import"
     quoted = ", ".join(f'"{c}"' for c in cols)
     raw = conn.connection.driver_connection
@@ -141,7 +143,7 @@ def _pg_copy_insert(conn, table, cols: list[str], rows: Sequence[tuple]) -> int:
                 if json_at:
                     row = list(row)
                     for i in json_at:
-                        row[i] = Jsonb(row[i])
+                        row[i] = None if row[i] is None and i in null_at else Jsonb(row[i])
                 copy.write_row(row)
         cur.execute(f'INSERT INTO "{table.name}" ({quoted}) SELECT {quoted} FROM "{tmp}" ON CONFLICT DO NOTHING')
         added = cur.rowcount

@@ -26,13 +26,14 @@ writes SQL. How the queue works (docs/rating.md has the user's view):
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from sqlalchemy import and_, bindparam, func, or_, select, true, update
+from sqlalchemy import JSON, and_, bindparam, func, or_, select, true, update
 from sqlalchemy.engine import Engine
 
 from judgecal.db import models as m
@@ -302,7 +303,7 @@ def claim(engine: Engine, plan: Plan, n: int) -> list[dict]:
 def write_cols(pairwise: bool) -> list[str]:
     """The columns a result dict carries besides ``id``."""
     cols = ["status", "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens", "updated_at"]
-    return cols + (["verdict", "preference"] if pairwise else ["score", "expected_score"])
+    return cols + (["verdict", "preference", "distribution"] if pairwise else ["score", "expected_score", "distribution"])
 
 
 def write(engine: Engine, plan: Plan, results: list[dict]) -> None:
@@ -371,7 +372,10 @@ class PgStore:
         T = plan.table.__table__
         cols = write_cols(plan.pairwise)
         types = {c: T.c[c].type.compile(dialect=engine.dialect) for c in ["id", *cols]}
-        arrays = ", ".join(f"%({c})s::{types[c]}[]" for c in ["id", *cols])
+        # JSON values travel as their text (psycopg adapts no dict by itself): text[] cast to json[]
+        self._json = [c for c in cols if isinstance(T.c[c].type, JSON)]
+        arrays = ", ".join(f"%({c})s::text[]::{types[c]}[]" if c in self._json else f"%({c})s::{types[c]}[]"
+                           for c in ["id", *cols])
         sets = ", ".join(f"{c} = v.{c}" for c in cols)
         self._write_sql = (f"UPDATE {T.name} AS t SET {sets} FROM unnest({arrays}) AS v(id, {', '.join(cols)}) "
                            f"WHERE t.id = v.id AND t.claimed_by = %(me)s AND t.status = 'running'")
@@ -414,6 +418,8 @@ class PgStore:
         if not results:
             return
         params: dict[str, Any] = {c: [r[c] for r in results] for c in ["id", *self._cols]}
+        for c in self._json:
+            params[c] = [None if v is None else json.dumps(v) for v in params[c]]
         params["me"] = self.plan.me
         await self.conn.execute(self._write_sql, params)
 

@@ -8,7 +8,10 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
   (empty/absent -> the rating is stored ``unparsed``, or as given by ``status``); optional
   ``status`` (ok|unparsed|failed), ``raw_output``, ``error``, ``sample_index`` (default 0),
   ``judge_model``, ``judge_endpoint`` (default ``import``), ``judge_prompt`` (default
-  ``import``), ``judge_prompt_sha256``, ``judge_params`` (JSON object or its text).
+  ``import``), ``judge_prompt_sha256``, ``judge_params`` (JSON object or its text),
+  ``distribution`` (the judgment distribution, a JSON object or its text:
+  :mod:`judgecal.judge.distribution`; not on a failed rating) and ``expected_score`` (its
+  mean; derived from the distribution when absent, refused when it contradicts it).
 - ``labels``: pointwise (``model``, ``response``, ``score``, ``scale_min``, ``scale_max``) or
   pairwise (``model_a``, ``response_a``, ``model_b``, ``response_b``, ``preference`` a|b|tie);
   plus ``prompt``, optional ``task_family``, ``annotator`` (default ``expert``), ``source``
@@ -23,7 +26,9 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
   without preference or verdict is stored ``unparsed``), ``raw_output``, ``error``,
   ``judge_model``, ``judge_endpoint``, ``judge_prompt``, ``judge_prompt_sha256``,
   ``judge_params``, ``source`` (default: this file's path), ``latency_s``, ``attempts``,
-  ``prompt_tokens``, ``completion_tokens`` (what ``judgecal export verdicts`` writes).
+  ``prompt_tokens``, ``completion_tokens``, ``distribution`` (P(a), P(b), P(tie) as the judge
+  gave them; refused when it contradicts ``preference``) (what ``judgecal export verdicts``
+  writes).
 
 Names (task family, model, item id, annotator) are at most 200 characters, judge names,
 models and prompt names 300, endpoints and label sources 500: longer values are refused
@@ -44,6 +49,10 @@ import json
 from pathlib import Path
 
 from judgecal.errors import InputError, UsageError
+from judgecal.judge.distribution import check as check_distribution
+from judgecal.judge.distribution import expected as expected_of
+from judgecal.judge.distribution import preference as dist_preference
+from judgecal.judge.distribution import swap as swap_distribution
 from judgecal.importers.records import (
     JUDGE_NAME_MAX,
     SOURCE_MAX,
@@ -64,14 +73,15 @@ _ITEM = {"task_family", "prompt", "item_id", "reference"}
 FIELDS = {
     "responses": _ITEM | {"model", "response"},
     "ratings": _ITEM | {"model", "response", "judge", "score", "scale_min", "scale_max", "status", "raw_output", "error",
-                        "sample_index", "judge_model", "judge_endpoint", "judge_prompt", "judge_prompt_sha256", "judge_params"},
+                        "sample_index", "judge_model", "judge_endpoint", "judge_prompt", "judge_prompt_sha256", "judge_params",
+                        "expected_score", "distribution"},
     "labels": _ITEM | {"model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
                        "response_b", "preference", "annotator", "source"},
     "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose"},
     "verdicts": _ITEM | {"model_a", "response_a", "model_b", "response_b", "judge", "preference", "verdict", "position",
                          "baseline", "sample_index", "status", "raw_output", "error", "judge_model", "judge_endpoint",
                          "judge_prompt", "judge_prompt_sha256", "judge_params", "judge_mode", "scale_min", "scale_max",
-                         "source", "latency_s", "attempts", "prompt_tokens", "completion_tokens"},
+                         "source", "latency_s", "attempts", "prompt_tokens", "completion_tokens", "distribution"},
 }
 POSITION = {"ab": "ab", "ba": "ba", "na": "na"}
 SIDE = {"a": "a", "b": "b"}
@@ -81,10 +91,30 @@ SWAP = {"a": "b", "b": "a", "tie": "tie", "ab": "ba", "ba": "ab", "na": "na", No
 
 
 def swap_verdict(value: dict) -> dict:
-    """A verdict's values (status, verdict, preference, baseline_side...) with sides a and b swapped."""
+    """A verdict's values (status, verdict, preference, baseline_side, distribution...) with
+    sides a and b swapped."""
     pref = value.get("preference")
     return {**value, "verdict": SWAP[value.get("verdict")], "baseline_side": SWAP[value.get("baseline_side")],
-            "preference": None if pref is None else 1.0 - pref}
+            "preference": None if pref is None else 1.0 - pref, "distribution": swap_distribution(value.get("distribution"))}
+
+
+def _distribution(f: Fields, *, pairwise: bool, scale: tuple[float, float] | None = None) -> dict | None:
+    """The ``distribution`` field: a JSON object (JSONL) or its JSON text (CSV), checked by
+    :func:`judgecal.judge.distribution.check`; None when absent."""
+    value = f.obj.get("distribution")
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        if len(value) > 100_000:
+            raise f.fail("field 'distribution' is over 100,000 characters")
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            raise f.fail("field 'distribution' is not valid JSON") from None
+    why = check_distribution(value, pairwise=pairwise, scale=scale)
+    if why:
+        raise f.fail(f"field 'distribution' {why}")
+    return value
 
 
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
@@ -220,6 +250,18 @@ def _rating(batch, f, fam, prompt, seen):
             raise f.fail(f"score {score:g} is outside the declared scale {lo:g}-{hi:g}")
     elif score is not None:
         raise f.fail(f"status {status!r} must not carry a 'score'")
+    dist = _distribution(f, pairwise=False, scale=(lo, hi))
+    expected = f.number("expected_score", required=False)
+    if status == "failed" and (dist is not None or expected is not None):
+        raise f.fail("a failed rating carries no 'distribution' or 'expected_score' (the call gave no answer)")
+    if expected is not None and not lo <= expected <= hi:
+        raise f.fail(f"expected_score {expected:g} is outside the declared scale {lo:g}-{hi:g}")
+    if dist is not None:
+        mean = expected_of(dist)
+        if expected is None:
+            expected = mean
+        elif abs(expected - mean) > 1e-6 * max(1.0, abs(mean)):
+            raise f.fail(f"expected_score {expected!r} contradicts the distribution, whose mean is {mean!r}")
     row = {
         "judge": judge,
         "response": ref,
@@ -228,8 +270,10 @@ def _rating(batch, f, fam, prompt, seen):
         "score": score,
         "raw_output": f.text("raw_output", required=False),
         "error": f.text("error", required=False),
+        "expected_score": expected,
+        "distribution": dist,
     }
-    value = {k: row[k] for k in ("status", "score", "raw_output", "error")}
+    value = {k: row[k] for k in ("status", "score", "raw_output", "error", "expected_score", "distribution")}
     if seen.check(f, ("rating", ref, _judge_key(judge), row["sample_index"]), value, "rating"):
         batch.ratings.append(row)
 
@@ -293,6 +337,13 @@ def _verdict(batch, f, fam, prompt, seen):
         raise f.fail("status 'ok' needs a 'preference' or a 'verdict'")
     if status != "ok" and pref is not None:
         raise f.fail(f"status {status!r} must not carry a preference or verdict")
+    dist = _distribution(f, pairwise=True)
+    if dist is not None:
+        if status == "failed":
+            raise f.fail("a failed verdict carries no 'distribution' (the call gave no answer)")
+        implied = dist_preference(dist)
+        if pref is not None and abs(pref - implied) > 1e-6:
+            raise f.fail(f"preference {pref!r} contradicts the distribution, whose P(a) + P(tie)/2 is {implied!r}")
     latency = f.number("latency_s", required=False)
     if latency is not None and latency < 0:
         raise f.fail(f"field 'latency_s' must be >= 0, got {latency!r}")
@@ -304,9 +355,10 @@ def _verdict(batch, f, fam, prompt, seen):
         raw_output=f.text("raw_output", required=False), error=f.text("error", required=False),
         latency_s=latency, attempts=f.integer("attempts", required=False) or 0,
         prompt_tokens=f.integer("prompt_tokens", required=False),
-        completion_tokens=f.integer("completion_tokens", required=False),
+        completion_tokens=f.integer("completion_tokens", required=False), distribution=dist,
     )
-    value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error")}
+    value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error",
+                                          "distribution")}
     if seen.check_pair(f, "verdict", a, b, (_judge_key(judge), row.sample_index, row.position), value, "verdict",
                        swap=swap_verdict, swap_rest=lambda r: (r[0], r[1], SWAP[r[2]])):
         batch.verdicts.append(row)

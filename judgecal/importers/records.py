@@ -77,6 +77,7 @@ class Verdict(NamedTuple):
     attempts: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    distribution: dict | None = None  # the judgment distribution (judgecal.judge.distribution)
 
 
 @dataclass

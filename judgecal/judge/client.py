@@ -40,6 +40,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
+from judgecal.errors import UsageError
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "EMPTY"
 _timeout = getattr(asyncio, "timeout", None)
@@ -162,6 +164,18 @@ def _connection_failure(exc: BaseException) -> Optional[str]:
     return None
 
 
+MIN_TOP_LOGPROBS, MAX_TOP_LOGPROBS = 1, 20  # the chat-completions API's range is 0..20; 0 lists no alternative
+
+
+def check_top_logprobs(n: Any) -> None:
+    """Raise UsageError unless ``n`` is an integer the chat-completions API accepts for
+    ``top_logprobs`` and that lists at least one alternative: 1..20 (OpenAI refuses more
+    than 20; 0 would return no distribution)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not MIN_TOP_LOGPROBS <= n <= MAX_TOP_LOGPROBS:
+        raise UsageError(f"--top-logprobs must be an integer from {MIN_TOP_LOGPROBS} to {MAX_TOP_LOGPROBS} (the chat-completions "
+                         f"API returns at most {MAX_TOP_LOGPROBS} alternatives; 0 would give no distribution), got {n!r}")
+
+
 def _int_or_none(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -171,7 +185,8 @@ class JudgeClient:
 
     Use as ``async with JudgeClient(...) as c: result = await c.complete(messages)``.
     ``temperature``/``max_tokens`` are sent with every call; ``logprobs=True`` adds
-    ``logprobs=True, top_logprobs=5`` (not every server supports it)."""
+    ``logprobs=True, top_logprobs=<top_logprobs>`` (default 20, the most OpenAI returns;
+    not every server supports it: see :data:`MAX_TOP_LOGPROBS`)."""
 
     def __init__(
         self,
@@ -185,6 +200,7 @@ class JudgeClient:
         temperature: float = 0.0,
         max_tokens: int = 512,
         logprobs: bool = False,
+        top_logprobs: int = 20,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         retry_after_max: float = 120.0,
@@ -193,6 +209,7 @@ class JudgeClient:
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+        check_top_logprobs(top_logprobs)
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self._key = resolve_api_key(api_key)
@@ -202,6 +219,7 @@ class JudgeClient:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.logprobs = logprobs
+        self.top_logprobs = int(top_logprobs)
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.retry_after_max = retry_after_max
@@ -234,7 +252,7 @@ class JudgeClient:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature,
                                 "max_tokens": self.max_tokens}
         if self.logprobs:
-            body.update(logprobs=True, top_logprobs=5)
+            body.update(logprobs=True, top_logprobs=self.top_logprobs)
         if self.extra_body:
             body.update(self.extra_body)
         start = time.perf_counter()

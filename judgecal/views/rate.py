@@ -37,9 +37,17 @@ from judgecal.db import models as m
 from judgecal.db import queries
 from judgecal.db import queue
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import UsageError
-from judgecal.judge import parse
-from judgecal.judge.client import CallResult, JudgeClient, public_endpoint, resolve_api_key, resolve_base_url, sanitize
+from judgecal.errors import ModelError, UsageError
+from judgecal.judge import distribution, parse
+from judgecal.judge.client import (
+    CallResult,
+    JudgeClient,
+    check_top_logprobs,
+    public_endpoint,
+    resolve_api_key,
+    resolve_base_url,
+    sanitize,
+)
 from judgecal.judge.prompts import Prompt, load_prompt
 from judgecal.judge.sandbox import RENDER_TIME_LIMIT_S, RenderAborted
 
@@ -49,6 +57,17 @@ WRITE_COALESCE_S = 0.05
 PAIRWISE_MAP = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
 CONNECTION_ERROR = "connection error"  # how JudgeClient's reasons for an unreachable endpoint start
 DEFAULT_MAX_OUTAGE_S = 120.0
+# with --logprobs, per answered call: with / without logprobs; of those with: no verdict token in
+# the output, no alternative of the verdict token on the scale, a distribution stored. refused:
+# failed calls whose error says the endpoint refused the logprobs parameters
+LOGPROB_COUNTS = ("with", "without", "no_verdict_token", "no_verdict_alternative", "distributions", "refused")
+
+
+def logprobs_refusal(error: Optional[str]) -> bool:
+    """True when a failed call's reason says the endpoint refused the logprobs request (an
+    HTTP 4xx that names logprobs / top_logprobs, as OpenAI's and vLLM's refusals do)."""
+    e = (error or "").lower()
+    return e.startswith("http 4") and "logprob" in e
 
 
 class _Outage:
@@ -108,6 +127,16 @@ class _Outage:
                 "last_reason": self.last_reason}
 
 
+def render_row(prompt: Prompt, row: dict, pairwise: bool, time_limit_s: float, abort: Any = None) -> list[dict[str, str]]:
+    """The chat messages of one claimed row (pairwise: response_a and response_b in the
+    order shown, by ``position``). Raises what :meth:`Prompt.render` raises."""
+    limits: dict[str, Any] = {"time_limit_s": time_limit_s, "abort": abort}
+    if pairwise:
+        a, b = (row["a"], row["b"]) if row["position"] == "ab" else (row["b"], row["a"])
+        return prompt.render(question=row["question"], reference=row["reference"], response_a=a, response_b=b, **limits)
+    return prompt.render(question=row["question"], reference=row["reference"], response=row["text"], **limits)
+
+
 class _Runner:
     """The async part: claim -> render -> call -> parse -> batched write (the progress bar
     reads ``counts`` from :func:`_run_with_progress`).
@@ -136,6 +165,9 @@ class _Runner:
         self.outage = _Outage(max_outage_s)
         self.released = 0
         self.render_time_limit_s = render_time_limit_s
+        # with --logprobs: what the endpoint gave (see logprobs_summary); None without
+        self.logprobs: Optional[dict[str, int]] = (dict.fromkeys(LOGPROB_COUNTS, 0) if client_kw.get("logprobs")
+                                                   else None)
         # set by the SIGINT/SIGTERM handler: a render in progress (which holds the event loop)
         # stops at its next step, and the row goes back to 'pending' like any unfinished row
         self.abort = threading.Event()
@@ -150,21 +182,34 @@ class _Runner:
             out["verdict"] = out["preference"] = None
         else:
             out["score"] = out["expected_score"] = None
+        out["distribution"] = None
         if res.status != "ok":
             out.update(status="failed", error=res.error)
+            if self.logprobs is not None and logprobs_refusal(res.error):
+                self.logprobs["refused"] += 1
             return out
         if self.plan.pairwise:
             pv = parse.parse_pairwise_verdict(res.text, [row["a"], row["b"]])
             verdict = PAIRWISE_MAP[row["position"]][pv.verdict] if pv.verdict else None
-            top = parse.pairwise_verdict_top_logprobs(res.logprobs) if (res.logprobs and verdict) else None
-            out.update(status=pv.status, error=pv.reason, verdict=verdict,
-                       preference=parse.pairwise_preference(verdict, row["position"], top))
+            top = parse.pairwise_verdict_top_logprobs(res.logprobs) if res.logprobs else None
+            dist = distribution.pairwise_from_top_logprobs(top, row["position"]) if top else None
+            out.update(status=pv.status, error=pv.reason, verdict=verdict, distribution=dist,
+                       preference=parse.pairwise_preference(verdict, row["position"], top if verdict else None))
         else:
             ps = parse.parse_score(res.text, self.prompt.scale_min, self.prompt.scale_max, candidates=row["text"])
             out.update(status=ps.status, error=ps.reason, score=ps.score)
             top = parse.verdict_top_logprobs(res.logprobs) if res.logprobs else None
-            if top:
-                out["expected_score"] = parse.expected_score(top, (self.prompt.scale_min, self.prompt.scale_max))
+            dist = distribution.from_top_logprobs(top, self.prompt.scale_min, self.prompt.scale_max) if top else None
+            out.update(distribution=dist, expected_score=distribution.expected(dist))
+        if self.logprobs is not None:
+            lp = self.logprobs
+            lp["without" if not res.logprobs else "with"] += 1
+            if res.logprobs and top is None:
+                lp["no_verdict_token"] += 1
+            elif top is not None and dist is None:
+                lp["no_verdict_alternative"] += 1
+            elif dist is not None:
+                lp["distributions"] += 1
         return out
 
     def _safe_result(self, row: dict, res: CallResult) -> tuple[dict, str]:
@@ -176,12 +221,7 @@ class _Runner:
             return self._row_result(row, res), "internal"
 
     def _messages(self, row: dict) -> list[dict[str, str]]:
-        limits: dict[str, Any] = {"time_limit_s": self.render_time_limit_s, "abort": self.abort}
-        if self.plan.pairwise:
-            a, b = (row["a"], row["b"]) if row["position"] == "ab" else (row["b"], row["a"])
-            return self.prompt.render(question=row["question"], reference=row["reference"], response_a=a, response_b=b,
-                                      **limits)
-        return self.prompt.render(question=row["question"], reference=row["reference"], response=row["text"], **limits)
+        return render_row(self.prompt, row, self.plan.pairwise, self.render_time_limit_s, self.abort)
 
     async def _rate_row(self, client: JudgeClient, row: dict) -> tuple[dict, str]:
         if self.abort.is_set():
@@ -320,6 +360,32 @@ def judge_params(temperature: float, max_tokens: int) -> dict[str, Any]:
     return {"temperature": float(temperature), "max_tokens": int(max_tokens)}
 
 
+LOCAL_ENDPOINT = "judgecal-forward"  # the endpoint of a --local judge's identity: no server, judgecal's forward pass
+LOCAL_DEVICES = ("cpu", "cuda")
+LOCAL_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def local_params(prefix: str, dtype: str) -> dict[str, Any]:
+    """What a --local judge's identity holds besides the model and prompt: how the verdict is
+    read (a forward pass after ``prefix``) and the dtype the model ran in."""
+    return {"method": "forward", "verdict_prefix": prefix, "dtype": dtype}
+
+
+def _check_local_options(*, base_url, samples, temperature, logprobs, device, dtype) -> None:
+    """Refuse what --local cannot honour (one line each)."""
+    if base_url is not None:
+        raise UsageError("--local reads the verdict distribution from the local model, with no endpoint: drop --base-url")
+    if samples != 1:
+        raise UsageError("--samples: the local distribution is deterministic, one reading per response (drop --samples)")
+    if temperature != 0:
+        raise UsageError("--temperature: the local path stores the whole distribution and its greedy verdict; "
+                         "sampling does not apply (drop --temperature)")
+    if device not in LOCAL_DEVICES:
+        raise UsageError(f"--local-device must be one of {', '.join(LOCAL_DEVICES)}, got {device!r}")
+    if dtype not in LOCAL_DTYPES:
+        raise UsageError(f"--local-dtype must be one of {', '.join(LOCAL_DTYPES)}, got {dtype!r}")
+
+
 def run_rate(
     *,
     judge: str,
@@ -342,11 +408,17 @@ def run_rate(
     timeout: float = 60.0,
     max_attempts: int = 4,
     logprobs: bool = False,
+    top_logprobs: int = 20,
     database_url: Optional[str] = None,
     progress: bool = True,
     lease_s: Optional[float] = None,
     max_outage_s: float = DEFAULT_MAX_OUTAGE_S,
     render_time_limit_s: float = RENDER_TIME_LIMIT_S,
+    local: Optional[str] = None,
+    local_device: str = "cpu",
+    local_dtype: str = "float32",
+    verdict_prefix: Optional[str] = None,
+    local_scorer: Any = None,
 ) -> dict[str, Any]:
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
@@ -367,9 +439,22 @@ def run_rate(
     ``render_time_limit_s``: seconds one row's prompt may take to render (the sandbox's
     size and step limits apply too: :mod:`judgecal.judge.sandbox`); a row over it fails
     with the reason, counted under ``failed_by_cause.render``.
+    ``logprobs``: ask for the ``top_logprobs`` (1..20, default 20) alternatives of every
+    output token and store the verdict's distribution (:mod:`judgecal.judge.distribution`)
+    and its mean (``expected_score``); the summary's ``logprobs`` counts the calls answered
+    with and without them (:func:`notices` words the ones without).
+    ``local``: no endpoint: the local model (``smollm2`` or a transformers folder) reads
+    each row's verdict distribution from one forward pass of the rendered prompt plus
+    ``verdict_prefix`` (default: :func:`judgecal.loglik.verdicts.verdict_prefix` of the
+    prompt), batched (:mod:`judgecal.views.rate_local`), on ``local_device`` in
+    ``local_dtype``; ``local_scorer``: an already loaded
+    :class:`~judgecal.loglik.verdicts.VerdictScorer` of that model (tests, benchmarks).
 
     Summary keys: judge_id, judge_key, judge, judge_name, endpoint, prompt, prompt_sha256,
-    mode, baseline, worker, this_run (ok/unparsed/failed/attempts), failed_by_cause
+    mode, baseline, worker, this_run (ok/unparsed/failed/attempts), logprobs (None, or with
+    --logprobs: top_logprobs, with, without, no_verdict_token, no_verdict_alternative,
+    distributions, refused), local (None, or the local model, device, dtype, forward,
+    verdict_prefix, load_s and work counts), failed_by_cause
     (endpoint: the call failed; render: the template failed on the row; internal), outage
     (pauses, paused_s, gave_up, last_reason), interrupted (None, 'SIGINT' or 'SIGTERM'),
     handed_back (rows put back to 'pending' at the end), totals (rows of the selection by
@@ -385,6 +470,13 @@ def run_rate(
         raise UsageError("--max-outage must be a finite number of seconds >= 0")
     if not render_time_limit_s > 0 or math.isinf(render_time_limit_s):
         raise UsageError("the render time limit must be a finite number of seconds > 0")
+    if local is not None:
+        _check_local_options(base_url=base_url, samples=samples, temperature=temperature, logprobs=logprobs,
+                             device=local_device, dtype=local_dtype)
+    elif verdict_prefix is not None:
+        raise UsageError("--verdict-prefix applies to --local only (an endpoint generates its own verdict)")
+    if logprobs:
+        check_top_logprobs(top_logprobs)
     if not judge.strip():
         raise UsageError("--judge needs the judge model's name")
     if model_filter is not None:
@@ -397,6 +489,24 @@ def run_rate(
     if (tmpl.mode == "pairwise") != pairwise:
         raise UsageError(f"prompt {tmpl.name!r} is a {tmpl.mode} prompt: "
                          + ("drop --pairwise or pass a pointwise prompt" if not pairwise else "pass a pairwise prompt such as pairwise_v1"))
+    folder = prefix = None
+    if local is not None:
+        from judgecal import localmodel
+        from judgecal.loglik.verdicts import verdict_prefix as default_prefix
+
+        folder = localmodel.resolve_model(local)
+        if local_scorer is None and not localmodel.has_chat_template(folder):
+            raise ModelError(f"{folder}: the tokenizer has no chat template (the served path needs one too)")
+        prefix = verdict_prefix if verdict_prefix is not None else default_prefix(tmpl)
+        if "\x00" in prefix or len(prefix) > 200:
+            raise UsageError("--verdict-prefix must be at most 200 characters without NUL")
+        if not pairwise:
+            try:
+                distribution.scale_values(tmpl.scale_min, tmpl.scale_max)
+            except ValueError as exc:
+                raise UsageError(f"prompt {tmpl.name!r}: {exc}") from None
+        endpoint_id, identity_model = LOCAL_ENDPOINT, folder.name
+        judge_name = judge_name or f"{folder.name} forward"
     url = resolve_base_url(base_url)
     key = resolve_api_key()
     endpoint = endpoint_id or public_endpoint(url)
@@ -407,7 +517,8 @@ def run_rate(
         with session_scope(engine) as session:
             jrow = queries.get_or_create_judge(
                 session, model=identity_model or judge, endpoint=endpoint, prompt_name=tmpl.name, prompt_sha256=tmpl.sha256,
-                mode=tmpl.mode, params=judge_params(temperature, max_tokens),
+                mode=tmpl.mode,
+                params=local_params(prefix, local_dtype) if local is not None else judge_params(temperature, max_tokens),
                 scale_min=tmpl.scale_min if tmpl.scale_min is not None else 0.0,
                 scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
             judge_id, judge_key = jrow.id, jrow.judge_key
@@ -433,12 +544,20 @@ def run_rate(
         reset = queue.reset_failed(engine, plan, limited) if retry_failed else 0
         before = queue.counts(engine, plan)
         todo = before.get("pending", 0)
-        client_kw = dict(model=judge, base_url=url, timeout=timeout, max_attempts=max_attempts,
-                         temperature=temperature, max_tokens=max_tokens, logprobs=logprobs)
-        start = time.perf_counter()
-        runner, interrupted = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress,
-                                                 max_outage_s, render_time_limit_s)
-        elapsed = time.perf_counter() - start
+        if local is not None:
+            from judgecal.views import rate_local
+
+            runner, interrupted, elapsed = rate_local.run(
+                engine, plan, tmpl, folder=folder, prefix=prefix, device=local_device, dtype=local_dtype,
+                scorer=local_scorer, todo=todo, show=progress, render_time_limit_s=render_time_limit_s)
+        else:
+            client_kw = dict(model=judge, base_url=url, timeout=timeout, max_attempts=max_attempts,
+                             temperature=temperature, max_tokens=max_tokens, logprobs=logprobs,
+                             top_logprobs=top_logprobs)
+            start = time.perf_counter()
+            runner, interrupted = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress,
+                                                     max_outage_s, render_time_limit_s)
+            elapsed = time.perf_counter() - start
         totals = queue.counts(engine, plan)
     finally:
         engine.dispose()
@@ -447,6 +566,9 @@ def run_rate(
         "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "judge_name": judge_name or judge, "endpoint": endpoint, "prompt": tmpl.name,
         "prompt_sha256": tmpl.sha256, "mode": tmpl.mode, "baseline": baseline, "worker": plan.me,
         "this_run": dict(runner.counts, attempts=runner.attempts),
+        "logprobs": dict(runner.logprobs, top_logprobs=top_logprobs) if getattr(runner, "logprobs", None) is not None
+        else None,
+        "local": getattr(runner, "local_summary", None),
         "failed_by_cause": dict(runner.failed_by_cause),
         "outage": runner.outage.summary(),
         "interrupted": interrupted, "handed_back": runner.released,
@@ -534,6 +656,24 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
         console.print(f"rated {sum(c.values())}: ok {c['ok']}, unparsed {c['unparsed']}, failed {c['failed']} "
                       f"({runner.attempts} calls)", highlight=False)
     return runner, (caught[0] if caught else None)
+
+
+def notices(summary: dict[str, Any]) -> list[str]:
+    """Lines the CLI prints on stderr after a run whatever its exit status: with --logprobs,
+    the answered calls that came back without logprobs (naming the endpoint: no distribution
+    was stored for them) and the calls the endpoint refused for asking logprobs."""
+    lp = summary.get("logprobs") or {}
+    out = []
+    answered = lp.get("with", 0) + lp.get("without", 0)
+    if lp.get("without"):
+        out.append(f"warning: the endpoint {summary['endpoint']} returned no logprobs for {lp['without']} of {answered} "
+                   "answered call(s): no distribution or expected score was stored for them (the server does not "
+                   "support logprobs, or ignores them: OpenAI and vLLM return them, `transformers serve` does not; "
+                   "`rate --local` reads the local model's distribution without a server)")
+    if lp.get("refused"):
+        out.append(f"warning: the endpoint {summary['endpoint']} refused {lp['refused']} call(s) for asking logprobs "
+                   f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")
+    return out
 
 
 def exit_status(summary: dict[str, Any]) -> tuple[int, Optional[str]]:

@@ -1,0 +1,215 @@
+"""Judgment distributions: the probability a judge gives to every verdict, not only its greedy one.
+
+A stored distribution (the ``distribution`` JSON column of ``rating`` and
+``pairwise_judgment``; docs/rating.md) is a plain JSON object::
+
+    {"probs": {"1": 0.01, "2": 0.0, ..., "10": 0.02},   # normalised over the scale (sum 1)
+     "outside": 0.07,                                   # mass that fell outside the scale
+     "source": "top_logprobs", "k": 20}                 # how it was read
+
+- ``probs``: pointwise, one entry per integer of the judge's scale (keys the value as text,
+  ``"1"`` .. ``"10"``), zero where the judge gave the value no visible probability; pairwise,
+  the canonical verdicts ``"a"``, ``"b"``, ``"tie"`` (whatever the order shown: the row's
+  ``position`` says which response came first). The entries sum to 1.
+- ``outside``: the probability the judge gave to anything that is not a verdict of the scale
+  at the verdict position (other tokens; with ``top_logprobs`` also every token the endpoint
+  did not list), in [0, 1]. ``probs`` is the rest, renormalised.
+- ``source``: ``"top_logprobs"`` (an API judge's alternatives for the verdict token; ``k``:
+  how many the endpoint returned) or ``"forward"`` (judgecal's own forward pass of the local
+  model, :mod:`judgecal.loglik.verdicts`: every verdict of the scale scored as a whole
+  continuation after the verdict prefix, so multi-token verdicts such as ``10`` = ``1`` + ``0``
+  are exact; ``prefix``: that prefix; ``greedy``: the verdict greedy decoding after the prefix
+  produces, or None when it leaves the scale).
+
+Pure functions; no I/O. :func:`expected` is the distribution's mean (the ``expected_score``
+column), :func:`argmax` its mode.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from judgecal.judge.parse import _entry, normalize
+
+PAIRWISE_KEYS = ("a", "b", "tie")
+# verdict letter shown -> canonical verdict, by position (= judgecal.views.rate.PAIRWISE_MAP)
+LETTERS = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
+MAX_SCALE_VALUES = 1001  # integers a pointwise scale may hold for a distribution
+SUM_TOLERANCE = 1e-6
+
+
+def scale_values(scale_min: float, scale_max: float) -> list[int]:
+    """The integers of the scale [``scale_min``, ``scale_max``], in order (the verdicts a
+    pointwise distribution is over). Raises ValueError when there are none or more than
+    :data:`MAX_SCALE_VALUES`."""
+    lo, hi = math.ceil(scale_min), math.floor(scale_max)
+    if hi < lo:
+        raise ValueError(f"the scale [{scale_min:g}, {scale_max:g}] holds no integer verdict")
+    if hi - lo + 1 > MAX_SCALE_VALUES:
+        raise ValueError(f"the scale [{scale_min:g}, {scale_max:g}] holds {hi - lo + 1} integers; a distribution "
+                         f"is kept over at most {MAX_SCALE_VALUES}")
+    return list(range(lo, hi + 1))
+
+
+def _finish(mass: dict[str, float], total: float, extra: dict[str, Any]) -> Optional[dict[str, Any]]:
+    inside = sum(mass.values())
+    if not inside > 0:
+        return None
+    outside = min(1.0, max(0.0, total - inside)) if total is not None else None
+    return {"probs": {k: v / inside for k, v in mass.items()}, "outside": outside, **extra}
+
+
+def from_top_logprobs(top: Sequence[Any], scale_min: float, scale_max: float) -> Optional[dict[str, Any]]:
+    """The pointwise distribution from the ``top_logprobs`` of the verdict token (each
+    ``{"token", "logprob"}`` in nats, or an object with those attributes): ``p = exp(logprob)``
+    summed per scale value over the tokens that read as it (NFKC, surrounding space ignored,
+    as :func:`judgecal.judge.parse.expected_score` reads them), normalised over the scale;
+    ``outside`` = 1 - the scale's mass (unlisted tokens count as outside). None when no
+    alternative is a value of the scale. Limitation: a tokenizer that splits ``10`` into
+    ``1`` + ``0`` makes the first token read as 1 (the forward path has no such limit)."""
+    values = scale_values(scale_min, scale_max)
+    mass = {str(v): 0.0 for v in values}
+    n = 0
+    for e in top or []:
+        token, lp = _entry(e)
+        n += 1
+        tok = normalize(token).strip()
+        if not tok.isdecimal() or not math.isfinite(lp):
+            continue
+        key = str(int(tok))
+        if key in mass:
+            mass[key] += math.exp(lp)
+    return _finish(mass, 1.0, {"source": "top_logprobs", "k": n})
+
+
+def pairwise_from_top_logprobs(top: Sequence[Any], position: str) -> Optional[dict[str, Any]]:
+    """The pairwise distribution from the ``top_logprobs`` of the verdict letter: the mass of
+    the tokens reading as A, B and C (case and space ignored, as
+    :func:`judgecal.judge.parse.soft_first_preference` reads them), mapped to the canonical
+    verdicts by ``position`` ('ab': A = a; 'ba': A = b), normalised; ``outside`` as in
+    :func:`from_top_logprobs`. None when no alternative is A, B or C."""
+    letters = LETTERS[position]
+    mass = {k: 0.0 for k in PAIRWISE_KEYS}
+    n = 0
+    for e in top or []:
+        token, lp = _entry(e)
+        n += 1
+        letter = normalize(token).strip().upper()
+        if letter in letters and math.isfinite(lp):
+            mass[letters[letter]] += math.exp(lp)
+    return _finish(mass, 1.0, {"source": "top_logprobs", "k": n})
+
+
+def from_logliks(keys: Sequence[str], lls: Sequence[float], *, prefix: str, greedy: Optional[str]) -> Optional[dict[str, Any]]:
+    """A distribution from the log-likelihood (nats) of each verdict, scored as a whole
+    continuation after the verdict prefix (``keys[i]`` has ``lls[i]``): ``p_i = exp(ll_i)``
+    normalised over the keys, ``outside`` = 1 - their sum. ``greedy``: the key that greedy
+    decoding produces (None: it leaves the scale). Exact in float64 whatever the magnitudes
+    (log-sum-exp). None when every ll is -inf."""
+    finite = [ll for ll in lls if math.isfinite(ll)]
+    if not finite:
+        return None
+    top = max(finite)
+    scaled = [math.exp(ll - top) if math.isfinite(ll) else 0.0 for ll in lls]
+    z = sum(scaled)
+    inside = math.exp(top) * z  # the scale's share of all probability (<= 1 up to rounding)
+    probs = {k: s / z for k, s in zip(keys, scaled)}
+    return {"probs": probs, "outside": min(1.0, max(0.0, 1.0 - inside)), "source": "forward", "prefix": prefix,
+            "greedy": greedy}
+
+
+def expected(dist: Optional[Mapping[str, Any]]) -> Optional[float]:
+    """The mean of a pointwise distribution, ``sum_v p_v v`` (None without one)."""
+    if not dist or not dist.get("probs"):
+        return None
+    return float(sum(p * float(k) for k, p in dist["probs"].items()))
+
+
+def argmax(dist: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The most probable key of ``probs`` (the first in order on a tie); None without one."""
+    if not dist or not dist.get("probs"):
+        return None
+    best, best_p = None, -1.0
+    for k, p in dist["probs"].items():
+        if p > best_p:
+            best, best_p = k, p
+    return best
+
+
+def preference(dist: Optional[Mapping[str, Any]]) -> Optional[float]:
+    """P(response_a preferred) of a pairwise distribution, ties counted half:
+    ``p_a + p_tie / 2`` (None without one)."""
+    if not dist or not dist.get("probs"):
+        return None
+    p = dist["probs"]
+    return float(min(1.0, max(0.0, p.get("a", 0.0) + 0.5 * p.get("tie", 0.0))))
+
+
+def describe(dist: Mapping[str, Any], chosen: str, *, pairwise: bool) -> str:
+    """The ``raw_output`` of a forward-path row: what was read, one line, e.g.
+    ``forward pass after prefix 'Rating: ': greedy 7 (p 0.62), expected 6.81, outside 0.031``."""
+    p = dist["probs"].get(chosen, 0.0)
+    how = "greedy" if dist.get("greedy") == chosen else "argmax (greedy decoding leaves the scale)"
+    parts = [f"forward pass after prefix {dist.get('prefix', '')!r}: {how} {chosen} (p {p:.3g})"]
+    if not pairwise:
+        parts.append(f"expected {expected(dist):.4g}")
+    else:
+        parts.append(f"P(a) {preference(dist):.3g}")
+    parts.append(f"outside {dist['outside']:.3g}")
+    return ", ".join(parts)
+
+
+def swap(dist: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """A pairwise distribution with sides a and b swapped (the same judgment of (b, a))."""
+    if dist is None:
+        return None
+    probs = dist.get("probs") or {}
+    return {**dist, "probs": {{"a": "b", "b": "a"}.get(k, k): v for k, v in probs.items()}}
+
+
+DIST_KEYS = frozenset({"probs", "outside", "source", "k", "prefix", "greedy"})
+
+
+def check(value: Any, *, pairwise: bool, scale: Optional[tuple[float, float]] = None) -> Optional[str]:
+    """Why ``value`` is not a valid stored distribution (None when it is): a JSON object with
+    the keys of the module doc only; ``probs`` an object of probabilities in [0, 1] summing to
+    1 (within 1e-6) over scale integers (pointwise, ``scale`` = (min, max)) or a/b/tie
+    (pairwise); ``outside`` a probability or null; ``source``/``prefix``/``greedy`` text or
+    null; ``k`` a non-negative integer or null."""
+    if not isinstance(value, dict):
+        return f"must be a JSON object, got {type(value).__name__}"
+    unknown = sorted(set(value) - DIST_KEYS)
+    if unknown:
+        return f"has unknown key(s) {', '.join(map(repr, unknown))} (known: {', '.join(sorted(DIST_KEYS))})"
+    probs = value.get("probs")
+    if not isinstance(probs, dict) or not probs:
+        return "needs 'probs', a non-empty JSON object"
+    allowed = set(PAIRWISE_KEYS) if pairwise else None
+    if not pairwise and scale is not None:
+        try:
+            allowed = {str(v) for v in scale_values(*scale)}
+        except ValueError as exc:
+            return str(exc)
+    for k, p in probs.items():
+        if allowed is not None and k not in allowed:
+            what = "a, b, tie" if pairwise else f"the integers of the scale {scale[0]:g}-{scale[1]:g}"  # type: ignore[index]
+            return f"'probs' key {k!r} is not a verdict ({what})"
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0.0 <= p <= 1.0):
+            return f"'probs' value of {k!r} must be a probability in [0, 1], got {p!r}"
+    if abs(sum(probs.values()) - 1.0) > SUM_TOLERANCE:
+        return f"'probs' must sum to 1, sums to {sum(probs.values())!r}"
+    out = value.get("outside")
+    if out is not None and (isinstance(out, bool) or not isinstance(out, (int, float)) or not 0.0 <= out <= 1.0):
+        return f"'outside' must be a probability in [0, 1] or null, got {out!r}"
+    for key in ("source", "prefix", "greedy"):
+        v = value.get(key)
+        if v is not None and not isinstance(v, str):
+            return f"{key!r} must be text or null, got {v!r}"
+        if isinstance(v, str) and (len(v) > 200 or "\x00" in v):
+            return f"{key!r} must be at most 200 characters without NUL"
+    k = value.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < 2**31):
+        return f"'k' must be a non-negative integer or null, got {k!r}"
+    return None
