@@ -985,6 +985,53 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
         click.echo(f"wrote {n} {kind} rows to {file}")
 
 
+# ---------------------------------------------------------------- serve
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="ADDRESS",
+              help="Address to listen on; one that is not a loopback address needs --token.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--token", envvar="JUDGECAL_SERVE_TOKEN", default=None, metavar="TOKEN",
+              help="Require this token on every request (?token=, Authorization: Bearer, or the cookie set after the "
+                   "first good one); env JUDGECAL_SERVE_TOKEN. At least 16 characters.")
+@pass_ctx
+def serve(ctx: Ctx, host: str, port: int, token: str | None) -> None:
+    """A read-only web view of the database: overview, score and win-rate leaderboards,
+    calibrations, the judge audit, ratings and multiple-choice runs (docs/serve.md).
+
+    The database is opened read-only (SQLite mode=ro, PostgreSQL read-only transactions);
+    every page shows what the CLI shows, from the same functions. Ctrl-C stops it.
+
+    \b
+    Examples:
+      judgecal serve                      # http://127.0.0.1:8765/
+      JUDGECAL_SERVE_TOKEN=$(openssl rand -hex 16) judgecal serve --host 0.0.0.0 --port 8080"""
+    if token is not None and len(token) < 16:
+        raise click.BadParameter("must be at least 16 characters (e.g. `openssl rand -hex 16`)", param_hint="--token")
+    if not _loopback(host) and token is None:
+        raise click.UsageError(f"--host {host} is not a loopback address: anyone who can reach it could read the "
+                               "database; give --token (or JUDGECAL_SERVE_TOKEN), or serve on 127.0.0.1")
+    import uvicorn
+
+    from judgecal.web import create_app
+
+    app = create_app(ctx.url, token=token)
+    shown = f"[{host}]" if ":" in host else host
+    err.print(f"judgecal serve: http://{shown}:{port}/ (read-only: {app.state.database_shown}"
+              + ("; token required" if token else "") + "); Ctrl-C stops it", markup=False, highlight=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+
+
 # ---------------------------------------------------------------- entry point
 def _commits() -> int:
     """Imports this process has committed (judgecal.views.importing.commits; 0 while not loaded)."""

@@ -241,3 +241,24 @@ def pair_details(s: Session, judge_id: int, pairs: list[tuple[int, int]]) -> dic
             out["verdicts"].setdefault((a, b), {})[pos] = {"status": status, "verdict": verdict, "preference": pref,
                                                           "raw_output": raw, "error": error}
     return out
+
+
+def baseline_models(s: Session) -> list[dict]:
+    """[{task_family, judge_id, judge (label), judge_ref, model, verdicts}]: the models whose
+    answers hold the baseline side of a judge's pairwise verdicts (``baseline_side``), per
+    family and judge, by family, judge label, then model."""
+    PJ = m.PairwiseJudgment
+    out: dict[tuple[str, int, str], int] = {}
+    for side, col in (("a", PJ.response_a_id), ("b", PJ.response_b_id)):
+        R = aliased(m.Response)
+        q = (select(m.TaskFamily.name, PJ.judge_id, R.model, func.count())
+             .select_from(PJ).join(R, R.id == col).join(m.Item, m.Item.id == R.item_id)
+             .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+             .where(PJ.baseline_side == side).group_by(m.TaskFamily.name, PJ.judge_id, R.model))
+        for fam, jid, model, n in s.execute(q):
+            out[(fam, jid, model)] = out.get((fam, jid, model), 0) + n
+    label = judge_labels(s)
+    names = {jid: name for jid, name in s.execute(select(m.Judge.id, m.Judge.name))}
+    rows = [{"task_family": f, "judge_id": jid, "judge": label[jid], "judge_ref": judge_ref(label, names, jid),
+             "model": mo, "verdicts": n} for (f, jid, mo), n in out.items()]
+    return sorted(rows, key=lambda r: (r["task_family"], r["judge"], r["model"]))

@@ -41,12 +41,7 @@ def overview(url: str | None = None) -> dict:
         models, n_models = browse.models(s)
         counts = browse.status_counts(s)
         n_mc = browse.mc_run_count(s)
-        label = {j["id"]: j["label"] for j in judges}
-        fam_judges = {}
-        for fam in families:
-            fid = q.family_id(s, fam["task_family"])
-            fam_judges[fam["task_family"]] = [{"ref": ref_of[j.id], "label": label[j.id], "kind": kind}
-                                              for j, kind in judges_in_family(s, fid)]
+        fam_judges = _family_judges(s, judges)
     engine.dispose()
     chosen = load_calibrations(None, None, "latest", url)
     fresh = staleness(chosen, url)
@@ -64,6 +59,26 @@ def overview(url: str | None = None) -> dict:
                        "stale": fresh[row.id]})
     return {"families": families, "family_judges": fam_judges, "judges": judges, "models": models,
             "n_models": n_models, "status_counts": counts, "mc_runs": n_mc, "calibrations": cals}
+
+
+def _family_judges(s, judges: list[dict]) -> dict[str, list[dict]]:
+    ref_of = {j["id"]: j["ref"] for j in judges}
+    label = {j["id"]: j["label"] for j in judges}
+    out = {}
+    for name in browse.family_names(s):
+        out[name] = [{"ref": ref_of[j.id], "label": label[j.id], "kind": kind}
+                     for j, kind in judges_in_family(s, q.family_id(s, name))]
+    return out
+
+
+def family_judges(url: str | None = None) -> dict[str, list[dict]]:
+    """{family: [{"ref", "label", "kind": "pointwise" | "pairwise"}]}: the judges with ratings or
+    pairwise verdicts on each family's answers (:func:`judgecal.db.positions.judges_in_family`)."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = _family_judges(s, browse.judges(s))
+    engine.dispose()
+    return out
 
 
 def calibrations(url: str | None = None) -> list[dict]:
@@ -133,3 +148,12 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
     if page > pages:
         raise UsageError(f"page {page} is past the last page ({pages}) of {total} ratings")
     return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page}
+
+
+def baselines(url: str | None = None) -> list[dict]:
+    """The models that win rates can be read against: :func:`judgecal.db.browse.baseline_models`."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = browse.baseline_models(s)
+    engine.dispose()
+    return out

@@ -1,0 +1,621 @@
+"""The web app of ``judgecal serve`` (docs/serve.md): routes and templates only.
+
+Each page parses its query string (an unknown parameter, a malformed value or a value out of
+range is a 400 page with one line), calls the view function the CLI calls for the same thing
+(:func:`judgecal.views.leaderboard.build_leaderboard`, :func:`judgecal.views.winrates.build_winrate_board`,
+:func:`judgecal.views.reporting.make_report`, :mod:`judgecal.views.mc`, :mod:`judgecal.views.browse`,
+:mod:`judgecal.views.audit`) and renders the result with a Jinja2 template (autoescaping on:
+every name, answer and judge output is text). ``?format=json`` on the leaderboard, win-rate,
+calibration and mc pages returns what the CLI's ``--format json`` prints.
+
+Safe to leave running: the database is opened read-only by the database itself
+(:func:`judgecal.db.engine.read_only_url`), only GET and HEAD are routed, every response forbids
+scripts (Content-Security-Policy ``script-src 'none'``; the pages have none), and with a token
+every request must carry it (``?token=``, ``Authorization: Bearer``, or the cookie set after the
+first request with a good token)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import json
+import math
+from functools import wraps
+from pathlib import Path
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from judgecal import __version__
+from judgecal.errors import DatabaseError, JudgecalError, NotFoundError
+from judgecal.secrets import scrub
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "judgecal_token"
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; "
+       "frame-ancestors 'none'")
+SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+                    (b"cache-control", b"no-store")]
+MAX_BOOTSTRAP = 100000
+
+
+class BadRequest(Exception):
+    """A query parameter that cannot be used (a 400 page with this one-line message)."""
+
+
+# ---------------------------------------------------------------- query parameters
+class Params:
+    """A page's query parameters: each read once, typed and checked; names the page does not
+    read are refused (:meth:`check_unknown`)."""
+
+    def __init__(self, request: Request, allowed: tuple[str, ...]):
+        self.q = request.query_params
+        self.allowed = set(allowed) | {"token"}
+        self.check_unknown()
+
+    def check_unknown(self) -> None:
+        unknown = sorted(set(self.q.keys()) - self.allowed)
+        if unknown:
+            takes = ", ".join(sorted(self.allowed - {"token"})) or "no parameters"
+            raise BadRequest(f"unknown query parameter {unknown[0]!r} (this page takes: {takes})")
+
+    def text(self, name: str, default: str | None = None, max_len: int = 500) -> str | None:
+        vals = self.q.getlist(name)
+        if len(vals) > 1:
+            raise BadRequest(f"{name} is given {len(vals)} times: give it once")
+        v = vals[0].strip() if vals else ""
+        if not v:
+            return default
+        return self._check(name, v, max_len)
+
+    def texts(self, name: str, max_n: int = 20, max_len: int = 500) -> list[str]:
+        vals = [v.strip() for v in self.q.getlist(name) if v.strip()]
+        if len(vals) > max_n:
+            raise BadRequest(f"{name} is given {len(vals)} times: at most {max_n}")
+        return list(dict.fromkeys(self._check(name, v, max_len) for v in vals))
+
+    @staticmethod
+    def _check(name: str, v: str, max_len: int) -> str:
+        if len(v) > max_len:
+            raise BadRequest(f"{name} is {len(v)} characters long: at most {max_len}")
+        if any(ord(c) < 32 for c in v):
+            raise BadRequest(f"{name} holds a control character")
+        return v
+
+    def integer(self, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None) -> int | None:
+        v = self.text(name, max_len=20)
+        if v is None:
+            return default
+        try:
+            n = int(v)
+        except ValueError:
+            raise BadRequest(f"{name} must be an integer, got {v!r}") from None
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise BadRequest(f"{name} must be {_range(lo, hi)}, got {n}")
+        return n
+
+    def number(self, name: str, default: float | None = None, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False) -> float | None:
+        v = self.text(name, max_len=40)
+        if v is None:
+            return default
+        try:
+            x = float(v)
+        except ValueError:
+            raise BadRequest(f"{name} must be a number, got {v!r}") from None
+        if not math.isfinite(x) or (lo is not None and (x < lo or (lo_open and x == lo))) or (hi is not None and x > hi):
+            raise BadRequest(f"{name} must be a finite number{' ' + _range(lo, hi) if lo is not None or hi is not None else ''}"
+                             f", got {v!r}")
+        return x
+
+    def choice(self, name: str, options, default: str | None = None) -> str | None:
+        v = self.text(name)
+        if v is None:
+            return default
+        if v not in options:
+            raise BadRequest(f"{name} must be one of {', '.join(options)}, got {v!r}")
+        return v
+
+    def date(self, name: str) -> dt.date | None:
+        v = self.text(name, max_len=10)
+        if v is None:
+            return None
+        try:
+            return dt.date.fromisoformat(v)
+        except ValueError:
+            raise BadRequest(f"{name} must be a date as YYYY-MM-DD, got {v!r}") from None
+
+    def flag(self, name: str) -> bool:
+        v = self.text(name, max_len=5)
+        if v is None:
+            return False
+        if v.lower() in ("1", "true", "yes", "on"):
+            return True
+        if v.lower() in ("0", "false", "no", "off"):
+            return False
+        raise BadRequest(f"{name} must be 1 or 0, got {v!r}")
+
+    def fmt(self) -> str:
+        return self.choice("format", ("html", "json"), "html")
+
+
+def _range(lo, hi) -> str:
+    if lo is not None and hi is not None:
+        return f"between {lo} and {hi}"
+    return f"at least {lo}" if lo is not None else f"at most {hi}"
+
+
+# ---------------------------------------------------------------- rendering
+def _environment():
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(loader=PackageLoader("judgecal.web", "templates"), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(link=link, version=__version__, fmt=fmt, pct=pct)
+    return env
+
+
+def link(path: str, **params) -> str:
+    """``path?query`` from the parameters that are set (lists repeat the name)."""
+    items = []
+    for k, v in params.items():
+        if v is None or v == "" or v is False or v == []:
+            continue
+        if isinstance(v, (list, tuple)):
+            items += [(k, str(x)) for x in v]
+        else:
+            items.append((k, "1" if v is True else str(v)))
+    return path + ("?" + urlencode(items) if items else "")
+
+
+def fmt(x, digits: int = 3) -> str:
+    """A figure for a table cell: '-' for None or non-finite, else ``digits`` decimals (integers
+    as they are)."""
+    if x is None or isinstance(x, bool):
+        return "-" if x is None else str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}f}" if math.isfinite(x) else "-"
+    return str(x)
+
+
+def pct(x) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def json_text(data) -> str:
+    """Strict JSON as ``judgecal ... --format json`` prints it (NaN and infinities as null)."""
+    def safe(v):
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k: safe(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [safe(x) for x in v]
+        return v
+
+    return json.dumps(safe(data), indent=2, default=str, ensure_ascii=False, allow_nan=False)
+
+
+class App:
+    """The pages. ``url``: the read-only database URL; ``shown``: the URL as pages show it
+    (password masked)."""
+
+    def __init__(self, url: str, shown: str):
+        self.url, self.shown = url, shown
+        self.env = _environment()
+
+    def render(self, template: str, status_code: int = 200, **ctx) -> HTMLResponse:
+        html = self.env.get_template(template).render(database=self.shown, **ctx)
+        return HTMLResponse(html, status_code=status_code)
+
+    def error(self, status: int, message: str) -> HTMLResponse:
+        titles = {400: "Bad request", 401: "Token required", 403: "Refused", 404: "Not found",
+                  405: "Method not allowed", 500: "Error", 503: "Database unavailable"}
+        return self.render("error.html.j2", status_code=status, title=titles.get(status, "Error"), status=status, nav="",
+                           message=scrub(message.splitlines()[0] if message else titles.get(status, "error")))
+
+    # every page: errors become a page with one line, never a traceback
+    def page(self, fn):
+        @wraps(fn)
+        def endpoint(request: Request):
+            try:
+                return fn(request)
+            except BadRequest as exc:
+                return self.error(400, str(exc))
+            except NotFoundError as exc:
+                return self.error(404, str(exc))
+            except DatabaseError as exc:
+                return self.error(503, str(exc))
+            except JudgecalError as exc:
+                return self.error(400, str(exc))
+            except Exception as exc:  # noqa: BLE001 - never a traceback for users
+                return self.error(*_unexpected(exc))
+        return endpoint
+
+    def json(self, data) -> Response:
+        return Response(json_text(data) + "\n", media_type="application/json")
+
+    # ------------------------------------------------------------ pages
+    def overview(self, request: Request):
+        Params(request, ())
+        from judgecal.views.browse import overview
+
+        return self.render("overview.html.j2", title="Overview", nav="overview", o=overview(self.url))
+
+    def leaderboard(self, request: Request):
+        from judgecal.report.board import COLUMNS, _cell, left_out_lines
+        from judgecal.report.svg import interval_chart
+        from judgecal.views.leaderboard import DEFAULTS, build_leaderboard
+
+        p = Params(request, ("family", "judge", "calibration", "calibration_from", "bootstrap", "seed", "min_ratings",
+                             "max_unparsed", "mc_reference", "sort", "format"))
+        families = p.texts("family")
+        judge = p.text("judge")
+        calibration = p.text("calibration", "latest", max_len=20)
+        if calibration != "latest" and not calibration.isdigit():
+            raise BadRequest(f"calibration must be a calibration id or 'latest', got {calibration!r}")
+        cal_from = p.text("calibration_from")
+        n_boot = p.integer("bootstrap", DEFAULTS["n_bootstrap"], 0, MAX_BOOTSTRAP)
+        seed = p.integer("seed", DEFAULTS["seed"], -(2**31), 2**31 - 1)
+        min_ratings = p.integer("min_ratings", DEFAULTS["min_ratings"], 0)
+        max_unparsed = p.number("max_unparsed", DEFAULTS["max_unparsed"], 0.0, 1.0)
+        mc_ref = p.integer("mc_reference", None, 1, 2**31 - 1)
+        keys = [k for _, k in COLUMNS if k not in ("flags", "flag_codes")]
+        sort = p.choice("sort", keys + [f"-{k}" for k in keys], None)
+        fmt_ = p.fmt()
+        if judge is None and calibration == "latest":
+            from judgecal.views.browse import choices
+
+            rated = [j for j in choices(self.url)["judges"] if j["ratings"]]
+            if len(rated) > 1:
+                return self.render("choose.html.j2", title="Score leaderboard", nav="leaderboard",
+                                   heading="Score leaderboard: choose a judge",
+                                   options=[(j["label"], link("/leaderboard", judge=j["ref"], family=families))
+                                            for j in rated])
+        board = build_leaderboard(families, judge, calibration, self.url, min_ratings=min_ratings,
+                                  max_unparsed=max_unparsed, n_bootstrap=n_boot, seed=seed, mc_reference=mc_ref,
+                                  calibration_from=cal_from)
+        if fmt_ == "json":
+            return self.json(board)
+        rows = _sorted(board["rows"], sort)
+        chart = interval_chart(
+            [{"label": r["model"], "values": {"raw": (r["mean_raw"], r["mean_raw_ci"]),
+                                              "cal": (r["mean_calibrated"], r["mean_calibrated_ci"])}}
+             for r in rows if r["mean_raw"] is not None],
+            [("raw", "raw mean", "s-raw"), ("cal", "calibrated mean", "s-cal")],
+            title=f"mean judge score per model (judge {board['judge']}), 95% bootstrap CI", axis="mean judge score")
+        here = dict(family=families, judge=judge, calibration=None if calibration == "latest" else calibration,
+                    calibration_from=cal_from, bootstrap=None if n_boot == DEFAULTS["n_bootstrap"] else n_boot,
+                    seed=None if seed == DEFAULTS["seed"] else seed, mc_reference=mc_ref)
+        heads = [(label, key, link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None)
+                 for label, key in COLUMNS]
+        cells = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in rows]
+        return self.render("leaderboard.html.j2", title="Score leaderboard", nav="leaderboard", board=board,
+                           heads=heads, cells=cells, rows=rows, chart=chart, footer=left_out_lines(board), sort=sort,
+                           here=here, json_link=link("/leaderboard", **here, format="json"), n_bootstrap=n_boot)
+
+    def winrates(self, request: Request):
+        from judgecal.db.verdicts import LENGTH_UNITS
+        from judgecal.report.svg import interval_chart
+        from judgecal.report.winboard import COLUMNS, SPREAD_COLUMNS, _cell, footer_lines, title
+        from judgecal.views.winrates import REGULARISERS, SORT_COLUMNS, build_winrate_board
+
+        p = Params(request, ("baseline", "family", "judge", "bootstrap", "seed", "length_unit", "tokenizer",
+                             "short_floor", "lc_regulariser", "joint", "sort", "format"))
+        baseline = p.text("baseline")
+        family = p.text("family")
+        judge = p.text("judge")
+        n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
+        seed = p.integer("seed", 0, -(2**31), 2**31 - 1)
+        unit = p.choice("length_unit", LENGTH_UNITS, "chars")
+        tokenizer = p.text("tokenizer")
+        floor = p.number("short_floor", 0.25, 0.0, 1.0, lo_open=True)
+        reg = p.choice("lc_regulariser", REGULARISERS, "auto")
+        joint = p.flag("joint")
+        sort = p.choice("sort", SORT_COLUMNS, "length_controlled_winrate")
+        fmt_ = p.fmt()
+        if baseline is None:
+            from judgecal.views.browse import baselines
+
+            return self.render("choose.html.j2", title="Win rates", nav="winrates",
+                               heading="Win rates: choose a baseline",
+                               options=[(f"{b['model']} ({b['task_family']}, judge {b['judge']}, {b['verdicts']} verdicts)",
+                                         link("/winrates", baseline=b["model"], family=b["task_family"],
+                                              judge=b["judge_ref"]))
+                                        for b in baselines(self.url)])
+        board = build_winrate_board(baseline, [family] if family else [], judge, self.url, length_unit=unit,
+                                    tokenizer=tokenizer, n_bootstrap=n_boot, seed=seed, short_floor=floor,
+                                    lc_regulariser=reg, joint=joint, sort_by=sort)
+        if fmt_ == "json":
+            return self.json(board)
+        rows = board["rows"]
+        chart = interval_chart(
+            [{"label": r["model"], "values": {"raw": (r.get("win_rate"), r.get("win_rate_ci")),
+                                              "lc": (r.get("length_controlled_winrate"),
+                                                     r.get("length_controlled_winrate_ci")),
+                                              "cal": (r.get("calibrated_win_rate"), r.get("calibrated_win_rate_ci"))}}
+             for r in rows],
+            [("raw", "win rate", "s-raw"), ("lc", "length-controlled", "s-lc"), ("cal", "calibrated", "s-cal")],
+            title=f"win rate against {baseline} (%), 95% bootstrap CI", axis=f"win rate against {baseline} (%)")
+        here = dict(baseline=baseline, family=family, judge=judge, bootstrap=None if n_boot == 1000 else n_boot,
+                    seed=seed or None, length_unit=None if unit == "chars" else unit, tokenizer=tokenizer,
+                    short_floor=None if floor == 0.25 else floor, lc_regulariser=None if reg == "auto" else reg,
+                    joint=joint)
+        sortable = {"win_rate": "win_rate", "length_controlled_winrate": "length_controlled_winrate",
+                    "calibrated_win_rate": "calibrated_win_rate", "avg_length": "avg_length", "model": "model",
+                    "n_items": "n_total"}
+        heads = [(label, key, link("/winrates", **here, sort=sortable[key]) if key in sortable else None)
+                 for label, key in COLUMNS]
+        cells = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in rows]
+        spreads = [[_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS] for s in board["verbosity_spreads"]]
+        return self.render("winrates.html.j2", title="Win rates", nav="winrates", board=board, heads=heads, cells=cells,
+                           rows=rows, chart=chart, footer=footer_lines(board), caption=title(board), sort=sort,
+                           spread_heads=[c for c, _ in SPREAD_COLUMNS], spreads=spreads,
+                           json_link=link("/winrates", **here, sort=sort, format="json"))
+
+    def calibration(self, request: Request):
+        p = Params(request, ("family", "judge", "calibration", "bootstrap", "seed", "plots", "format"))
+        family, judge = p.text("family"), p.text("judge")
+        cal = p.text("calibration", max_len=20)
+        if cal is not None and not cal.isdigit():
+            raise BadRequest(f"calibration must be a calibration id, got {cal!r}")
+        n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
+        seed = p.integer("seed", 0, -(2**31), 2**31 - 1)
+        plots = p.text("plots") is None or p.flag("plots")
+        fmt_ = p.fmt()
+        if family is None and judge is None and cal is None:
+            from judgecal.views.browse import calibrations
+
+            return self.render("calibrations.html.j2", title="Calibrations", nav="calibration",
+                               fits=calibrations(self.url))
+        if cal is None and (family is None or judge is None):
+            raise BadRequest("give family and judge (the newest calibration of the pair), or calibration=ID")
+        from judgecal.report.build import entry_facts, entry_title, flag_lines, method_table
+        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
+        from judgecal.views.reporting import make_report
+
+        rep, entries, _ = make_report([family] if family else [], judge, [cal] if cal else ["latest"], self.url,
+                                      None, (), plots=False, n_bootstrap=n_boot, seed=seed)
+        if fmt_ == "json":
+            return self.json(rep)
+        source = {(e["task_family"], e["judge"], e.get("calibration_id")): e for e in entries}
+        shown = []
+        for e in rep["entries"]:
+            ev = (source.get((e["task_family"], e["judge"], e.get("calibration_id"))) or {}).get("evaluation") or {}
+            scatter = hist = None
+            if plots:
+                from judgecal.report.plots import plot_score_distributions, plot_score_vs_length
+
+                scatter = _png(plot_score_vs_length(ev, title=entry_title(e), length_unit=e.get("length_unit")))
+                hist = _png(plot_score_distributions(ev, title=entry_title(e)))
+            cols, rows = method_table(e)
+            shown.append({"e": e, "title": entry_title(e), "facts": entry_facts(e), "cols": cols, "rows": rows,
+                          "flags": flag_lines(e), "scatter": scatter, "hist": hist})
+        return self.render("calibration.html.j2", title="Calibration", nav="calibration", entries=shown, report=rep,
+                           family=family, judge=judge, pw_cols=PW_COLUMNS, pw_rows=pw_rows(rep.get("pairwise_judges") or []),
+                           json_link=link("/calibration", family=family, judge=judge, calibration=cal,
+                                          bootstrap=None if n_boot == 1000 else n_boot, seed=seed or None,
+                                          format="json"))
+
+    def audit(self, request: Request):
+        from judgecal.views.audit import FILTER_TEXT, FILTERS, PER_PAGE, judge_audit
+
+        p = Params(request, ("family", "judge", "filter", "page", "per_page", "calibration"))
+        family, judge = p.text("family"), p.text("judge")
+        flt = p.choice("filter", FILTERS, "all")
+        page = p.integer("page", 1, 1, 10**9)
+        from judgecal.db.browse import MAX_PAGE
+
+        per_page = p.integer("per_page", PER_PAGE, 1, MAX_PAGE)
+        cal = p.text("calibration", "latest", max_len=20)
+        if cal not in ("latest", "none") and not cal.isdigit():
+            raise BadRequest(f"calibration must be an id, 'latest' or 'none', got {cal!r}")
+        if family is None or judge is None:
+            from judgecal.views.browse import family_judges
+
+            return self.render("choose.html.j2", title="Judge audit", nav="audit",
+                               heading="Judge audit: choose a task family and a judge",
+                               options=[(f"{fam} · {j['label']} ({j['kind']})", link("/audit", family=fam, judge=j["ref"]))
+                                        for fam, js in family_judges(self.url).items() for j in js])
+        a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal)
+        here = dict(family=family, judge=judge, calibration=None if cal == "latest" else cal,
+                    per_page=None if per_page == PER_PAGE else per_page)
+        return self.render("audit.html.j2", title=f"Audit: {family} · {a['judge']}", nav="audit", a=a, here=here,
+                           filters=[(f, FILTER_TEXT[f], link("/audit", **here, filter=None if f == "all" else f))
+                                    for f in FILTERS],
+                           prev=link("/audit", **here, filter=None if flt == "all" else flt, page=page - 1)
+                           if page > 1 else None,
+                           next=link("/audit", **here, filter=None if flt == "all" else flt, page=page + 1)
+                           if page < a["pages"] else None)
+
+    def ratings(self, request: Request):
+        from judgecal.db.browse import MAX_PAGE
+        from judgecal.db.models import RATING_STATUSES
+        from judgecal.views.browse import RATINGS_PER_PAGE, choices, ratings
+
+        p = Params(request, ("family", "judge", "model", "status", "score_min", "score_max", "since", "until", "page",
+                             "per_page"))
+        f = dict(family=p.text("family"), judge=p.text("judge"), model=p.text("model"),
+                 status=p.choice("status", RATING_STATUSES, None), score_min=p.number("score_min"),
+                 score_max=p.number("score_max"), since=p.date("since"), until=p.date("until"))
+        page = p.integer("page", 1, 1, 10**9)
+        per_page = p.integer("per_page", RATINGS_PER_PAGE, 1, MAX_PAGE)
+        r = ratings(self.url, **f, page=page, per_page=per_page)
+        here = {**f, "per_page": None if per_page == RATINGS_PER_PAGE else per_page}
+        return self.render("ratings.html.j2", title="Ratings", nav="ratings", r=r, f=f, c=choices(self.url),
+                           prev=link("/ratings", **here, page=page - 1) if page > 1 else None,
+                           next=link("/ratings", **here, page=page + 1) if page < r["pages"] else None)
+
+    def mc(self, request: Request):
+        from judgecal.report.mc_tables import run_setup
+        from judgecal.views import mc
+
+        p = Params(request, ("model", "format"))
+        model = p.text("model")
+        fmt_ = p.fmt()
+        runs = mc.list_runs(self.url, model=model)
+        if fmt_ == "json":
+            return self.json(runs)
+        for r in runs:
+            r.setdefault("setup", run_setup(r.get("settings") or {}))
+        return self.render("mc.html.j2", title="Multiple-choice runs", nav="mc", runs=runs, model=model)
+
+    def mc_compare(self, request: Request):
+        from judgecal.views import mc
+
+        p = Params(request, ("a", "b", "format"))
+        a, b = p.integer("a", None, 1, 2**31 - 1), p.integer("b", None, 1, 2**31 - 1)
+        fmt_ = p.fmt()
+        if a is None or b is None:
+            raise BadRequest("give both runs: /mc/compare?a=RUN_ID&b=RUN_ID (see /mc)")
+        cmp = mc.compare(a, b, self.url)
+        if fmt_ == "json":
+            return self.json(cmp)
+        return self.render("mc_compare.html.j2", title=f"Compare runs {a} and {b}", nav="mc", cmp=cmp, a=a, b=b)
+
+
+def _png(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _toggle(sort: str | None, key: str) -> str:
+    """The sort a column header links to: by ``key``, reversed when already sorted by it."""
+    return f"-{key}" if sort == key else key
+
+
+def _sorted(rows: list[dict], sort: str | None) -> list[dict]:
+    """Rows ordered by one column (``-key``: descending), rows without a value last; the board's
+    own order otherwise."""
+    if not sort:
+        return rows
+    key, desc = sort.lstrip("-"), sort.startswith("-")
+    have = [r for r in rows if r.get(key) is not None]
+    none = [r for r in rows if r.get(key) is None]
+    val = (lambda r: tuple(r[key])) if any(isinstance(r.get(key), list) for r in have) else (lambda r: r[key])
+    return sorted(have, key=val, reverse=desc) + none
+
+
+def _unexpected(exc: Exception) -> tuple[int, str]:
+    """(status, one line) of an error no page expected: a write refused by the read-only
+    database (403), another database error (503), anything else (500)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    first = text[0] if text else exc.__class__.__name__
+    if isinstance(exc, SQLAlchemyError):
+        if "readonly" in first or "read-only" in first:
+            return 403, ("this page needs to write to the database (for example token lengths not stored yet: "
+                         "run `judgecal lengths --tokenizer NAME`), and the web view is read-only: " + first)
+        return 503, f"database error: {first}"
+    return 500, f"unexpected {exc.__class__.__name__}: {first}"
+
+
+# ---------------------------------------------------------------- token, headers
+def _token_digest(token: str) -> str:
+    return hashlib.sha256(("judgecal-serve:" + token).encode()).hexdigest()
+
+
+class Guard:
+    """ASGI middleware: security headers on every response; with a token, every request must
+    carry it (``?token=``, ``Authorization: Bearer TOKEN``, or the cookie set after a request
+    with a good ``?token=``), else 401."""
+
+    def __init__(self, app, token: str | None, pages: App):
+        self.app, self.token, self.pages = app, token, pages
+        self.digest = _token_digest(token) if token else None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        set_cookie = False
+        if self.token is not None:
+            request = Request(scope)
+            given = request.query_params.get("token")
+            auth = request.headers.get("authorization", "")
+            ok = False
+            if given is not None:
+                ok = hmac.compare_digest(given.encode(), self.token.encode())
+                set_cookie = ok
+            elif auth.lower().startswith("bearer "):
+                ok = hmac.compare_digest(auth[7:].strip().encode(), self.token.encode())
+            elif request.cookies.get(COOKIE):
+                ok = hmac.compare_digest(request.cookies[COOKIE].encode(), self.digest.encode())
+            if not ok:
+                response = self.pages.error(401, "this judgecal serve needs its token: open the address with "
+                                                 "?token=TOKEN (or send Authorization: Bearer TOKEN)")
+                response.headers["www-authenticate"] = "Bearer"
+                return await self._headers(response, False)(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(SECURITY_HEADERS)]
+                headers += SECURITY_HEADERS
+                if set_cookie:
+                    headers.append((b"set-cookie", f"{COOKIE}={self.digest}; Path=/; HttpOnly; SameSite=Strict".encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return await self.app(scope, receive, send_with_headers)
+
+    @staticmethod
+    def _headers(response: Response, _cookie: bool) -> Response:
+        for k, v in SECURITY_HEADERS:
+            response.headers[k.decode()] = v.decode()
+        return response
+
+
+def create_app(url: str | None = None, *, token: str | None = None) -> Starlette:
+    """The web app over the database at ``url`` (default: judgecal's default database), opened
+    read-only (:func:`judgecal.db.engine.read_only_url`). ``token``: required on every request
+    when given. The database is checked once here: unreachable, not a judgecal database or
+    behind its migrations is a :class:`judgecal.errors.DatabaseError` (one line)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from judgecal import config
+    from judgecal.db.engine import get_engine, mask_url, read_only_url
+
+    original = url or config.default_database_url()
+    ro = read_only_url(original)
+    try:
+        get_engine(ro).dispose()
+    except SQLAlchemyError as exc:  # an empty file: get_engine's first-use migration cannot write
+        raise DatabaseError(f"cannot serve {mask_url(original)}: not a judgecal database (create it with "
+                            f"`judgecal db upgrade`): {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
+    pages = App(ro, mask_url(original))
+
+    async def not_found(request: Request, exc: HTTPException):
+        if exc.status_code == 405:
+            response = pages.error(405, f"{request.method} is not allowed: this web view is read-only (GET and HEAD only)")
+            response.headers["allow"] = "GET, HEAD"
+            return response
+        return pages.error(exc.status_code, "no such page (see the overview at /)" if exc.status_code == 404
+                           else str(exc.detail))
+
+    get = ["GET", "HEAD"]
+    routes = [
+        Route("/", pages.page(pages.overview), methods=get),
+        Route("/leaderboard", pages.page(pages.leaderboard), methods=get),
+        Route("/winrates", pages.page(pages.winrates), methods=get),
+        Route("/calibration", pages.page(pages.calibration), methods=get),
+        Route("/audit", pages.page(pages.audit), methods=get),
+        Route("/ratings", pages.page(pages.ratings), methods=get),
+        Route("/mc", pages.page(pages.mc), methods=get),
+        Route("/mc/compare", pages.page(pages.mc_compare), methods=get),
+        Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found},
+                    middleware=[Middleware(Guard, token=token, pages=pages)])
+    app.state.database_url = ro
+    app.state.database_shown = pages.shown
+    return app
