@@ -74,9 +74,10 @@ def store_mc_runs(url: str) -> list[int]:
     return ids
 
 
-def fill(url: str, data_dir: Path, work: Path, *, fit_nested: bool = True) -> dict:
-    """Import everything into the (migrated or empty) database at ``url``; returns what the
-    tests need to know (calibration id, mc run ids)."""
+def fill(url: str, data_dir: Path, work: Path, *, fit_nested: bool = True, alpaca: bool = True) -> dict:
+    """Import everything into the (migrated or empty) database at ``url`` (``alpaca``: the
+    AlpacaEval annotations too; ``fit_nested``: the fit's nested selection); returns what the
+    tests need to know (calibration id, the fit, mc run ids)."""
     from judgecal.db import engine as eng
     from judgecal.db import migrate
     from judgecal.views import fitting, importing
@@ -85,8 +86,9 @@ def fill(url: str, data_dir: Path, work: Path, *, fit_nested: bool = True) -> di
     migrate.upgrade(e, "head")
     e.dispose()
     importing.import_llmbar(data_dir / "llmbar" / "Natural", None, url)
-    res = data_dir / "alpaca_eval" / "results"
-    importing.import_alpaca_eval([res / name for name in ALPACA_MODELS], [], None, url)
+    if alpaca:
+        res = data_dir / "alpaca_eval" / "results"
+        importing.import_alpaca_eval([res / name for name in ALPACA_MODELS], [], None, url)
     work.mkdir(parents=True, exist_ok=True)
     for kind, recs in hostile_records().items():
         path = work / f"hostile_{kind}.jsonl"

@@ -83,7 +83,7 @@ def test_every_page_answers(client, path):
     assert r.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in r.headers["content-security-policy"]
     assert r.headers["x-content-type-options"] == "nosniff" and r.headers["referrer-policy"] == "no-referrer"
-    assert "Traceback" not in r.text and "<script" not in r.text
+    assert "Traceback" not in r.text and "<script" not in r.text and "built-in method" not in r.text
     head = client.head(path)
     assert head.status_code == 200 and head.text == ""
 
@@ -93,6 +93,9 @@ def test_overview_shows_the_database(client, demo):
     assert "llmbar/Natural" in html and "alpaca_eval" in html and "weighted_alpaca_eval_gpt4_turbo" in html
     assert f"#{demo['calibration']}" in html and "keep raw" in html and "fresh" in html
     assert "ok 405" in html and "unparsed 1" in html  # LLMBar Natural's 400 ratings and the hostile family's 6
+    row = html.split('id="families"', 1)[1].split("<td>llmbar/Natural</td>", 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num">100</td><td class="num">200</td>' in row and "pairwise 100" in row  # items, responses, labels
+    assert "GPT-4: <span" in row and ">ok 200<" in row
     assert demo["url"].split("///")[1] in html and "read-only" in html
 
 
@@ -416,11 +419,11 @@ def test_overview_and_audit_on_postgresql(pg_url, data_dir, tmp_path):
 
     from judgecal.db.engine import get_engine
 
-    info = sd.fill(pg_url, data_dir, tmp_path / "files", fit_nested=False)
+    info = sd.fill(pg_url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
     c = TestClient(create_app(pg_url))
     assert "default_transaction_read_only" in c.app.state.database_url
     html = c.get("/").text
-    assert "llmbar/Natural" in html and "alpaca_eval" in html and f"#{info['calibration']}" in html
+    assert "llmbar/Natural" in html and "hostile &lt;b&gt;family&lt;/b&gt;" in html and f"#{info['calibration']}" in html
     assert_inert(html)
     audit = c.get("/audit?family=llmbar/Natural&judge=GPT-4&per_page=100")
     assert audit.status_code == 200 and audit.text.count('<article class="pair">') == 100

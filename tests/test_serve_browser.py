@@ -1,0 +1,201 @@
+"""``judgecal serve`` in a real browser: the real server (``judgecal serve`` in a subprocess, with
+a token, on a free loopback port) driven by Debian's headless Chromium through Selenium and
+chromedriver. Every page loads with no SEVERE console entry (a failed request, a script error
+or a Content-Security-Policy violation would be one), a link and a filter work, the hostile
+page shows the injected text and runs none of it, and screenshots of every page are saved
+(``JUDGECAL_SCREENSHOTS`` or the test's tmp folder) for a person to look at."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+import serve_data as sd
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+TOKEN = "browser-test-token-0123456789abcdef"
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, data_dir):
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip(f"Chromium or chromedriver absent ({CHROMIUM}, {CHROMEDRIVER}: apt-get install chromium chromium-driver)")
+    pytest.importorskip("selenium")
+    demo = sd.demo_db(tmp_path_factory, data_dir)
+    port = _free_port()
+    log = tmp_path_factory.mktemp("serve_log") / "serve.log"
+    env = {**os.environ, "JUDGECAL_SERVE_TOKEN": TOKEN}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "judgecal", "--database-url", demo["url"], "serve", "--port",
+                                 str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                req = urllib.request.Request(base + "/static/style.css", headers={"Authorization": f"Bearer {TOKEN}"})
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"judgecal serve did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        yield {"base": base, "demo": demo, "log": log}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory, server):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    profile = tmp_path_factory.mktemp("chromium_profile")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,1000"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    out = os.environ.get("JUDGECAL_SCREENSHOTS")
+    folder = Path(out) if out else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _severe(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def _visit(driver, url: str, shots: Path, name: str) -> None:
+    driver.get(url)
+    assert driver.execute_script("return document.readyState") == "complete"
+    bad = _severe(driver)
+    assert not bad, (url, bad)
+    height = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 6000)")
+    driver.set_window_size(1400, max(700, int(height)))
+    driver.save_screenshot(str(shots / f"{name}.png"))
+    driver.set_window_size(1400, 1000)
+
+
+def q(**params) -> str:
+    return "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items())
+
+
+def test_every_page_in_chromium(server, browser, shots):
+    base, (a, b) = server["base"], server["demo"]["mc_runs"]
+    browser.get(f"{base}/?token={TOKEN}")  # the token once: the cookie carries it from here on
+    assert "Overview" in browser.title
+    pages = {
+        "overview": "/", "leaderboard": "/leaderboard?judge=GPT-4&bootstrap=200",
+        "winrates": f"/winrates?baseline={sd.BASELINE}&family=alpaca_eval&judge=weighted_alpaca_eval_gpt4_turbo&bootstrap=100",
+        "calibrations": "/calibration",
+        "calibration": "/calibration?family=llmbar/Natural&judge=GPT-4&bootstrap=50",
+        "audit": "/audit?family=llmbar/Natural&judge=GPT-4&filter=flips",
+        "audit_pairwise": "/audit?family=alpaca_eval&judge=weighted_alpaca_eval_gpt4_turbo&per_page=5",
+        "ratings": "/ratings?judge=GPT-4&score_min=8", "mc": "/mc", "mc_compare": f"/mc/compare?a={a}&b={b}",
+        "bad_request": "/ratings?status=maybe", "not_found": "/nowhere",
+    }
+    for name, path in pages.items():
+        if name in ("bad_request", "not_found"):
+            browser.get(base + path)  # a 4xx page: its own status is a console entry; the page itself must render
+            assert browser.find_element("css selector", "p.error-message").text
+            browser.get_log("browser")
+            browser.save_screenshot(str(shots / f"{name}.png"))
+            continue
+        _visit(browser, base + path, shots, name)
+        assert browser.find_element("css selector", "h1").text
+        if name in ("leaderboard", "winrates"):
+            assert browser.find_elements("css selector", "svg.chart")
+        if name == "calibration":
+            assert len(browser.find_elements("css selector", "div.plots img")) == 2
+            assert browser.execute_script("return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+    assert len(list(shots.glob("*.png"))) >= len(pages)
+
+
+def test_links_and_filters(server, browser, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base = server["base"]
+    browser.get(f"{base}/?token={TOKEN}")
+    # follow a link: the overview's audit link of GPT-4 on LLMBar Natural
+    link = browser.find_element(By.XPATH, "//a[contains(@href, '/audit?family=llmbar') and text()='GPT-4']")
+    link.click()
+    assert "/audit?" in browser.current_url and "Judge audit" in browser.find_element(By.TAG_NAME, "h1").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "article.pair")) == 25
+    # a filter tab
+    browser.find_element(By.XPATH, "//nav[@class='tabs']/a[starts-with(normalize-space(.), 'disagree')]").click()
+    assert "filter=disagree" in browser.current_url
+    n = int(browser.find_element(By.CSS_SELECTOR, "nav.tabs a.here .count").text)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "article.pair")) == min(n, 25) > 0
+    assert not _severe(browser)
+    # the ratings form: status unparsed
+    browser.get(f"{base}/ratings")
+    Select(browser.find_element(By.NAME, "status")).select_by_value("unparsed")
+    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    assert "status=unparsed" in browser.current_url
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.ratings tbody tr")
+    assert len(rows) == 1 and "unparsed" in rows[0].text
+    # a sortable column header of the score board
+    browser.get(f"{base}/leaderboard?judge=GPT-4&bootstrap=100")
+    browser.find_element(By.XPATH, "//th/a[starts-with(normalize-space(.), 'raw')]").click()
+    assert "sort=mean_raw" in browser.current_url
+    assert not _severe(browser)
+    browser.save_screenshot(str(shots / "leaderboard_sorted.png"))
+
+
+def test_hostile_page_shows_text_and_runs_nothing(server, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    base = server["base"]
+    browser.get(f"{base}/?token={TOKEN}")
+    for name, path in (("hostile_audit", f"/audit?{q(family=sd.HOSTILE_FAMILY, judge=sd.HOSTILE_JUDGE)}"),
+                       ("hostile_audit_pairwise", f"/audit?{q(family=sd.HOSTILE_FAMILY, judge=sd.HOSTILE_PAIR_JUDGE)}"),
+                       ("hostile_leaderboard", f"/leaderboard?{q(judge=sd.HOSTILE_JUDGE)}"),
+                       ("hostile_ratings", f"/ratings?{q(family=sd.HOSTILE_FAMILY)}")):
+        _visit(browser, base + path, shots, name)
+        assert browser.execute_script("return typeof window.__pwned") == "undefined", name
+        assert not browser.find_elements(By.CSS_SELECTOR, "main script, img[src='x']"), name
+        text = browser.find_element(By.TAG_NAME, "main").text
+        if "audit" in name:
+            assert "<script>window.__pwned=1</script>" in text
+            assert "hostile <b>family</b>" in browser.find_element(By.TAG_NAME, "h1").text
+        else:
+            assert sd.SCRIPT in text
