@@ -555,7 +555,9 @@ class Guard:
                 response = self.pages.error(401, "this judgecal serve needs its token: open the address with "
                                                  "?token=TOKEN (or send Authorization: Bearer TOKEN)")
                 response.headers["www-authenticate"] = "Bearer"
-                return await self._headers(response, False)(scope, receive, send)
+                for k, v in SECURITY_HEADERS:
+                    response.headers[k.decode()] = v.decode()
+                return await response(scope, receive, send)
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -567,12 +569,6 @@ class Guard:
             await send(message)
 
         return await self.app(scope, receive, send_with_headers)
-
-    @staticmethod
-    def _headers(response: Response, _cookie: bool) -> Response:
-        for k, v in SECURITY_HEADERS:
-            response.headers[k.decode()] = v.decode()
-        return response
 
 
 def create_app(url: str | None = None, *, token: str | None = None) -> Starlette:
@@ -593,6 +589,14 @@ def create_app(url: str | None = None, *, token: str | None = None) -> Starlette
         raise DatabaseError(f"cannot serve {mask_url(original)}: not a judgecal database (create it with "
                             f"`judgecal db upgrade`): {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     pages = App(ro, mask_url(original))
+    # the pages' view modules, imported now rather than by the first request (scipy, matplotlib: seconds)
+    import judgecal.report.plots  # noqa: F401
+    import judgecal.views.audit  # noqa: F401
+    import judgecal.views.browse  # noqa: F401
+    import judgecal.views.leaderboard  # noqa: F401
+    import judgecal.views.mc  # noqa: F401
+    import judgecal.views.reporting  # noqa: F401
+    import judgecal.views.winrates  # noqa: F401
 
     async def not_found(request: Request, exc: HTTPException):
         if exc.status_code == 405:
