@@ -522,11 +522,14 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
 @click.option("--length-position", is_flag=True,
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
                    "length calibration, against the experts; nested CV, about 2 s per judge and task family).")
+@click.option("--wide", is_flag=True, help="table: every summary column, whatever the terminal's width.")
 @pass_ctx
-def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position) -> None:
+def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position, wide) -> None:
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
     from judgecal.views import reporting
 
+    if wide and fmt != "table":
+        raise click.UsageError(f"--wide applies to --format table ({fmt} holds every column)")
     if fmt == "html" and out_dir is None:
         raise click.UsageError("--format html needs --out DIR")
     cal = list(calibrations) or ["latest"]
@@ -540,7 +543,7 @@ def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bo
     if fmt == "table":
         from judgecal.report.render_text import render_table
 
-        out.print(render_table(rep))
+        out.print(render_table(rep, out.width, wide=wide))
     elif fmt in ("json", "markdown"):
         click.echo(reporting.render(rep, entries, fmt), nl=False)
     for kind, path in written.items():
@@ -595,11 +598,15 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @click.option("--compare-column", default=None, metavar="NAME", help="Score column of --compare-to (default: 'score').")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "csv", "alpaca-eval"]), default="table",
               show_default=True, help="alpaca-eval (win-rate mode): AlpacaEval's leaderboard CSV columns, then judgecal's.")
+@click.option("--wide", is_flag=True, help="table, markdown: every column, whatever the terminal's width.")
+@click.option("--columns", default=None, metavar="NAMES",
+              help="table, markdown, csv: exactly these columns, comma-separated (headers or JSON keys, e.g. "
+                   "model,raw,calibrated,flags); an unknown name lists the choices.")
 @pass_ctx
 @click.pass_context
 def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed,
                 mc_reference, calibration_from, baseline, length_unit, tokenizer, short_floor, p_bounds, signed, lc_weights,
-                lc_regulariser, joint, sort_by, compare_to, compare_column, fmt) -> None:
+                lc_regulariser, joint, sort_by, compare_to, compare_column, fmt, wide, columns) -> None:
     """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags.
 
     With --baseline MODEL: win rates against MODEL from pairwise verdicts: raw (AlpacaEval's
@@ -610,6 +617,11 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     from click.core import ParameterSource
 
     given = {n for n in cctx.params if cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
+    if wide and fmt not in ("table", "markdown"):
+        raise click.UsageError(f"--wide applies to --format table and markdown ({fmt} holds every column)")
+    if columns is not None and fmt in ("json", "alpaca-eval"):
+        raise click.UsageError(f"--columns applies to --format table, markdown and csv, not {fmt}")
+    shape = {"wide": wide, "columns": columns}
     score_only = {"calibration", "min_ratings", "max_unparsed", "mc_reference", "calibration_from"}
     winrate_only = {"length_unit", "tokenizer", "short_floor", "p_bounds", "signed", "lc_weights", "compare_to", "compare_column",
                     "lc_regulariser", "joint", "sort_by"}
@@ -629,7 +641,8 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
             for line in winboard.footer_lines(board):
                 err.print(line, markup=False, highlight=False)
             return
-        _print_board(board, fmt, winboard.winboard_tables, winboard.winboard_markdown, winboard.footer_lines)
+        _print_board(board, fmt, winboard.winboard_tables, winboard.winboard_markdown, winboard.footer_lines,
+                     winboard.COLS, **shape)
         return
     bad = sorted(given & winrate_only)
     if bad:
@@ -642,24 +655,40 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
                               n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference,
                               calibration_from=calibration_from)
-    _print_board(board, fmt, lambda b: [render.leaderboard_table(b)], render.leaderboard_markdown, render.left_out_lines)
+    _print_board(board, fmt, _one_table(render.leaderboard_table), render.leaderboard_markdown,
+                 lambda b: render.legend_lines(b) + render.left_out_lines(b), render.COLS, **shape)
 
 
-def _print_board(board: dict, fmt: str, tables, markdown, footer) -> None:
-    """A leaderboard in ``fmt``; the footer lines (notes, rows left out) follow the table, sit
-    in the Markdown and JSON themselves, and go to stderr with CSV."""
+def _one_table(fn):
+    def tables(board, width, **kw):
+        table, notes = fn(board, width, **kw)
+        return [table], notes
+    return tables
+
+
+def _print_board(board: dict, fmt: str, tables, markdown, footer, cols, *, wide: bool = False,
+                 columns: str | None = None) -> None:
+    """A leaderboard in ``fmt``; the footer lines (notes, flag legend, rows left out) follow the
+    table, sit in the Markdown and JSON themselves, and go to stderr with CSV. The table fits
+    the terminal (columns that do not fit are named under it); ``wide``/``columns`` as the
+    options say."""
+    from judgecal.report.tables import parse_columns
+
     if fmt == "json":
         emit_json(board)
     elif fmt == "markdown":
-        click.echo(markdown(board))
+        click.echo(markdown(board, columns=",".join(c.key for c in cols) if wide else columns))
     elif fmt == "csv":
-        _emit_csv(board["rows"])
+        picked = parse_columns(columns, cols)
+        rows = board["rows"] if picked is None else [{c.key: r.get(c.key) for c in picked} for r in board["rows"]]
+        _emit_csv(rows)
         for line in footer(board):  # already prefixed (note: / left out:)
             err.print(line, markup=False, highlight=False)
     else:
-        for t in tables(board):
+        shown, notes = tables(board, out.width, wide=wide, columns=columns)
+        for t in shown:
             out.print(t)
-        for line in footer(board):
+        for line in notes + footer(board):
             click.echo(line)
 
 

@@ -227,12 +227,6 @@ def run_cli_module():
     return run
 
 
-def _table_column_text(table: str, column: int = -2) -> str:
-    """The text of one column of a rich table (wrapped cells joined), whitespace collapsed."""
-    frags = [line.split("│")[column].strip() for line in table.splitlines() if line.count("│") > 2]
-    return " ".join(" ".join(frags).split())
-
-
 def _rows(board):
     return {r["model"]: r for r in board["rows"]}
 
@@ -290,14 +284,20 @@ def test_score_leaderboard_own_fit_lifts_none_and_flags_them_in_every_format(nat
     table = _ok(run_cli(*_board_args(url, *own))).stdout
     md = _ok(run_cli(*_board_args(url, *own, "--format", "markdown"))).stdout
     csv_out = _ok(run_cli(*_board_args(url, *own, "--format", "csv"))).stdout
-    flags_col = _table_column_text(table)
     from judgecal.report.render_markdown import md_escape
+    from judgecal.views.leaderboard import FLAG_LEGEND
 
+    short = {"empty_answers": "empty", "constant_answers": "constant", "far_short_answers": "far-short"}
+    table_flags = {line.split("│")[1].strip(): line.split("│")[-2].split() for line in table.splitlines()
+                   if line.count("│") > 2 and line.split("│")[1].strip()}
+    md_flags = {line.split("|")[1].strip(): line.split("|")[-2].split() for line in md.splitlines()
+                if line.startswith("| ") and "-model" in line}
+    legend = " ".join(table.split())
     for m in DEGENERATE:
-        msg = messages[m][0]
-        assert msg in flags_col, (m, flags_col)
-        assert md_escape(msg) in md, m
-        assert msg in csv_out, m
+        msg, code = messages[m][0], short[FLAG_CODES[m]]
+        assert code in table_flags[m] and code in md_flags[m], (m, table_flags.get(m), md_flags.get(m))
+        assert f"{code} = {FLAG_LEGEND[code]}" in legend and md_escape(f"{code} = {FLAG_LEGEND[code]}") in md, code
+        assert msg in csv_out, m  # CSV and JSON keep the whole sentence
 
 
 def test_fit_and_report_flag_them_in_every_format(natural_db, run_cli, tmp_path):
@@ -379,11 +379,20 @@ def test_win_rate_mode_lifts_none_and_flags_them_in_every_format(guard_db, run_c
     table = _ok(run_cli(*args)).stdout
     md = _ok(run_cli(*args, "--format", "markdown")).stdout
     csv_out = _ok(run_cli(*args, "--format", "csv")).stdout
-    flags_col = _table_column_text(table)
     from judgecal.report.render_markdown import md_escape
+    from judgecal.views.winrates import FLAG_LEGEND
 
-    for msg in wanted.values():
-        assert msg in flags_col and md_escape(msg) in md and msg in csv_out, msg
+    short = {"empty-model": "empty", "constant-model": "constant", "truncated-model": "truncated"}
+    table_flags = {line.split("│")[1].strip(): line.split("│")[-2].split() for line in table.splitlines()
+                   if line.count("│") > 2 and line.split("│")[1].strip()}
+    md_flags = {line.split("|")[1].strip(): line.split("|")[-2].split() for line in md.splitlines()
+                if line.startswith("| ") and "-model" in line}
+    legend = " ".join(table.split())
+    for m, msg in wanted.items():
+        code = short[m]
+        assert code in table_flags[m] and code in md_flags[m], (m, table_flags.get(m), md_flags.get(m))
+        assert f"{code} = {FLAG_LEGEND[code]}" in legend and md_escape(f"{code} = {FLAG_LEGEND[code]}") in md, code
+        assert msg in csv_out, msg  # CSV and JSON keep the whole sentence
 
 
 def test_a_calibration_stored_before_the_floor_is_applied_as_fitted_and_explained(natural_db, run_cli, tmp_path):

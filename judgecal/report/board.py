@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from judgecal.report.tables import simple_table
+from judgecal.report.tables import Col, board_table, markdown_columns, parse_columns, simple_table
 
-COLUMNS = [
-    ("model", "model"), ("n", "n_rated"), ("raw", "mean_raw"), ("raw CI", "mean_raw_ci"),
-    ("calibrated", "mean_calibrated"), ("cal. CI", "mean_calibrated_ci"), ("rank raw", "rank_raw"),
-    ("rank cal.", "rank_calibrated"), ("change", "rank_change"), ("mean length", "mean_length"),
-    ("verbosity win-rate raw", "verbosity_win_rate"), ("verbosity win-rate cal.", "verbosity_win_rate_calibrated"),
-    ("acc", "acc"), ("acc_norm", "acc_norm"),
-    ("acc_bytes", "acc_bytes"), ("acc_norm-acc", "acc_norm_minus_acc"), ("flags", "flags"),
+#: The score board's columns (level 0: always; 1: when the terminal is wide enough; 2: --wide)
+COLS = [
+    Col("model", "model", 0, "name"), Col("n", "n_rated", 1, priority=3), Col("raw", "mean_raw", 0),
+    Col("raw CI", "mean_raw_ci", 1, priority=1), Col("calibrated", "mean_calibrated", 0),
+    Col("cal. CI", "mean_calibrated_ci", 1, priority=1), Col("rank raw", "rank_raw", 1, priority=2),
+    Col("rank cal.", "rank_calibrated", 0), Col("change", "rank_change", 1, priority=2),
+    Col("mean length", "mean_length", 1, priority=3),
+    Col("verbosity win-rate raw", "verbosity_win_rate", 1, priority=4),
+    Col("verbosity win-rate cal.", "verbosity_win_rate_calibrated", 1, priority=4),
+    Col("acc", "acc", 1, priority=2), Col("acc_norm", "acc_norm", 1, priority=2), Col("acc_bytes", "acc_bytes", 2),
+    Col("acc_norm-acc", "acc_norm_minus_acc", 2), Col("flags", "flag_codes", 0, "text"),
 ]
+COLUMNS = [(c.header, c.key) for c in COLS]
 
 
 def _cell(key: str, value) -> str:
@@ -25,6 +30,8 @@ def _cell(key: str, value) -> str:
         return f"{value:+d}" if value else "0"
     if key == "flags":
         return "; ".join(value) or "-"
+    if key == "flag_codes":
+        return " ".join(value) or "-"
     if isinstance(value, float):
         return f"{value:.1f}" if key == "mean_length" else f"{value:.3f}"
     return str(value)
@@ -36,27 +43,52 @@ def _title(board: dict) -> str:
     return f"leaderboard: judge {board['judge']} (calibrations {cals})"
 
 
-def leaderboard_table(board: dict) -> Table:
-    """The leaderboard as a rich Table."""
-    rows = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in board["rows"]]
-    return simple_table(_title(board), [c for c, _ in COLUMNS], rows)
+def _cells(board: dict) -> list[list[str]]:
+    return [[_cell(c.key, r.get(c.key)) for c in COLS] for r in board["rows"]]
 
 
-def leaderboard_markdown(board: dict) -> str:
-    """The leaderboard as a Markdown table. Every name (models, judge, families, flags) goes
-    through :func:`judgecal.report.render_markdown.md_escape`: ``<``, ``>``, ``&`` become
-    HTML entities and Markdown metacharacters are escaped, so a model called ``<script>`` or
+def leaderboard_table(board: dict, width: int = 120, *, wide: bool = False, columns: str | None = None) -> tuple[Table, list[str]]:
+    """The leaderboard as a rich Table that fits ``width`` characters, and the lines that say
+    which columns it left out (:func:`judgecal.report.tables.board_table`); ``columns``: the
+    ``--columns`` list (raises UsageError on an unknown name)."""
+    return board_table(_title(board), COLS, _cells(board), width, wide=wide, only=parse_columns(columns, COLS))
+
+
+def leaderboard_markdown(board: dict, *, columns: str | None = None) -> str:
+    """The leaderboard as a Markdown table of at most 10 columns (flags as codes, their legend
+    and the columns left out under it; ``columns``: the ``--columns`` list). Every name
+    (models, judge, families, flags) goes through
+    :func:`judgecal.report.render_markdown.md_escape`: ``<``, ``>``, ``&`` become HTML entities
+    and Markdown metacharacters are escaped, so a model called ``<script>`` or
     ``"><img onerror=...>`` is shown as text wherever the Markdown is rendered as HTML."""
     from judgecal.report.render_markdown import md_escape
 
-    lines = [f"### {md_escape(_title(board))}", "", "| " + " | ".join(md_escape(c) for c, _ in COLUMNS) + " |",
-             "|" + "---|" * len(COLUMNS)]
-    for r in board["rows"]:
-        lines.append("| " + " | ".join(md_escape(_cell(k, r.get(k))) for _, k in COLUMNS) + " |")
-    foot = left_out_lines(board)
+    cells = _cells(board)
+    shown, hidden, empty = markdown_columns(COLS, cells, only=parse_columns(columns, COLS))
+    lines = [f"### {md_escape(_title(board))}", "", "| " + " | ".join(md_escape(COLS[i].header) for i in shown) + " |",
+             "|" + "---|" * len(shown)]
+    for row in cells:
+        lines.append("| " + " | ".join(md_escape(row[i]) for i in shown) + " |")
+    foot = legend_lines(board) + column_lines(hidden, empty) + left_out_lines(board)
     if foot:
         lines += [""] + [f"- {md_escape(x)}" for x in foot]
     return "\n".join(lines) + "\n"
+
+
+def legend_lines(board: dict) -> list[str]:
+    """'flags: code = meaning; ...' for the codes the board uses (empty list: none)."""
+    legend = board.get("flag_legend") or {}
+    return ["flags: " + "; ".join(f"{c} = {m}" for c, m in legend.items())] if legend else []
+
+
+def column_lines(hidden: list[str], empty: list[str], how: str = "--columns picks, JSON and CSV hold all") -> list[str]:
+    """The Markdown table's note on the columns it leaves out (``how``: where to find them)."""
+    out = []
+    if hidden:
+        out.append(f"columns not shown (at most 10; {how}): {', '.join(hidden)}")
+    if empty:
+        out.append(f"columns without a value on this board: {', '.join(empty)}")
+    return out
 
 
 def left_out_lines(board: dict) -> list[str]:

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from judgecal.report.tables import Col
 from judgecal.errors import InputError
 
 SCHEMA = "judgecal.report/1"
@@ -760,6 +761,17 @@ TEXT_COLUMNS = frozenset({"method", "task family", "judge", "kind", "verdict"})
 SUMMARY_COLUMNS = ["task family", "judge", "kind", "n", "L_ref", "gamma", "p",
                    "raw (CV)", "calibrated (CV)", "verbosity win-rate raw → calibrated",
                    "best (CV)", "recommended (nested CV)", "verdict", "warnings"]
+#: The summary's columns for the terminal and Markdown (:class:`judgecal.report.tables.Col`:
+#: level 0 always, 1 when it fits / within Markdown's 10 columns, 2 with --wide)
+SUMMARY_COLS = [
+    Col("task family", "task_family", 0, "name"), Col("judge", "judge", 0, "name"), Col("kind", "kind", 2, "text"),
+    Col("n", "n", 1, priority=3), Col("L_ref", "l_ref", 2), Col("gamma", "gamma", 1, priority=2), Col("p", "p", 2),
+    Col("raw (CV)", "raw_cv", 0, "text"), Col("calibrated (CV)", "calibrated_cv", 1, "text", priority=1),
+    Col("verbosity win-rate raw → calibrated", "verbosity_win_rate", 1, "text", priority=2),
+    Col("best (CV)", "best_cv", 2, "text"), Col("recommended (nested CV)", "recommended", 0, "text"),
+    Col("verdict", "verdict", 0, "text"), Col("warnings", "warnings", 1, priority=1),
+]
+assert [c.header for c in SUMMARY_COLS] == SUMMARY_COLUMNS
 
 
 #: Marks a transfer row's figures in the "(CV)" summary columns: they are the agreement on the

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from judgecal.report.visible import visible
 from judgecal.report.build import (
+    SUMMARY_COLS,
     SUMMARY_COLUMNS,
     TEXT_COLUMNS,
     entry_facts,
@@ -104,7 +105,15 @@ def render_markdown(report: Mapping) -> str:
     out += ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "
             "slope is score units per nat of length; [a, b] is a 95% bootstrap interval; "
             "(CV) = out of sample, K-fold cross-validation by item. See docs/report.md.", ""]
-    out += [md_table(SUMMARY_COLUMNS, summary_rows(report)), ""]
+    from judgecal.report.board import column_lines
+    from judgecal.report.tables import markdown_columns
+
+    srows = summary_rows(report)
+    shown, hidden, empty = markdown_columns(SUMMARY_COLS, srows)
+    out += [md_table([SUMMARY_COLUMNS[i] for i in shown], [[r[i] for i in shown] for r in srows]), ""]
+    out += [f"- {md_escape(x)}" for x in column_lines(hidden, empty, "the JSON report holds all")]
+    if hidden or empty:
+        out.append("")
     for w in report.get("warnings") or []:
         out.append(f"> **Warning:** {md_escape(w)}")
     if report.get("warnings"):

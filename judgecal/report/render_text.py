@@ -14,8 +14,9 @@ from rich.text import Text
 
 from judgecal.report.visible import visible
 
+from judgecal.report.tables import board_table
 from judgecal.report.build import (
-    SUMMARY_COLUMNS,
+    SUMMARY_COLS,
     TEXT_COLUMNS,
     entry_facts,
     entry_title,
@@ -28,22 +29,59 @@ VERDICT_STYLE = {"helps": "bold green", "hurts": "bold red", "no measurable effe
                  "undetermined": "bold", "not fitted": "bold", "not identified": "bold red"}
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None) -> Table:
+def _fitted_widths(columns: list[str], rows: list[list[str]], width: int) -> list[int]:
+    """Column widths (characters) for a table at ``width``: each column at least its longest
+    word (the first, a name, at least min(longest cell, 24)), then the width left over shared
+    out up to each column's longest cell, so that no number and no word is split."""
+    def words(i):
+        return max([len(w) for r in rows for w in r[i].split()] + [len(w) for w in columns[i].split()] + [1])
+
+    def longest(i):
+        return max([len(line) for r in rows for line in r[i].splitlines() or [""]] + [len(columns[i]) // 2, 1])
+
+    n = len(columns)
+    size = [max(words(i), min(longest(i), 24)) if i == 0 else words(i) for i in range(n)]
+    slack = width - (1 + 3 * n + sum(size))
+    if slack < 0 and n:  # the name column gives way first, down to its longest word
+        give = min(-slack, size[0] - words(0))
+        size[0] -= give
+        slack += give
+    while slack > 0:
+        grow = [i for i in range(n) if size[i] < longest(i)]
+        if not grow:
+            break
+        step = max(1, slack // len(grow))
+        for i in grow:
+            add = min(step, longest(i) - size[i], slack)
+            size[i] += add
+            slack -= add
+            if slack <= 0:
+                break
+    return size
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None,
+           width: int = 120) -> Table:
+    sizes = _fitted_widths(columns, rows, width)
+    if any(sizes[i] < max(len(r[i]) for r in rows) for i in range(1, len(columns)) if rows):
+        # too narrow for "value [low, high]" on one line: the CI goes under the value, whole
+        rows = [[c if i == 0 else c.replace(" [", "\n[", 1) for i, c in enumerate(r)] for r in rows]
+        sizes = _fitted_widths(columns, rows, width)
     table = Table(title=Text(visible(title), style="bold"), caption=None if caption is None else Text(visible(caption)),
                   caption_justify="left", title_justify="left")
     for i, col in enumerate(columns):
-        table.add_column(Text(visible(col)), overflow="fold",
+        table.add_column(Text(visible(col)), overflow="fold", width=sizes[i],
                          justify="left" if i == 0 or col in TEXT_COLUMNS else "right")
     for row in rows:
         table.add_row(*[Text(visible(c, keep_newlines=True)) for c in row])
     return table
 
 
-def entry_renderable(entry: Mapping) -> Group:
+def entry_renderable(entry: Mapping, width: int = 120) -> Group:
     """One entry: its methods table (title: family · judge; caption: n, L_ref, gamma, p ...),
-    the verdict, and its warnings one a line."""
+    the verdict, and its warnings one a line; the table fits ``width`` characters."""
     cols, rows = method_table(entry)
-    table = _table(entry_title(entry), cols, rows, caption=" · ".join(entry_facts(entry)))
+    table = _table(entry_title(entry), cols, rows, caption=" · ".join(entry_facts(entry)), width=width)
     v = entry["verdict"]
     parts: list = [table, Text.assemble(("verdict: ", "bold"), (v["text"], VERDICT_STYLE.get(v["code"], "")))]
     for line in flag_lines(entry):
@@ -56,11 +94,14 @@ def entry_renderable(entry: Mapping) -> Group:
     return Group(*parts)
 
 
-def render_table(report: Mapping) -> Group:
+def render_table(report: Mapping, width: int = 120, *, wide: bool = False) -> Group:
     """The whole report as one rich renderable: ``Console().print(render_table(report))``.
 
     Args:
         report: the dict of :func:`judgecal.report.build.build_report`.
+        width: the terminal's width in characters: the summary shows the columns that fit
+            (those left out are named under it) and every table's cells wrap at spaces only.
+        wide: every summary column, whatever the width.
     Returns:
         a ``rich.console.Group``: the summary table (more than one entry), report-level
         warnings, then per entry a table (rows: methods; columns: agreement, agreement (CV),
@@ -73,20 +114,24 @@ def render_table(report: Mapping) -> Group:
     if pairwise:
         from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
 
-        parts.append(_table("pairwise judges: position consistency and length preference", PW_COLUMNS, pw_rows(pairwise)))
+        parts.append(_table("pairwise judges: position consistency and length preference", PW_COLUMNS, pw_rows(pairwise),
+                            width=width))
         parts.append(Text(""))
         from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
 
         lp_rows = length_position_rows(pairwise)
         if lp_rows:  # report --length-position
-            parts.append(_table("pairwise judges: length and position together (out of sample)", LP_COLUMNS, lp_rows))
+            parts.append(_table("pairwise judges: length and position together (out of sample)", LP_COLUMNS, lp_rows,
+                                width=width))
             parts.append(Text(""))
     if not entries:
         return Group(*(parts + [Text("no calibration to report")]))
     if len(entries) > 1:
-        parts.append(_table("judgecal report: summary", SUMMARY_COLUMNS, summary_rows(report)))
+        table, notes = board_table("judgecal report: summary", SUMMARY_COLS, summary_rows(report), width, wide=wide)
+        parts.append(table)
+        parts += [Text(n) for n in notes]
         parts.append(Text(""))
     for w in report.get("warnings") or []:
         parts.append(Text.assemble(("warning: ", "yellow"), w))
-    parts.extend(entry_renderable(e) for e in entries)
+    parts.extend(entry_renderable(e, width) for e in entries)
     return Group(*parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.table import Table
 from rich.text import Text
@@ -73,3 +74,141 @@ def fits_table(rows: list[dict], title: str = "calibrations") -> Table:
 def _pair(a, b) -> str:
     f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     return f"{f(a)} -> {f(b)}"
+
+
+# ------------------------------------------------------------------ tables that fit the terminal
+@dataclass(frozen=True)
+class Col:
+    """A column of a board table: ``header`` shown, ``key`` of the row dict, ``level`` 0 (always
+    shown), 1 (shown when the terminal is wide enough) or 2 (only with ``--wide`` or
+    ``--columns``); ``kind`` "num" (never wrapped: a number or a CI is never split), "name"
+    (wrapped at spaces, hyphens kept whole up to 24 characters) or "text"."""
+
+    header: str
+    key: str
+    level: int = 1
+    kind: str = "num"
+    priority: int = 0  # level-1 columns are offered the width in this order (then left to right)
+
+
+def parse_columns(spec: str | None, cols: Sequence[Col]) -> list[Col] | None:
+    """``--columns a,b,c`` to the columns it names (by header or key, case-insensitive), in the
+    order given. Raises :class:`judgecal.errors.UsageError` naming the unknown one and the
+    choices."""
+    if spec is None:
+        return None
+    from judgecal.errors import UsageError
+
+    by = {}
+    for c in cols:
+        by.setdefault(c.header.lower(), c)
+        by.setdefault(c.key.lower(), c)
+    picked = []
+    for name in (x.strip() for x in spec.split(",")):
+        if not name:
+            continue
+        c = by.get(name.lower())
+        if c is None:
+            raise UsageError(f"--columns: no column {name!r}; choose from: " + ", ".join(c.key for c in cols))
+        if c not in picked:
+            picked.append(c)
+    if not picked:
+        raise UsageError("--columns: name at least one column")
+    return picked
+
+
+def _longest_word(cells: Sequence[str]) -> int:
+    return max((len(w) for c in cells for w in c.split()), default=1)
+
+
+def _widths(col: Col, cells: Sequence[str]) -> tuple[int, int]:
+    """(least, most) characters the column's cells need: numbers never wrap (least = most);
+    names may wrap down to 18 characters, text down to its longest word."""
+    head = max((len(w) for w in col.header.split()), default=1)
+    longest = max((len(c) for c in cells), default=1)
+    if col.kind == "num":
+        return max(head, longest), max(head, longest)
+    least = min(longest, 18) if col.kind == "name" else _longest_word(cells)
+    return max(head, least), max(head, longest)
+
+
+def choose_columns(cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int, *, wide: bool = False,
+                   only: Sequence[Col] | None = None) -> tuple[list[int], list[str], list[str], dict[int, int]]:
+    """Which columns to show at a terminal ``width`` (characters), and how wide.
+
+    Returns (indices of the shown columns, headers hidden for want of width or by level,
+    headers left out because every cell is "-", {index: width} of the shown columns).
+    Level-0 columns are always shown; level-1 columns are added in order while the table
+    (least cell widths + 3 per column + 1) fits, in ``priority`` order; level-2 only with ``wide``. ``only``
+    (``--columns``) shows exactly those columns, empty or not. Width left over goes to the
+    name column, then to text columns, up to their longest cell."""
+    if only is not None:
+        keep = [cols.index(c) for c in only]
+        empty = []
+    else:
+        empty = [i for i, _ in enumerate(cols) if cells and all(row[i] in ("-", "") for row in cells) and cols[i].level != 0]
+        keep = [i for i in range(len(cols)) if i not in empty]
+    need = {i: _widths(cols[i], [row[i] for row in cells]) for i in keep}
+    shown = [i for i in keep if only is not None or cols[i].level == 0]
+    total = 1 + sum(need[i][0] + 3 for i in shown)
+    hidden = []
+    for i in sorted(keep, key=lambda j: (cols[j].priority, j)):
+        if i in shown:
+            continue
+        if wide or (cols[i].level == 1 and total + need[i][0] + 3 <= width):
+            shown.append(i)
+            total += need[i][0] + 3
+        else:
+            hidden.append(cols[i].header)
+    if only is None:  # --columns keeps the order asked for
+        shown.sort()
+    size = {i: need[i][0] for i in shown}
+    slack = max(0, width - total)
+    for kind in ("name", "text"):
+        for i in shown:
+            if cols[i].kind == kind:
+                extra = min(slack, need[i][1] - size[i])
+                size[i] += extra
+                slack -= extra
+    return shown, hidden, [cols[i].header for i in empty], size
+
+
+def board_table(title: str, cols: Sequence[Col], cells: Sequence[Sequence[str]], width: int, *, wide: bool = False,
+                only: Sequence[Col] | None = None) -> tuple[Table, list[str]]:
+    """A rich Table of the columns that fit ``width`` (:func:`choose_columns`), numbers never
+    wrapped, and the lines that say what was left out (to print under it: nothing hidden
+    silently). ``cells``: rows of display strings, one per column of ``cols``."""
+    shown, hidden, empty, size = choose_columns(cols, cells, width, wide=wide, only=only)
+    table = Table(title=Text(visible(title), style="italic"), title_justify="left", show_lines=False)
+    for i in shown:
+        c = cols[i]
+        # a number column is as wide as its longest cell: it never wraps (its header may, at spaces)
+        table.add_column(Text(visible(c.header)), justify="right" if c.kind == "num" else "left",
+                         overflow="fold", width=size[i])
+    for row in cells:
+        table.add_row(*[Text(visible(row[i], keep_newlines=True)) for i in shown])
+    notes = []
+    if hidden:
+        notes.append(f"columns not shown at {width} characters: {', '.join(hidden)} (--wide shows them, "
+                     "--columns NAMES picks; JSON and CSV hold every column)")
+    if empty:
+        notes.append(f"columns without a value on this board: {', '.join(empty)}")
+    return table, notes
+
+
+def markdown_columns(cols: Sequence[Col], cells: Sequence[Sequence[str]], *, limit: int = 10,
+                     only: Sequence[Col] | None = None) -> tuple[list[int], list[str], list[str]]:
+    """The columns of a Markdown table: level 0, then level 1 in order, at most ``limit``
+    (all-dash columns left out); returns (indices, hidden headers, empty headers) as
+    :func:`choose_columns`."""
+    if only is not None:
+        return [cols.index(c) for c in only], [], []
+    empty = [i for i, _ in enumerate(cols) if cells and all(row[i] in ("-", "") for row in cells) and cols[i].level != 0]
+    cand = [i for i in range(len(cols)) if i not in empty]
+    shown = [i for i in cand if cols[i].level == 0]
+    for i in sorted(cand, key=lambda j: (cols[j].priority, j)):
+        if cols[i].level == 1 and len(shown) < limit:
+            shown.append(i)
+    shown.sort()
+    hidden = [cols[i].header for i in cand if i not in shown]
+    return shown, hidden, [cols[i].header for i in empty]

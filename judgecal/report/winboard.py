@@ -7,15 +7,19 @@ from rich.table import Table
 
 from judgecal.importers.records import csv_line, neutralise_cell
 from judgecal.report.render_markdown import md_escape
-from judgecal.report.tables import simple_table
+from judgecal.report.tables import Col, board_table, markdown_columns, parse_columns
 
-COLUMNS = [
-    ("model", "model"), ("n", "n_items"), ("win rate", "win_rate"), ("CI", "win_rate_ci"),
-    ("LC win rate", "length_controlled_winrate"), ("LC CI", "length_controlled_winrate_ci"),
-    ("calibrated", "calibrated_win_rate"), ("cal. CI", "calibrated_win_rate_ci"),
-    ("rank raw", "rank_raw"), ("rank LC", "rank_lc"), ("rank cal.", "rank_calibrated"),
-    ("change cal.", "rank_change_calibrated"), ("avg length", "avg_length"), ("flags", "flags"),
+#: The win-rate board's columns (level 0: always; 1: when the terminal is wide enough; 2: --wide)
+COLS = [
+    Col("model", "model", 0, "name"), Col("n", "n_items", 1, priority=3), Col("win rate", "win_rate", 0),
+    Col("CI", "win_rate_ci", 1, priority=1), Col("LC win rate", "length_controlled_winrate", 0),
+    Col("LC CI", "length_controlled_winrate_ci", 1, priority=1), Col("calibrated", "calibrated_win_rate", 0),
+    Col("cal. CI", "calibrated_win_rate_ci", 1, priority=1), Col("rank raw", "rank_raw", 1, priority=4),
+    Col("rank LC", "rank_lc", 1, priority=2), Col("rank cal.", "rank_calibrated", 1, priority=4),
+    Col("change cal.", "rank_change_calibrated", 1, priority=4), Col("avg length", "avg_length", 1, priority=3),
+    Col("flags", "flag_codes", 0, "text"),
 ]
+COLUMNS = [(c.header, c.key) for c in COLS]
 #: ``--format alpaca-eval``: AlpacaEval's leaderboard columns (same names and meanings, in its
 #: order, the model in an unnamed first column), then judgecal's additions
 ALPACA_EVAL_COLUMNS = ["win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total", "discrete_win_rate",
@@ -23,12 +27,14 @@ ALPACA_EVAL_COLUMNS = ["win_rate", "standard_error", "n_wins", "n_wins_base", "n
 EXTRA_COLUMNS = ["calibrated_win_rate", "win_rate_ci_low", "win_rate_ci_high", "lc_ci_low", "lc_ci_high",
                  "calibrated_ci_low", "calibrated_ci_high", "rank_raw", "rank_lc", "rank_calibrated", "rank_change_lc",
                  "rank_change_calibrated", "n_missing", "flags"]
-SPREAD_COLUMNS = [
-    ("family", "family"), ("longer", "longer"), ("shorter", "shorter"), ("items", "n_common_items"),
-    ("spread raw", "spread_raw"), ("spread LC", "spread_lc"), ("spread cal.", "spread_calibrated"),
-    ("verbosity WR raw", "implied_verbosity_win_rate_raw"), ("verbosity WR LC", "implied_verbosity_win_rate_lc"),
-    ("verbosity WR cal.", "implied_verbosity_win_rate_calibrated"),
+SPREAD_COLS = [
+    Col("family", "family", 1, "name"), Col("longer", "longer", 0, "name"), Col("shorter", "shorter", 0, "name"),
+    Col("items", "n_common_items", 1), Col("spread raw", "spread_raw", 0), Col("spread LC", "spread_lc", 0),
+    Col("spread cal.", "spread_calibrated", 0), Col("verbosity WR raw", "implied_verbosity_win_rate_raw", 1),
+    Col("verbosity WR LC", "implied_verbosity_win_rate_lc", 1),
+    Col("verbosity WR cal.", "implied_verbosity_win_rate_calibrated", 1),
 ]
+SPREAD_COLUMNS = [(c.header, c.key) for c in SPREAD_COLS]
 
 
 def _cell(key: str, value) -> str:
@@ -79,14 +85,24 @@ def _footer(board: dict) -> list[str]:
     return lines
 
 
-def winboard_tables(board: dict) -> list[Table]:
-    """The board (and the verbosity spreads, when any) as rich Tables."""
-    out = [simple_table(title(board), [c for c, _ in COLUMNS], [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in board["rows"]])]
+def _cells(board: dict) -> list[list[str]]:
+    return [[_cell(c.key, r.get(c.key)) for c in COLS] for r in board["rows"]]
+
+
+def winboard_tables(board: dict, width: int = 120, *, wide: bool = False,
+                    columns: str | None = None) -> tuple[list[Table], list[str]]:
+    """The board (and the verbosity spreads, when any) as rich Tables that fit ``width``
+    characters, and the lines that say which columns were left out
+    (:func:`judgecal.report.tables.board_table`; ``columns``: the ``--columns`` list)."""
+    table, notes = board_table(title(board), COLS, _cells(board), width, wide=wide, only=parse_columns(columns, COLS))
+    out = [table]
     if board["verbosity_spreads"]:
-        out.append(simple_table("verbosity families: longer minus shorter variant (points); implied verbosity win-rate (%)",
-                                [c for c, _ in SPREAD_COLUMNS],
-                                [[_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS] for s in board["verbosity_spreads"]]))
-    return out
+        spreads, more = board_table("verbosity families: longer minus shorter variant (points); implied verbosity win-rate (%)",
+                                    SPREAD_COLS, [[_cell(c.key, s.get(c.key)) for c in SPREAD_COLS]
+                                                  for s in board["verbosity_spreads"]], width, wide=wide)
+        out.append(spreads)
+        notes += [f"verbosity families: {n}" for n in more]
+    return out, notes
 
 
 def footer_lines(board: dict) -> list[str]:
@@ -98,15 +114,21 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(md_escape(c) for c in cells) + " |"
 
 
-def winboard_markdown(board: dict) -> str:
-    """The board as Markdown: every cell through :func:`md_escape` (HTML entities, Markdown
-    emphasis, pipes and links neutralised: the page may be rendered)."""
-    lines = [f"### {md_escape(title(board))}", "", _md_row([c for c, _ in COLUMNS]), "|" + "---|" * len(COLUMNS)]
-    lines += [_md_row([_cell(k, r.get(k)) for _, k in COLUMNS]) for r in board["rows"]]
+def winboard_markdown(board: dict, *, columns: str | None = None) -> str:
+    """The board as Markdown of at most 10 columns (flags as codes with their legend, the
+    columns left out named under it; ``columns``: the ``--columns`` list): every cell through
+    :func:`md_escape` (HTML entities, Markdown emphasis, pipes and links neutralised: the page
+    may be rendered)."""
+    from judgecal.report.board import column_lines
+
+    cells = _cells(board)
+    shown, hidden, empty = markdown_columns(COLS, cells, only=parse_columns(columns, COLS))
+    lines = [f"### {md_escape(title(board))}", "", _md_row([COLS[i].header for i in shown]), "|" + "---|" * len(shown)]
+    lines += [_md_row([row[i] for i in shown]) for row in cells]
     if board["verbosity_spreads"]:
         lines += ["", "#### verbosity families", "", _md_row([c for c, _ in SPREAD_COLUMNS]), "|" + "---|" * len(SPREAD_COLUMNS)]
         lines += [_md_row([_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS]) for s in board["verbosity_spreads"]]
-    foot = _footer(board)
+    foot = _footer(board) + column_lines(hidden, empty)
     if foot:
         lines += [""] + [f"- {md_escape(x)}" for x in foot]
     return "\n".join(lines) + "\n"

@@ -191,7 +191,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         r.setdefault("rank_raw", None)
         r.setdefault("rank_calibrated", None)
         r.setdefault("rank_change", None)
-        r["flags"] = _flags(r, min_ratings, max_unparsed, at_bound)
+        r["flags"], r["flag_codes"] = _flags(r, min_ratings, max_unparsed, at_bound)
     table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["model"]))
     left = {
         "responses whose ratings are all unparsed or failed (no score)": sum(1 for r in rows if r["score"] is None),
@@ -205,7 +205,15 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "at_bound": {k: v for k, v in at_bound.items() if v},
             "advice": advice,
             "stale": {fam_names[f]: v for f, v in stale_of.items()}, "rows": table,
+            "flag_legend": _legend(table),
             "left_out": {k: v for k, v in left.items() if v}}
+
+
+def _legend(rows: list[dict]) -> dict[str, str]:
+    """{code: meaning} of the flag codes the rows use, in :data:`FLAG_LEGEND` order (``rank+2``
+    and ``rank-1`` are both ``rank``)."""
+    used = {c if not c.startswith("rank") else "rank" for r in rows for c in r["flag_codes"]}
+    return {c: m for c, m in FLAG_LEGEND.items() if c in used}
 
 
 def _choose_calibrations(jrow: m.Judge, fam_ids: list[int], fam_names: dict[int, str], rated: set[int],
@@ -274,35 +282,67 @@ def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
             "acc_norm_minus_acc": None if None in (acc, norm) else norm - acc, "mc_run": run.id, "mc_opposite": opposite}
 
 
-def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> list[str]:
-    """Short flags (docs/leaderboard.md explains each)."""
-    flags = []
+#: The score board's flag codes (``flag_codes`` of each row; the table and Markdown show the
+#: codes and this legend; ``flags`` keeps the full sentences, docs/leaderboard.md)
+FLAG_LEGEND = {
+    "rank": "rank moved by the calibration (rank+N up, rank-N down)",
+    "few": "fewer rated responses than --min-ratings",
+    "unparsed": "unparsed or failed share above --max-unparsed",
+    "uncal": "no calibration for this family (calibrated = raw)",
+    "transfer": "calibration fitted on another family (--calibration-from)",
+    "bound": "a parameter of the fit sits at its bound",
+    "unident": "calibration not identified (report says why)",
+    "keep-raw": "the advice for this family is keep raw (its CI does not clear raw)",
+    "advice": "the advice is another method than the polylog column applies",
+    "stale": "the calibration's data changed since it was fitted",
+    "fresh?": "calibration stored before fingerprints: freshness unknown",
+    "mc-opp": "acc and acc_norm move in opposite directions against --mc-reference",
+    "empty": "empty answers (no gain from the calibration)",
+    "constant": "the same answer to many items (no gain from the calibration)",
+    "truncated": "truncated answers (no gain from the calibration)",
+    "far-short": "answers far below L_ref (no gain from the calibration)",
+}
+_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "truncated_answers": "truncated",
+                "far_short_answers": "far-short"}
+
+
+def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> tuple[list[str], list[str]]:
+    """(flags, codes): the sentences (docs/leaderboard.md explains each) and their short codes
+    (:data:`FLAG_LEGEND`), one code per sentence, in the same order."""
+    flags, codes = [], []
+
+    def add(text: str, code: str) -> None:
+        flags.append(text)
+        codes.append(code)
+
     if r["rank_change"]:
-        flags.append(f"rank {'+' if r['rank_change'] > 0 else '-'}{abs(r['rank_change'])}")
+        sign = "+" if r["rank_change"] > 0 else "-"
+        add(f"rank {sign}{abs(r['rank_change'])}", f"rank{sign}{abs(r['rank_change'])}")
     if r["mean_raw"] is not None and r["n_rated"] < min_ratings:
-        flags.append(f"few ratings (<{min_ratings})")
+        add(f"few ratings (<{min_ratings})", "few")
     if r["unparsed_share"] is not None and r["unparsed_share"] > max_unparsed:
-        flags.append(f"unparsed {r['unparsed_share']:.0%}")
+        add(f"unparsed {r['unparsed_share']:.0%}", "unparsed")
     if r.get("uncalibrated"):
-        flags.append("uncalibrated family")
+        add("uncalibrated family", "uncal")
     if r.get("transferred"):
-        flags.append("calibration from another family")
+        add("calibration from another family", "transfer")
     if any(at_bound.values()) and r["mean_raw"] is not None:
-        flags.append("fit at bound")
+        add("fit at bound", "bound")
     if r.get("calibration_not_identified"):
-        flags.append("calibration not identified")
+        add("calibration not identified", "unident")
     if r.get("advice_keep_raw"):
-        flags.append("advice: keep raw")
+        add("advice: keep raw", "keep-raw")
     for name in r.get("advice_other_method") or []:
-        flags.append(f"advice: {name} (the calibrated column applies polylog)")
+        add(f"advice: {name} (the calibrated column applies polylog)", "advice")
     if r.get("stale_calibration"):
-        flags.append("stale calibration")
+        add("stale calibration", "stale")
     elif r.get("calibration_freshness_unknown"):
-        flags.append("calibration freshness unknown")
+        add("calibration freshness unknown", "fresh?")
     if r.get("mc_opposite"):
-        flags.append("acc/acc_norm opposite")
-    flags += [f["message"] for f in r.get("degenerate_answers") or []]
-    return flags
+        add("acc/acc_norm opposite", "mc-opp")
+    for f in r.get("degenerate_answers") or []:
+        add(f["message"], _GUARD_CODES.get(f["code"], f["code"]))
+    return flags, codes
 
 
 def _advice(cal) -> dict:
