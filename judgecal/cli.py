@@ -1050,11 +1050,19 @@ def serve(ctx: Ctx, host: str, port: int, token: str | None) -> None:
     if not _loopback(host) and token is None:
         raise click.UsageError(f"--host {host} is not a loopback address: anyone who can reach it could read the "
                                "database; give --token (or JUDGECAL_SERVE_TOKEN), or serve on 127.0.0.1")
+    import socket
+
     import uvicorn
 
     from judgecal.web import create_app
 
     app = create_app(ctx.url, token=token)
+    try:  # a port in use (or an address not here) is one line, before uvicorn starts
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host.strip("[]"), port))
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     shown = f"[{host}]" if ":" in host else host
     err.print(f"judgecal serve: http://{shown}:{port}/ (read-only: {app.state.database_shown}"
               + ("; token required" if token else "") + "); Ctrl-C stops it", markup=False, highlight=False)

@@ -357,6 +357,16 @@ def test_serve_command_rules(run_cli, demo, monkeypatch):
     assert r.exit_code == 2 and "at least 16 characters" in r.stderr
     assert all(_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "localhost", "[::1]"))
     assert not any(_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.org"))
+    import socket
+
+    monkeypatch.delenv("JUDGECAL_SERVE_TOKEN")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        r = run_cli("--database-url", demo["url"], "serve", "--port", str(busy.getsockname()[1]))
+    assert r.exit_code == 1 and "cannot listen on 127.0.0.1:" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("--database-url", "postgresql+psycopg://team:s3cret@127.0.0.1:1/x", "serve")
+    assert r.exit_code == 2 and "s3cret" not in r.output and "default_transaction_read_only" not in r.output
     help_ = run_cli("serve", "--help")
     assert help_.exit_code == 0 and "Examples:" in help_.stdout and "--host 0.0.0.0" in help_.stdout
 

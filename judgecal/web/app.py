@@ -588,6 +588,8 @@ def create_app(url: str | None = None, *, token: str | None = None) -> Starlette
     except SQLAlchemyError as exc:  # an empty file: get_engine's first-use migration cannot write
         raise DatabaseError(f"cannot serve {mask_url(original)}: not a judgecal database (create it with "
                             f"`judgecal db upgrade`): {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
+    except DatabaseError as exc:  # name the database as it was given, not its read-only form
+        raise type(exc)(str(exc).replace(mask_url(ro), mask_url(original))) from None
     pages = App(ro, mask_url(original))
     # the pages' view modules, imported now rather than by the first request (scipy, matplotlib: seconds)
     import judgecal.report.plots  # noqa: F401
