@@ -1149,3 +1149,9 @@ def _run(argv: list[str] | None, committed, late: list) -> int:
     if late:
         warn(_AFTER_COMMIT)
     return 0
+
+
+# every command's --help ends with a worked example (judgecal/cliexamples.py; a test keeps them complete)
+from judgecal.cliexamples import attach as _attach_examples  # noqa: E402
+
+_attach_examples(cli)

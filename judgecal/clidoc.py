@@ -56,6 +56,9 @@ def render() -> str:
                     help_text += " (repeatable)"
                 lines.append(f"| {names.replace('|', chr(92) + '|')} | {help_text.replace('|', chr(92) + '|')} |")
             lines.append("")
+        if cmd.epilog:  # the worked example(s) of judgecal/cliexamples.py
+            head, *body = cmd.epilog.replace("\b", "").strip().splitlines()
+            lines += [head, "", "```", *[b[2:] for b in body], "```", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
