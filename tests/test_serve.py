@@ -398,6 +398,24 @@ def test_a_page_that_would_write_says_so():
     assert _unexpected(ValueError("boom\nsecond line")) == (500, "unexpected ValueError: boom")
 
 
+def test_an_empty_database(tmp_path):
+    """A migrated database with nothing in it: every page answers, the leaderboard with one line."""
+    from judgecal.db import engine as eng
+    from judgecal.db import migrate
+
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    e = eng.create(url)
+    migrate.upgrade(e, "head")
+    e.dispose()
+    c = TestClient(create_app(url))
+    for path in ("/", "/winrates", "/calibration", "/audit", "/ratings", "/mc"):
+        r = c.get(path)
+        assert r.status_code == 200 and "Traceback" not in r.text, path
+    assert "No calibration stored yet" in c.get("/").text and "0 ratings" in c.get("/ratings").text
+    r = c.get("/leaderboard")
+    assert r.status_code == 404 and "no ratings in the database yet" in r.text
+
+
 def test_passwords_never_shown():
     from judgecal.db.engine import read_only_url
 
