@@ -197,13 +197,52 @@ BATCH_MAX_ITER = 100
 
 
 
-def _logistic_terms(z, y):
-    """(p, 1 - p, log-loss) of logits ``z`` against soft labels ``y``, elementwise and stable for
-    any |z|: p = logistic(z), loss = log(1 + e^z) - y z (nats)."""
-    e = np.exp(-np.abs(z))
-    q = 1.0 / (1.0 + e)
-    p = np.where(z >= 0, q, e * q)
-    return p, np.where(z >= 0, e * q, q), np.maximum(z, 0.0) + np.log1p(e) - y * z
+class _Scratch:
+    """Work arrays reused from one evaluation to the next: a fresh array of a million floats
+    costs its page faults, more than the pass that fills it. ``get(name, shape)`` is a view of
+    a flat buffer grown as needed (contents undefined)."""
+
+    def __init__(self):
+        self._flat: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, int]) -> np.ndarray:
+        size = shape[0] * shape[1]
+        buf = self._flat.get(name)
+        if buf is None or buf.size < size:
+            buf = self._flat[name] = np.empty(size)
+        return buf[:size].reshape(shape)
+
+
+def _logistic_parts(z, y, work: _Scratch, tag: str):
+    """(p - y, p (1 - p), log-loss) of logits ``z`` (P, n) against soft labels ``y`` (broadcast
+    to (P, n)), elementwise and stable for any |z|: with e = exp(-|z|) and q = 1 / (1 + e),
+    p = logistic(z) is q where z >= 0 and e q below (1 - p the other one), p (1 - p) = q e q,
+    loss = max(z, 0) + log1p(e) - y z (nats). The side is chosen by arithmetic,
+    q * [z >= 0] + e q * [z < 0] (exact: one term is 0), not by ``np.where``, whose branches
+    cost more than the rest on logits of mixed signs. The three results are arrays of ``work``
+    (names starting with ``tag``), valid until its next use."""
+    e, q, eq = work.get(tag + "e", z.shape), work.get(tag + "q", z.shape), work.get(tag + "eq", z.shape)
+    pp, up, p = work.get(tag + "pp", z.shape), work.get(tag + "up", z.shape), work.get(tag + "p", z.shape)
+    np.abs(z, out=e)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    np.add(e, 1.0, out=q)
+    np.divide(1.0, q, out=q)
+    np.multiply(e, q, out=eq)
+    np.multiply(q, eq, out=pp)
+    np.greater_equal(z, 0.0, out=up)  # 1.0 where z >= 0, 0.0 below
+    np.multiply(q, up, out=p)
+    np.subtract(1.0, up, out=up)
+    up *= eq
+    p += up
+    p -= y
+    np.log1p(e, out=e)
+    ell = np.maximum(z, 0.0, out=eq)
+    ell += e
+    np.multiply(y, z, out=up)
+    ell -= up
+    return p, pp, ell
+
 
 class _Rows:
     """The rows of P independent weighted soft-label logistic problems with 3 features
@@ -212,14 +251,16 @@ class _Rows:
     plus a block of rows shared by every problem (``gT``, ``gD``, ``gY`` shape (g,): the gamed
     baselines, indicator 0) with per-problem weights ``gS`` (P, g)."""
 
-    def __init__(self, T, D, Y, S, gT, gD, gY, gS):
+    def __init__(self, T, D, Y, S, gT, gD, gY, gS, work: _Scratch | None = None):
         self.T, self.D, self.Y, self.S = T, D, Y, S
         self.gX = np.stack([gT, gD], 1)  # (g, 2)
         self.gY, self.gS = gY, gS
         self.gXX = np.stack([gT * gT, gT * gD, gD * gD], 1)
+        self.work = _Scratch() if work is None else work
 
     def take(self, idx):
-        return _Rows(self.T[idx], self.D[idx], self.Y[idx], self.S[idx], self.gX[:, 0], self.gX[:, 1], self.gY, self.gS[idx])
+        return _Rows(self.T[idx], self.D[idx], self.Y[idx], self.S[idx], self.gX[:, 0], self.gX[:, 1], self.gY, self.gS[idx],
+                     self.work)
 
     def loss(self, w, S=None, gS=None):
         """Weighted log-loss sum per problem, shape (P,); ``S``/``gS`` replace the weights."""
@@ -236,31 +277,37 @@ class _Rows:
         out_t = np.zeros(len(w))
         g = np.zeros((len(w), 3))
         H = np.zeros((len(w), 3, 3))
-        z = self.T * w[:, :1] + self.D * w[:, 1:2] + w[:, 2:3]
-        p, p1m, ell = _logistic_terms(z, self.Y)
+        work = self.work
+        z, zd = work.get("z", self.T.shape), work.get("zd", self.T.shape)
+        np.multiply(self.T, w[:, :1], out=z)
+        z += np.multiply(self.D, w[:, 1:2], out=zd)
+        z += w[:, 2:3]
+        r, h, ell = _logistic_parts(z, self.Y, work, "")
         out_f += np.einsum("pn,pn->p", self.S, ell)
         if test is not None:
             out_t += np.einsum("pn,pn->p", test[0], ell)
-        r = self.S * (p - self.Y)
-        h = self.S * (p * p1m)
-        ht = h * self.T
+        r *= self.S  # S (p - Y)
+        h *= self.S  # S p (1 - p)
+        ht = np.multiply(h, self.T, out=ell)
         g[:, 0] = np.einsum("pn,pn->p", r, self.T)
         g[:, 1] = np.einsum("pn,pn->p", r, self.D)
         g[:, 2] = r.sum(1)
         H[:, 0, 0] = np.einsum("pn,pn->p", ht, self.T)
         H[:, 0, 1] = np.einsum("pn,pn->p", ht, self.D)
-        H[:, 1, 1] = np.einsum("pn,pn->p", h * self.D, self.D)
         H[:, 0, 2] = ht.sum(1)
+        H[:, 1, 1] = np.einsum("pn,pn->p", np.multiply(h, self.D, out=z), self.D)
         H[:, 1, 2] = np.einsum("pn,pn->p", h, self.D)
         H[:, 2, 2] = h.sum(1)
         if self.gY.size:
-            zg = w[:, :2] @ self.gX.T
-            pg, pg1m, ellg = _logistic_terms(zg, self.gY)
+            zg = np.matmul(w[:, :2], self.gX.T, out=work.get("zg", self.gS.shape))
+            rg, hg, ellg = _logistic_parts(zg, self.gY, work, "g")
             out_f += np.einsum("pn,pn->p", self.gS, ellg)
             if test is not None:
                 out_t += np.einsum("pn,pn->p", test[1], ellg)
-            g[:, :2] += (self.gS * (pg - self.gY)) @ self.gX
-            hh = (self.gS * (pg * pg1m)) @ self.gXX
+            rg *= self.gS
+            hg *= self.gS
+            g[:, :2] += rg @ self.gX
+            hh = hg @ self.gXX
             H[:, 0, 0] += hh[:, 0]
             H[:, 0, 1] += hh[:, 1]
             H[:, 1, 1] += hh[:, 2]

@@ -41,7 +41,7 @@ baseline's length" in the win-rate mode).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Sequence
 
 import numpy as np
@@ -74,16 +74,33 @@ def n_words(text: str | None) -> int:
     return len((text or "").split())
 
 
+def _codes(values: Sequence) -> tuple[np.ndarray, list]:
+    """(int64 code of each value, in order of first appearance; the distinct values in that order).
+    An integer array (codes already, e.g. the win-rate board's) is coded without a Python loop."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        distinct, first, inverse = np.unique(values.reshape(-1), return_index=True, return_inverse=True)
+        by_first = np.argsort(first, kind="stable")
+        rank = np.empty_like(by_first)
+        rank[by_first] = np.arange(by_first.size)
+        return rank[inverse].astype(np.int64), distinct[by_first].tolist()
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64)
+    return codes, list(index)
+
+
 def no_credit(model: Sequence, item: Sequence, key: Sequence, words: Sequence) -> np.ndarray:
     """Per response, True when it earns no length credit (module doc): empty, or its model gave
     the same text (``key``: the text or any identity of it, e.g. its SHA-256) to at least
     :data:`REPEATED_ANSWER` different items. All arguments shape (n,). Returns bool (n,)."""
     words = np.asarray(words, dtype=float).reshape(-1)
-    items_of: dict[tuple, set] = defaultdict(set)
-    for mo, it, k in zip(model, item, key):
-        items_of[(mo, k)].add(it)
-    repeated = np.array([len(items_of[(mo, k)]) >= REPEATED_ANSWER for mo, k in zip(model, key)], dtype=bool)
-    return (words == 0) | repeated
+    (mo, _), (it, _), (k, _) = _codes(model), _codes(item), _codes(key)
+    if not mo.size:
+        return words == 0
+    _, pair = np.unique(mo * (k.max() + 1) + k, return_inverse=True)  # (model, text) codes
+    span = it.max() + 1
+    distinct = np.unique(pair * span + it)  # distinct (model, text, item)
+    n_items = np.bincount(distinct // span, minlength=int(pair.max()) + 1)
+    return (words == 0) | (n_items[pair] >= REPEATED_ANSWER)
 
 
 def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence, length=None, l_ref=None,
@@ -107,32 +124,35 @@ def model_flags(model: Sequence, item: Sequence, key: Sequence, words: Sequence,
     share (empty, constant) or the median length ratio (far short)."""
     floor = check_floor(floor)
     words = np.asarray(words, dtype=float).reshape(-1)
-    model = list(model)
-    rows: dict = defaultdict(list)
-    for i, mo in enumerate(model):
-        rows[mo].append(i)
+    (mc, names), (kc, _), (ic, _) = _codes(model), _codes(key), _codes(item)
     ratio = None
     if length is not None and l_ref is not None and floor is not None:
         le = np.maximum(np.asarray(length, dtype=float).reshape(-1), 1.0)
         ref = np.maximum(np.broadcast_to(np.asarray(l_ref, dtype=float), le.shape), 1.0)
         ratio = le / ref
+    order = np.argsort(mc, kind="stable")  # each model's rows, in their order
+    bounds = np.searchsorted(mc[order], np.arange(len(names) + 1))
     out: dict[str, list[dict]] = {}
-    for mo, idx in rows.items():
-        n = len(idx)
+    for c, mo in enumerate(names):  # models in order of first appearance
+        idx = order[bounds[c]:bounds[c + 1]]
+        n = int(idx.size)
         flags = []
         n_empty = int(np.sum(words[idx] == 0))
         if n_empty and n_empty / n >= EMPTY_SHARE:
             flags.append({"code": "empty_answers", "value": n_empty / n,
                           "message": f"empty answers: {n_empty} of {n} (no length credit)"})
-        texts = Counter(key[i] for i in idx if words[i] > 0)
-        if texts:
-            top, count = texts.most_common(1)[0]
-            n_items = len({item[i] for i in idx if key[i] == top})
+        full = idx[words[idx] > 0]
+        if full.size:  # the most common non-empty text (the first met of equally common ones)
+            texts, first, counts = np.unique(kc[full], return_index=True, return_counts=True)
+            tied = np.flatnonzero(counts == counts.max())
+            j = tied[np.argmin(first[tied])]
+            top, count = texts[j], int(counts[j])
+            n_items = int(np.unique(ic[idx[kc[idx] == top]]).size)
             if n > 1 and n_items >= 2 and count / n >= CONSTANT_SHARE:
                 flags.append({"code": "constant_answers", "value": count / n,
                               "message": f"same answer to {count / n:.0%} of items ({count} of {n}; no length credit)"})
         if ratio is not None:  # over the non-empty answers (empty ones have their own flag)
-            r = ratio[[i for i in idx if words[i] > 0]]
+            r = ratio[full]
             r = r[np.isfinite(r)]
             if r.size:
                 med = float(np.median(r))

@@ -84,14 +84,16 @@ def bootstrap_means(values, weights, level: float = 0.95) -> list[list[float] | 
     v = np.asarray(values, dtype=float)
     if v.ndim == 1:
         v = v[:, None]
-    Wt = np.asarray(weights, dtype=float)
+    # C order whatever the weights' layout: a matrix product's rounding depends on it
+    Wt = np.ascontiguousarray(weights, dtype=float)
     ok = np.all(np.isfinite(v), axis=1)
-    v, Wt = v[ok], Wt[:, ok]
+    if not ok.all():  # (copies only when there is something to drop)
+        v, Wt = v[ok], np.ascontiguousarray(Wt[:, ok])
     if v.shape[0] < 2 or Wt.shape[0] == 0:
         return [None] * v.shape[1]
     tot = Wt.sum(1)
     keep = tot > 0
-    means = (Wt[keep] @ v) / tot[keep, None]
+    means = ((Wt @ v) / tot[:, None]) if keep.all() else (Wt[keep] @ v) / tot[keep, None]
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha], axis=0)
     return [[100.0 * float(a), 100.0 * float(b)] for a, b in zip(lo, hi)]

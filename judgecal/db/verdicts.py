@@ -1,12 +1,13 @@
 """Read pairwise judge verdicts (``pairwise_judgment``) for win rates, position consistency and
-stats: plain Python rows, no maths."""
+stats: plain Python rows (win rates: numpy columns), no maths."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+import numpy as np
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from judgecal.db import boarddata
@@ -18,16 +19,34 @@ LENGTH_UNITS = ("chars", "words", "bytes", "tokens")
 
 @dataclass
 class BaselineVerdicts:
-    """Verdicts of one judge on one family where one side is the baseline model's answer.
+    """Verdicts of one judge on one family where one side is the baseline model's answer, one
+    entry per (model, item), in (model, item) order, as columns of length n.
 
-    ``rows``: one dict per (model, item): model, item_id (the item's prompt SHA-256: a content
-    key, the same in every database), pref (mean P(model preferred) over the verdicts' samples
-    and orders, None when none is usable), n_verdicts, len_model,
-    len_baseline (in ``unit``; None when unknown), text_sha256 of the model's answer, the two
-    response ids. ``left_out``: {reason: count} of verdict rows not used."""
+    ``models`` (sorted names) and ``model`` (n,) int codes into it; ``items`` (sorted item keys:
+    the items' prompt SHA-256, a content key, the same in every database) and ``item`` (n,)
+    codes into it; ``pref`` (n,) mean P(model preferred) over the verdicts' samples and orders;
+    ``n_verdicts`` (n,) int; ``len_model``, ``len_baseline`` (n,) float lengths in the unit
+    asked for (NaN when unknown); ``n_words`` (n,) int whitespace words of the model's answer;
+    ``text_key`` (n,) int code of the model's answer's text SHA-256 (equal codes, equal texts);
+    ``response_id``, ``baseline_response_id`` (n,) int row ids (valid in this database only).
+    ``left_out``: {reason: count} of verdict rows not used."""
 
-    rows: list[dict] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    items: list[str] = field(default_factory=list)
+    model: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    item: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    pref: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_verdicts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    len_model: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    len_baseline: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_words: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    text_key: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    response_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    baseline_response_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     left_out: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.model.size)
 
 
 def judges_with_verdicts(s: Session) -> list[m.Judge]:
@@ -40,53 +59,110 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
                       tokenizer: str | None = None) -> BaselineVerdicts:
     """Every verdict of ``judge_id`` in the family that compares some model's answer with the
     ``baseline`` model's answer to the same item, oriented as P(model preferred), averaged per
-    (model, item). Verdicts between two non-baseline models, of the baseline against itself,
-    and unparsed/failed/pending ones are counted in ``left_out`` with their reason."""
+    (model, item) (``math.fsum``: the same float in any order). Verdicts between two
+    non-baseline models, of the baseline against itself, and unparsed/failed/pending ones are
+    counted in ``left_out`` with their reason (in the content order of their first verdict).
+
+    One query, the answers' lengths and word counts read with the verdicts and each verdict
+    oriented in SQL (which side is the baseline's). Where a (model, item) has several verdicts,
+    the answers that stand for it are those of its first verdict in content order (item, both
+    answers' model and text SHA-256, sample, position), never row ids or the dialect's order.
+    Lengths in ``unit`` (tokens: under ``tokenizer``)."""
     RA, RB = aliased(m.Response), aliased(m.Response)
     PJ = m.PairwiseJudgment
+    a_base = RA.model == baseline
+    mine = lambda a, b: case((a_base, b), else_=a)  # noqa: E731  (the model's side of a verdict)
     q = (
-        select(PJ.status, PJ.preference, RA.id, RA.model, RA.text_sha256, RB.id, RB.model, RB.text_sha256,
-               m.Item.prompt_sha256, PJ.sample_index, PJ.position)
+        select(PJ.id, PJ.status, PJ.preference, case((a_base, 1), else_=0), case((RB.model == baseline, 1), else_=0),
+               mine(RA.model, RB.model), m.Item.prompt_sha256, mine(RA.text_sha256, RB.text_sha256),
+               mine(RA.id, RB.id), mine(RB.id, RA.id), mine(RA.n_chars, RB.n_chars), mine(RB.n_chars, RA.n_chars),
+               mine(RA.n_words, RB.n_words))
         .join(RA, RA.id == PJ.response_a_id)
         .join(RB, RB.id == PJ.response_b_id)
         .join(m.Item, m.Item.id == RA.item_id)
         .where(PJ.judge_id == judge_id, m.Item.task_family_id == family_id)
     )
     out = BaselineVerdicts()
-    acc: dict[tuple[str, str], dict] = {}
+    found = s.connection().execute(q).all()
+    if not found:
+        return out
+    pid, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words = zip(*found)
+    n = len(found)
+    flip = np.array(a_b, dtype=bool)  # the baseline's answer is a: P(model preferred) = 1 - P(a preferred)
+    b_b = np.array(b_b, dtype=bool)
+    p = np.array(pref, dtype=float)  # None -> NaN
+    ok = np.fromiter((x == "ok" for x in status), dtype=bool, count=n)
+    use = (flip != b_b) & ok & ~np.isnan(p)
+    left = np.flatnonzero(~use).tolist()
+    if left:
+        key = content_keys(s, [pid[i] for i in left])
+        counts: dict[str, int] = {}
+        first: dict[str, tuple] = {}
+        for i in left:
+            reason = ("the baseline against itself" if flip[i] and b_b[i] else "neither answer is the baseline's"
+                      if not (flip[i] or b_b[i]) else f"verdict {status[i]}" if status[i] != "ok"
+                      else "verdict without a preference")
+            counts[reason] = counts.get(reason, 0) + 1
+            if reason not in first or key[pid[i]] < first[reason]:
+                first[reason] = key[pid[i]]
+        out.left_out = {reason: counts[reason] for reason in sorted(counts, key=first.__getitem__)}
+    u = np.flatnonzero(use)
+    if not u.size:
+        return out
+    pick = (lambda col: col) if u.size == n else (lambda col: [col[i] for i in u.tolist()])  # noqa: E731
+    model, item, sha = pick(model), pick(item), pick(sha)
+    out.models, out.items = sorted(set(model)), sorted(set(item))
+    mcode = {name: k for k, name in enumerate(out.models)}
+    icode = {key: k for k, key in enumerate(out.items)}
+    mc = np.fromiter(map(mcode.__getitem__, model), dtype=np.int64, count=u.size)
+    ic = np.fromiter(map(icode.__getitem__, item), dtype=np.int64, count=u.size)
+    pv = np.where(flip[u], 1.0 - p[u], p[u])
+    group = mc * len(out.items) + ic
+    order = np.argsort(group, kind="stable")
+    sg = group[order]
+    starts = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
+    sizes = np.diff(np.r_[starts, sg.size])
+    rep = order[starts]  # the verdict that stands for each (model, item): its first in content order
+    mean = pv[rep]
+    multi = np.flatnonzero(sizes > 1).tolist()
+    if multi:
+        members = {g: order[starts[g]:starts[g] + sizes[g]].tolist() for g in multi}
+        key = content_keys(s, [pid[int(u[j])] for g in multi for j in members[g]])
+        for g in multi:
+            rep[g] = min(members[g], key=lambda j: key[pid[int(u[j])]])
+            mean[g] = math.fsum(pv[members[g]].tolist()) / int(sizes[g])
+    out.model, out.item, out.pref, out.n_verdicts = mc[rep], ic[rep], mean, sizes.astype(np.int64)
+    at = u[rep]
+    col = lambda values, dtype: np.array(values, dtype=dtype)[at]  # noqa: E731
+    out.response_id, out.baseline_response_id = col(resp, np.int64), col(base, np.int64)
+    out.n_words = col(words, np.int64)
+    keys: dict[str, int] = {}
+    out.text_key = np.fromiter((keys.setdefault(sha[j], len(keys)) for j in rep.tolist()), dtype=np.int64, count=rep.size)
+    if unit == "chars":
+        out.len_model, out.len_baseline = col(len_m, float), col(len_b, float)
+    else:
+        lens = boarddata.lengths(s, sorted(set(out.response_id.tolist()) | set(out.baseline_response_id.tolist())),
+                                 unit, tokenizer)
+        out.len_model = np.array([lens.get(r, np.nan) for r in out.response_id.tolist()], dtype=float)
+        out.len_baseline = np.array([lens.get(r, np.nan) for r in out.baseline_response_id.tolist()], dtype=float)
+    return out
 
-    def leave(reason: str) -> None:
-        out.left_out[reason] = out.left_out.get(reason, 0) + 1
 
-    # content order (item, both answers, sample, position; unique per verdict): which answer
-    # stands for a (model, item) and every sum below never depend on row ids or the dialect
-    found = sorted(s.execute(q), key=lambda r: (r[8], r[3], r[4], r[6], r[7], r[9], r[10]))
-    for status, pref, ida, ma, sha_a, idb, mb, sha_b, item, _, _ in found:
-        if ma == baseline and mb == baseline:
-            leave("the baseline against itself")
-            continue
-        if baseline not in (ma, mb):
-            leave("neither answer is the baseline's")
-            continue
-        if status != "ok" or pref is None:
-            leave(f"verdict {status}" if status != "ok" else "verdict without a preference")
-            continue
-        if ma == baseline:
-            model, mid, sha, bid, p = mb, idb, sha_b, ida, 1.0 - pref
-        else:
-            model, mid, sha, bid, p = ma, ida, sha_a, idb, pref
-        cur = acc.setdefault((model, item), {"model": model, "item_id": item, "prefs": [], "n_verdicts": 0,
-                                             "resp": mid, "base": bid, "text_sha256": sha})
-        cur["prefs"].append(p)
-        cur["n_verdicts"] += 1
-    ids = sorted({r["resp"] for r in acc.values()} | {r["base"] for r in acc.values()})
-    lens = boarddata.lengths(s, ids, unit, tokenizer)
-    for r in acc.values():
-        out.rows.append({"model": r["model"], "item_id": r["item_id"], "pref": math.fsum(r["prefs"]) / r["n_verdicts"],
-                         "n_verdicts": r["n_verdicts"], "len_model": lens.get(r["resp"]), "len_baseline": lens.get(r["base"]),
-                         "text_sha256": r["text_sha256"],
-                         "response_id": r["resp"], "baseline_response_id": r["base"]})
-    out.rows.sort(key=lambda r: (r["model"], r["item_id"]))
+def content_keys(s: Session, verdict_ids: list[int]) -> dict[int, tuple]:
+    """{verdict id: (item prompt SHA-256, answer a's model and text SHA-256, answer b's model and
+    text SHA-256, sample index, position)}: the content order of pairwise verdicts (unique per
+    judge), the same in every database."""
+    RA, RB = aliased(m.Response), aliased(m.Response)
+    PJ = m.PairwiseJudgment
+    out: dict[int, tuple] = {}
+    ids = sorted(set(verdict_ids))
+    conn = s.connection()
+    for start in range(0, len(ids), 5000):
+        q = (select(PJ.id, m.Item.prompt_sha256, RA.model, RA.text_sha256, RB.model, RB.text_sha256, PJ.sample_index,
+                    PJ.position)
+             .join(RA, RA.id == PJ.response_a_id).join(RB, RB.id == PJ.response_b_id)
+             .join(m.Item, m.Item.id == RA.item_id).where(PJ.id.in_(ids[start:start + 5000])))
+        out.update((r[0], tuple(r[1:])) for r in conn.execute(q))
     return out
 
 
@@ -113,6 +189,17 @@ def both_order_pairs(s: Session, family_ids: list[int], judge_id: int) -> list[d
         d[pos] = pref
         order[(a, b, k)] = (item, ma, sa, mb, sb, k)
     return [by_key[key] for key in sorted(by_key, key=order.__getitem__) if "ab" in by_key[key] and "ba" in by_key[key]]
+
+
+def families_with_verdicts(s: Session) -> list[int]:
+    """Ids of the task families with at least one pairwise verdict (any judge, any status), by
+    id: the families :func:`verdict_counts` lists, each found by its first verdict instead of a
+    count of all of them."""
+    RA = aliased(m.Response)
+    PJ = m.PairwiseJudgment
+    hit = (select(PJ.id).join(RA, RA.id == PJ.response_a_id).join(m.Item, m.Item.id == RA.item_id)
+           .where(m.Item.task_family_id == m.TaskFamily.id).exists())
+    return list(s.scalars(select(m.TaskFamily.id).where(hit).order_by(m.TaskFamily.id)))
 
 
 def verdict_counts(s: Session) -> dict[int, dict[str, dict[str, int]]]:

@@ -28,7 +28,6 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.db.guarddata import answer_keys
 from judgecal.errors import InputError, NotFoundError, UsageError
 from judgecal.importers.records import read_csv_cells
 
@@ -67,8 +66,7 @@ def _pick_family(s, families: list[str]) -> tuple[int, str]:
     if families:
         fid = q.family_ids(s, families)[0]
         return fid, families[0]
-    counts = vq.verdict_counts(s)
-    fids = sorted(fid for fid, by_judge in counts.items() if any(by_judge.values()))
+    fids = vq.families_with_verdicts(s)
     cands = []
     for fid in fids:
         name = s.get(m.TaskFamily, fid).name
@@ -289,18 +287,17 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
         jrow = _pick_judge(s, judge)
         fid, fam = _pick_family(s, list(families or []))
         data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars")
-        if not data.rows:
+        if not len(data):
             known = sorted(s.scalars(select(m.Response.model).join(m.Item, m.Item.id == m.Response.item_id)
                                      .where(m.Item.task_family_id == fid).distinct()))
             hint = "" if baseline in known else f" (no model {baseline!r} in {fam}; models: {', '.join(known[:10])}{'...' if len(known) > 10 else ''})"
             if data.left_out:
                 hint += " (left out: " + ", ".join(f"{n} {why}" for why, n in sorted(data.left_out.items())) + ")"
             raise NotFoundError(f"no usable verdicts of judge {jrow.name!r} against baseline {baseline!r} in {fam}{hint}")
-        ids = sorted({r["response_id"] for r in data.rows} | {r["baseline_response_id"] for r in data.rows})
-        words = {rid: k[3] for rid, k in answer_keys(s, [r["response_id"] for r in data.rows]).items()}
-        for r in data.rows:  # whitespace words of the model's answer: empty answers earn no credit
-            r["n_words"] = words.get(r["response_id"], 1)
-        unit_len = boarddata.lengths(s, ids, length_unit, tokenizer) if length_unit != "chars" else None
+        ids, unit_len = [], None
+        if length_unit != "chars":
+            ids = sorted(set(data.response_id.tolist()) | set(data.baseline_response_id.tolist()))
+            unit_len = boarddata.lengths(s, ids, length_unit, tokenizer)
         gamed_models = [baseline + VERBOSE, baseline + CONCISE]
         gamed_outputs = vq.model_outputs(s, fid, [baseline] + gamed_models, "chars")
     engine.dispose()
@@ -346,18 +343,16 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
              lc_regulariser, joint, sort_by) -> dict:
     from judgecal import alpaca_reference as ref
 
-    rows = data.rows
     notes: list[str] = []
-    models = sorted({r["model"] for r in rows})
+    models = data.models  # sorted; data's rows are in (model, item) order
     mcode = {mm: i for i, mm in enumerate(models)}
-    items = sorted({r["item_id"] for r in rows} | set(gamed_outputs.get(baseline, {})))
+    items = sorted(set(data.items) | set(gamed_outputs.get(baseline, {})))
     icode = {it: i for i, it in enumerate(items)}
-    n = len(rows)
-    model = np.fromiter((mcode[r["model"]] for r in rows), dtype=int, count=n)
-    item = np.fromiter((icode[r["item_id"]] for r in rows), dtype=int, count=n)
-    pref = np.fromiter((r["pref"] for r in rows), dtype=float, count=n)
-    lm_chars = np.fromiter((r["len_model"] for r in rows), dtype=float, count=n)
-    lb_chars = np.fromiter((r["len_baseline"] for r in rows), dtype=float, count=n)
+    n = len(data)
+    model = data.model.astype(int)
+    item = np.array([icode[it] for it in data.items], dtype=int)[data.item] if n else np.zeros(0, dtype=int)
+    pref = data.pref
+    lm_chars, lb_chars = data.len_model, data.len_baseline
     order = np.argsort(model, kind="stable")
     bounds = np.searchsorted(model[order], np.arange(len(models) + 1))
     sel_of = {mm: order[bounds[i]:bounds[i + 1]] for mm, i in mcode.items()}
@@ -436,18 +431,19 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     # ---- calibrated: the seed's penalty, strength from the gamed baselines (or per model, or joint)
     if unit_len is not None:
         # a length of 0 (an empty answer) is a length, not a missing one
-        lm_unit = np.array([unit_len.get(r["response_id"], np.nan) for r in rows], dtype=float)
-        lb_unit = np.array([unit_len.get(r["baseline_response_id"], np.nan) for r in rows], dtype=float)
+        lm_unit = np.array([unit_len.get(r, np.nan) for r in data.response_id.tolist()], dtype=float)
+        lb_unit = np.array([unit_len.get(r, np.nan) for r in data.baseline_response_id.tolist()], dtype=float)
     else:
         lm_unit, lb_unit = lm_chars, lb_chars
-    g_model, g_item = [r["model"] for r in rows], [r["item_id"] for r in rows]
-    g_key, g_words = [r["text_sha256"] for r in rows], [r.get("n_words", 1) for r in rows]
+    # the guards compare identities only: model, item and text codes stand for the names and SHA-256s
+    g_model, g_item, g_key, g_words = model.tolist(), item.tolist(), data.text_key.tolist(), data.n_words
     repeated = guards.no_credit(g_model, g_item, g_key, g_words)
     if repeated.any():
         notes.append(f"calibrated: {int(repeated.sum())} verdicts on answers that are empty or repeated verbatim for "
                      f"{REPEATED_ANSWER} or more instructions earn no credit for brevity (gaming guard)")
     degenerate = guards.model_flags(g_model, g_item, g_key, g_words, lm_unit, lb_unit, floor=short_floor,
                                     reference="the baseline's length")
+    degenerate = {models[k]: flags for k, flags in degenerate.items()}  # model codes -> names
     p_cal = np.full(n, np.nan)
     p_smooth = np.full(n, np.nan)
     theta = {}
@@ -518,12 +514,16 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     per_model_pred = {}
     board_rows = []
     all_items = set(gamed_outputs.get(baseline, {})) or set(items)
+    all_codes = np.arange(len(items))
     for mm in models:
         sel = sel_of[mm]
         h2h = head_to_head(pref[sel])
         lc = lc_of.get(mm)
         p_lc = lc.p_lc if lc is not None else np.full(sel.size, 0.5)
-        ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel]], 1), boot_w[:, item[sel]])
+        # a model that answered every instruction, in order, reads the weights as they are (no copy)
+        w_sel = (boot_w if sel.size == len(items) and np.array_equal(item[sel], all_codes)
+                 else np.take(boot_w, item[sel], axis=1))
+        ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel]], 1), w_sel)
         per_model_pred[mm] = {"items": item[sel], "raw": p_smooth[sel], "lc": p_lc, "calibrated": p_cal[sel]}
         n_missing = len(all_items - {items[i] for i in item[sel]})
         flags, codes = [], []
@@ -549,7 +549,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
             "lc_standard_error": float(100 * np.std(p_lc, ddof=1) / np.sqrt(p_lc.size)) if p_lc.size > 1 else None,
             "calibrated_win_rate": float(100 * np.nanmean(p_cal[sel])) if sel.size else float("nan"),
             "win_rate_ci": ci_raw, "length_controlled_winrate_ci": ci_lc, "calibrated_win_rate_ci": ci_cal,
-            "n_items": int(len(sel)), "n_missing": n_missing, "n_verdicts": int(sum(rows[i]["n_verdicts"] for i in sel)),
+            "n_items": int(len(sel)), "n_missing": n_missing, "n_verdicts": int(data.n_verdicts[sel].sum()),
             "avg_length_unit": "chars",
             "lc_weights": None if lc is None else {"w_len": lc.w_len, "w_diff": lc.w_diff, "w_bias": lc.w_bias, "C": lc.C},
             "calibrated_strength": theta.get(mm), "flags": flags, "flag_codes": codes,
