@@ -1039,12 +1039,7 @@ def serve(ctx: Ctx, host: str, port: int, token: str | None) -> None:
     calibrations, the judge audit, ratings and multiple-choice runs (docs/serve.md).
 
     The database is opened read-only (SQLite mode=ro, PostgreSQL read-only transactions);
-    every page shows what the CLI shows, from the same functions. Ctrl-C stops it.
-
-    \b
-    Examples:
-      judgecal serve                      # http://127.0.0.1:8765/
-      JUDGECAL_SERVE_TOKEN=$(openssl rand -hex 16) judgecal serve --host 0.0.0.0 --port 8080"""
+    every page shows what the CLI shows, from the same functions. Ctrl-C stops it."""
     if token is not None and len(token) < 16:
         raise click.BadParameter("must be at least 16 characters (e.g. `openssl rand -hex 16`)", param_hint="--token")
     if not _loopback(host) and token is None:
