@@ -487,10 +487,13 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         if no_nested or folds < 2:
             raise click.UsageError(f"--select-units applies to the nested selection, which "
                                    f"{'--no-nested skips' if no_nested else f'--folds {folds} skips (it needs 2 or more)'}")
-    row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit, tokenizer=tokenizer,
-                          l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap, seed=seed,
-                          density=density, verbosity_family=verbosity_family, signed=signed, gamma_max=gamma_max,
-                          nested=not no_nested, select_units=units)
+    from judgecal.progress import steps
+
+    with steps(err, f"fit {family} / {judge}") as step:
+        row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit,
+                              tokenizer=tokenizer, l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap,
+                              seed=seed, density=density, verbosity_family=verbosity_family, signed=signed,
+                              gamma_max=gamma_max, nested=not no_nested, select_units=units, step=step)
     if fmt == "json":
         emit_json(row)
         return
@@ -538,8 +541,12 @@ def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bo
     if cal != ["latest"] and not all(c.isdigit() for c in cal):
         raise click.BadParameter(f"expected calibration ids or 'latest', got {', '.join(cal)}", param_hint="--calibration")
     formats = ("json", "markdown", "html") if out_dir is not None else ()
-    rep, entries, written = reporting.make_report(list(families), judge, cal, ctx.url, out_dir, formats, plots=not no_plots,
-                                                  n_bootstrap=n_bootstrap, seed=seed, length_position=length_position)
+    from judgecal.progress import steps
+
+    with steps(err, "report") as step:
+        rep, entries, written = reporting.make_report(list(families), judge, cal, ctx.url, out_dir, formats,
+                                                      plots=not no_plots, n_bootstrap=n_bootstrap, seed=seed,
+                                                      length_position=length_position, step=step)
     if fmt == "table":
         from judgecal.report.render_text import render_table
 
@@ -632,10 +639,14 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         from judgecal.report import winboard
         from judgecal.views.winrates import build_winrate_board
 
-        board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit, tokenizer=tokenizer,
-                                    n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor, p_bounds=tuple(p_bounds),
-                                    signed=signed, lc_weights=lc_weights, compare_to=compare_to, compare_column=compare_column,
-                                    lc_regulariser=lc_regulariser, joint=joint, sort_by=sort_by)
+        from judgecal.progress import steps
+
+        with steps(err, f"win rates vs {baseline} (raw, LC, calibrated; {n_bootstrap} bootstrap resamples)"):
+            board = build_winrate_board(baseline, list(families), judge, ctx.url, length_unit=length_unit,
+                                        tokenizer=tokenizer, n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor,
+                                        p_bounds=tuple(p_bounds), signed=signed, lc_weights=lc_weights,
+                                        compare_to=compare_to, compare_column=compare_column,
+                                        lc_regulariser=lc_regulariser, joint=joint, sort_by=sort_by)
         if fmt == "alpaca-eval":
             click.echo(winboard.alpaca_eval_csv(board), nl=False)
             for line in winboard.footer_lines(board):
@@ -652,9 +663,12 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     from judgecal.views.leaderboard import build_leaderboard
     from judgecal.report import board as render
 
-    board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings, max_unparsed=max_unparsed,
-                              n_bootstrap=n_bootstrap, seed=seed, mc_reference=mc_reference,
-                              calibration_from=calibration_from)
+    from judgecal.progress import steps
+
+    with steps(err, f"leaderboard ({n_bootstrap} bootstrap resamples)"):
+        board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings,
+                                  max_unparsed=max_unparsed, n_bootstrap=n_bootstrap, seed=seed,
+                                  mc_reference=mc_reference, calibration_from=calibration_from)
     _print_board(board, fmt, _one_table(render.leaderboard_table), render.leaderboard_markdown,
                  lambda b: render.legend_lines(b) + render.left_out_lines(b), render.COLS, **shape)
 
@@ -741,10 +755,14 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
     from judgecal.views.check import run_check
     from judgecal.report.board import check_table
 
-    result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
-                       min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed, fail_at_bound=fail_at_bound,
-                       max_baseline_gap=max_baseline_gap, min_verbosity_winrate=min_verbosity_winrate,
-                       allow_unidentified=allow_unidentified, allow_degenerate_answers=allow_degenerate_answers)
+    from judgecal.progress import steps
+
+    with steps(err, "check (transfers are evaluated with bootstrap CIs)"):
+        result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
+                           min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed,
+                           fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
+                           min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
+                           allow_degenerate_answers=allow_degenerate_answers)
     if fmt == "json":
         emit_json(result)
     else:

@@ -5,12 +5,14 @@ A fit row is never updated: fitting again adds a row, and reports use the newest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import warnings
 
 import numpy as np
 from sqlalchemy import select
 
 from judgecal import __version__
+from judgecal.progress import no_step
 from judgecal.calibrate.data import PairData, PointData, VerbosityData
 from judgecal.calibrate.evaluate import evaluate_pairwise, evaluate_pointwise, evaluate_verbosity_only
 from judgecal.calibrate.penalty import token_entropy
@@ -107,14 +109,16 @@ def evaluate_family(
     l_ref: float | None = None, p_bounds=(1.0, 1.5), folds: int = 5, n_bootstrap: int = 1000, seed: int = 0,
     density: bool = False, verbosity_family: str | None = None, url: str | None = None, signed: bool = False,
     gamma_max: float | None = None, nested: bool = True, select_units: list[str] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> tuple[dict, dict]:
     """Evaluate every method on one family and judge. Returns (evaluation, context) where
     context names the family/judge ids and settings. ``signed``: gamma may be negative;
     ``gamma_max``: bound of |gamma|; ``nested``: the nested cross-validated choice of method,
     bounds and length unit among ``select_units`` (default :func:`default_select_units`; an empty
     list, or a list given without the nested selection (``nested`` False or ``folds`` < 2), is a
-    UsageError).
+    UsageError). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
     Token lengths are computed where missing. Raises FitError, NotFoundError, UsageError."""
+    step = step or no_step
     if length_unit not in LENGTH_UNITS:
         raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
     if objective not in (None, "pairwise", "pointwise"):
@@ -140,6 +144,7 @@ def evaluate_family(
         fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
         ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
                "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
+    step(f"reading {family}'s ratings, labels and lengths")
     rows, pair, point, verb, info = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
                                                  tokenizer=tok if length_unit == "tokens" else None, density=density,
                                                  verbosity_family_id=vfam_id, url=url)
@@ -155,6 +160,7 @@ def evaluate_family(
         for u in units:
             if u == length_unit:
                 continue
+            step(f"reading lengths in {u} for the nested selection")
             _, p2, pt2, _, _ = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=u,
                                             tokenizer=tok if u == "tokens" else None, density=density,
                                             verbosity_family_id=None, url=url)
@@ -169,6 +175,8 @@ def evaluate_family(
     common = dict(scale=ctx["scale"], l_ref=fixed_l_ref, p_bounds=tuple(p_bounds), folds=folds,
                   n_bootstrap=n_bootstrap, seed=seed, verbosity_pairs=verb, density=density, signed=signed,
                   gamma_max=gamma_max, variants=variants, unit=length_unit, nested=nested)
+    step(f"fitting every method ({folds}-fold CV, {n_bootstrap} bootstrap resamples"
+         + (f", nested selection over {len(variants)} length unit(s)" if variants else "") + ")")
     with warnings.catch_warnings(record=True) as caught:  # numerical warnings go into the fit's warnings
         warnings.simplefilter("always", RuntimeWarning)
         if objective == "pairwise":
@@ -240,6 +248,7 @@ def run_fit(family: str, judge: str, *, url: str | None = None, **settings) -> d
     Raises FitError (with the raw verbosity figures in the message when they exist) when the
     family has too few expert labels rated by the judge."""
     evaluation, ctx = evaluate_family(family, judge, url=url, **settings)
+    (settings.get("step") or no_step)("storing the calibration")
     if not evaluation.get("fitted"):
         raw = (evaluation.get("methods") or {}).get("raw") or {}
         extra = ""

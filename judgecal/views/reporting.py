@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from judgecal.progress import no_step
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
@@ -122,13 +123,16 @@ def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
 
 def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                 out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True,
-                n_bootstrap: int = 1000, seed: int = 0, length_position: bool = False) -> tuple[dict, list[dict], dict]:
+                n_bootstrap: int = 1000, seed: int = 0, length_position: bool = False,
+                step=None) -> tuple[dict, list[dict], dict]:
     """Build the report; write ``report.{json,md,html}`` for the requested ``formats`` into
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
     together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). Returns (report,
-    entries, {format: path})."""
+    entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`)."""
+    step = step or no_step
+    step("reading the calibrations and evaluating transfers")
     entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
     report = build_report(_with_freshness_warnings(entries))
     fresh = {(str(e["task_family"]), str(e["judge"]), e.get("calibration_id")): e for e in entries}
@@ -138,6 +142,7 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
         out["fingerprint"] = entry.get("fingerprint")
     from judgecal.views.pairwise_report import collect_pairwise
 
+    step("pairwise judges: position consistency" + (", length and position together" if length_position else ""))
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed,
                                                  length_position=length_position)
     if not entries and not report["pairwise_judges"]:
@@ -154,6 +159,7 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
+            step(f"writing the {fmt} report" + (" and its plots" if fmt == "html" and plots else ""))
             path = out_dir / {"json": "report.json", "markdown": "report.md", "html": "report.html"}[fmt]
             path.write_text(render(report, entries, fmt, plots=plots), encoding="utf-8")
             written[fmt] = path
