@@ -8,7 +8,7 @@ DEMO_DIR ?= out/demo
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: venv model test test-fast demo bench clean chromium results results-check
+.PHONY: venv model test test-fast long demo bench clean chromium results results-check
 
 venv: $(VENV)/.installed
 
@@ -28,10 +28,15 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || echo "chromium could not be installed"
 
 test: venv model chromium
-	$(VENV)/bin/pytest -q -ra
+	$(VENV)/bin/pytest -q -ra -m "not long"
+
+# The long parity and end-to-end runs (few-shot lm-eval parity of arc/hellaswag/piqa/winogrande,
+# the 57-subject MMLU group, float64 reference, make demo on PostgreSQL): CI runs them after make test.
+long: venv model chromium
+	$(VENV)/bin/pytest -q -ra -m long
 
 test-fast: venv
-	$(VENV)/bin/pytest -q -m "not slow"
+	$(VENV)/bin/pytest -q -m "not slow and not long"
 
 # The main job on real input, into a fresh SQLite database under $(DEMO_DIR):
 # import the real data sets, rate a real subset with the local model served by

@@ -24,6 +24,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.long  # the whole make demo on PostgreSQL: 5 min (make long)
 def test_make_demo_on_postgres(pg_url, data_dir, tmp_path):
     venv = Path(sys.executable).parent.parent
     env = dict(os.environ, JUDGECAL_DATABASE_URL=pg_url)

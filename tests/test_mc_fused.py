@@ -107,6 +107,7 @@ def test_forward_option_on_a_non_llama_model(tmp_path):
 
 @pytest.mark.model
 @pytest.mark.slow
+@pytest.mark.long  # float64 reference forward passes: 2 min (make long)
 @pytest.mark.skipif(not HELLASWAG.exists(), reason=f"real data absent: {HELLASWAG}")
 def test_real_model_accuracy_against_float64():
     """SmolLM2 on 30 real HellaSwag items: both float32 forwards against float64."""
