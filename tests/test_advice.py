@@ -230,3 +230,24 @@ def test_a_transfer_carries_the_source_identification():
     assert v["code"] == "not identified" and "one item decides the optimum" in v["text"]
     ev["methods"]["polylog"]["gain_ci"] = [-0.2, -0.05]
     assert verdict(ev)["code"] == "hurts"  # a hurting transfer stays first and loud
+
+
+def test_a_candidate_that_reverses_the_judge_is_not_recommended():
+    """Issue 18 break-it: on LLMBar Adversarial_GPTInst the LC GLM wins the nested selection for
+    ChatGPT (+40.8 points over raw) with theta -0.060: the judge's score counts against the
+    answer it prefers, the gain is length alone. Keep raw, with that reason; on
+    Adversarial_Neighbor (theta +0.103) the same method is recommended."""
+    from test_calibrate_evaluate import llmbar_pairs
+
+    from judgecal.calibrate.evaluate import evaluate_pairwise
+
+    sel = evaluate_pairwise(llmbar_pairs("Adversarial_GPTInst", "ChatGPT"), scale=(0, 9), n_bootstrap=200,
+                            seed=0)["selection"]
+    assert sel["decision"] == "keep raw" and sel["recommended"] == "raw" and sel["reverses_judge"] is True
+    assert sel["candidate"] == "lc_glm[length]" and sel["candidate_theta"] == pytest.approx(-0.0595, abs=5e-4)
+    assert sel["reason"].startswith("lc_glm[length] gives the judge's score a negative weight (theta -0.060")
+    assert sel["candidate_gain_ci"][0] > 0  # it would have passed the CI rule alone
+    sel = evaluate_pairwise(llmbar_pairs("Adversarial_Neighbor", "ChatGPT"), scale=(0, 9), n_bootstrap=200,
+                            seed=0)["selection"]
+    assert sel["decision"] == "calibrate" and sel["reverses_judge"] is False
+    assert sel["candidate_theta"] == pytest.approx(0.1032, abs=5e-4)

@@ -18,7 +18,10 @@ Nested cross-validation (Varma & Simon 2006; Cawley & Talbot 2010) keeps the fig
 data. It is **recommended** only when it is not ``raw`` and both (a) the nested procedure's gain
 over raw and (b) the candidate's own out-of-sample gain over raw (the candidate refitted on each
 outer training fold, predicting the held-out fold) have a paired 95% CI above zero (the same
-item resamples for both figures of a difference). Otherwise the recommendation is ``raw``
+item resamples for both figures of a difference), and (c) its fit on all the data does not give
+the judge's score a negative weight (LC GLM theta < 0 "reverses the judge": the gain would come
+from length alone, the judge counted against the answer it prefers). Otherwise the
+recommendation is ``raw``
 ("keep raw") with the reason. The figure printed beside a recommendation is the recommended
 method's own out-of-sample figure (raw's for "keep raw"), never the procedure's;
 ``candidate_chosen_in`` says in how many outer folds the inner loop chose the candidate.
@@ -239,6 +242,13 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
     proc, raw = figs_ci["procedure"], figs_ci["raw"]
     cown = figs_ci.get("candidate")
     n_chosen = sum(c == cand["name"] for c in chosen)
+    theta = None
+    if cand["name"] != "raw" and cown is not None:
+        try:  # a method whose fit on all the data weighs the judge's score negatively reverses the judge
+            theta = (cand["method"].fit(variants[cand["unit"]], cand["ctx"]).params or {}).get("theta")
+        except FitError:
+            theta = None
+    reverses = theta is not None and theta < 0
     if cand["name"] == "raw":
         fitted_any = any(v is not None for n, v in figs.items() if n != "raw")
         decision, reason = "keep raw", ("the inner cross-validation on all the data prefers the raw judge" if fitted_any else
@@ -256,6 +266,11 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
     elif not _ci_above_zero(cown["gain_ci"]):
         decision, reason = "keep raw", (f"{cand['name']}'s own out-of-sample gain over raw, "
                                         f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)}, does not clear zero")
+    elif reverses:
+        decision, reason = "keep raw", (f"{cand['name']} gives the judge's score a negative weight (theta {theta:+.3f} "
+                                        "fitted on all the data): its gain over raw "
+                                        f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)} comes from length alone, "
+                                        "with the judge counted against the answer it prefers")
     else:
         decision, reason = "calibrate", (f"out-of-sample gain over raw {_fmt_gain(cown['gain'], cown['gain_ci'], kind)} "
                                          f"(paired 95% CI above zero; "
@@ -276,6 +291,7 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
            "candidate_gain": None if cown is None else cown["gain"],
            "candidate_gain_ci": None if cown is None else cown["gain_ci"],
            "candidate_chosen_in": n_chosen,
+           "candidate_theta": theta, "reverses_judge": reverses,
            "procedure": proc["figure"], "procedure_ci": proc["ci"], "procedure_gain": proc["gain"],
            "procedure_gain_ci": proc["gain_ci"], "raw": raw["figure"], "raw_ci": raw["ci"],
            "recommended_cv": figs[cand["name"]], "chosen_in_outer_folds": chosen,
