@@ -105,6 +105,10 @@ class Writer:
         self.judges: dict[JudgeSpec, int] = {}
         # rows the database already held with the same values (not added again): {table: n}
         self.already: dict[str, int] = dict.fromkeys(("rating", "expert_label", "pairwise_judgment"), 0)
+        # judge id -> whether it had no pairwise verdict when this import first met it; for such a
+        # judge, the response-a ids of the verdicts this import wrote (the only stored ones)
+        self._fresh_judge: dict[int, bool] = {}
+        self._a_written: dict[int, set[int]] = {}
 
     def _count(self, table: str, n: int) -> None:
         self.added[table] += n
@@ -287,6 +291,9 @@ class Writer:
             verdict_rows.append((rid(v[1]), rid(v[2]), jid) + v[3:] + stamps)
         verdict_rows = self._verdict_twins(batch, verdict_rows)
         added = q.insert_ignore_rows(session, m.PairwiseJudgment, _VERDICT_COLUMNS, verdict_rows)
+        for r in verdict_rows:  # (a superset of the rows inserted: some may have been there)
+            if self._fresh_judge.get(r[2]):
+                self._a_written.setdefault(r[2], set()).add(r[0])
         self._count("pairwise_judgment", added)
         if added < len(verdict_rows):
             self._check_verdicts(batch, verdict_rows, added)
@@ -310,7 +317,9 @@ class Writer:
         for start in range(0, len(firsts), 900):
             stmt = select(*cols).where(table.c[by].in_(firsts[start:start + 900]))
             if judges and len(judges) <= 100:
-                stmt = stmt.where(table.c.judge_id.in_(judges))
+                # judge_id + 0: a filter on the rows the ``by`` index finds, never a reason for
+                # SQLite to read every verdict of the judge instead (once per file of an import)
+                stmt = stmt.where((table.c.judge_id + 0).in_(judges))
             for row in conn.execute(stmt):
                 key = tuple(row[:nk])
                 if key in wanted:
@@ -422,6 +431,10 @@ class Writer:
         val_at = [cols.index(c) for c in names]
         twins = [(r[key_at[1]], r[key_at[0]], r[key_at[2]], r[key_at[3]], _SWAP[r[key_at[4]]]) for r in rows]
         table = m.PairwiseJudgment.__table__
+        if self._only_written(table, {t[2] for t in twins}):  # every stored verdict of these judges is this import's
+            twins_at = [t for t in twins if t[0] in self._a_written.get(t[2], ())]
+            if not twins_at:  # no twin can be stored: nothing to look up
+                return rows
         stored = self._stored(table, tuple(cols[i] for i in key_at), names, twins, "response_a_id", ("source",),
                               judge_at=2)
         if not stored:
@@ -447,6 +460,16 @@ class Writer:
                     "sample and order shown; nothing was imported", source=file or batch.source, line=line)
             self.already["pairwise_judgment"] += 1
         return keep
+
+    def _only_written(self, table, judges: set[int]) -> bool:
+        """Whether none of ``judges`` had a pairwise verdict when this import first met it (its
+        stored verdicts are then the ones this import wrote, whose response-a ids
+        ``_a_written`` holds). Asked once per judge, before any verdict of it is written."""
+        for j in judges:
+            if j not in self._fresh_judge:
+                self._fresh_judge[j] = self.session.connection().execute(
+                    select(table.c.id).where(table.c.judge_id == j).limit(1)).first() is None
+        return all(self._fresh_judge[j] for j in judges)
 
     def _check_verdicts(self, batch: ImportBatch, rows: list[tuple], added: int) -> None:
         cols = _VERDICT_COLUMNS

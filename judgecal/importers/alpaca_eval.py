@@ -46,6 +46,7 @@ from judgecal.importers.records import (
     Seen,
     Verdict,
     Record,
+    _JSON_NUMBER,
     check_family,
     is_object,
     merge,
@@ -166,19 +167,33 @@ def same_content_once(files: list[Path], warnings: list[str] | None = None) -> l
     """``files`` with each content once: a file that is the same file as an earlier one
     (a symbolic link, or a folder linked to another) or holds the same bytes (a copy under
     another name) is left out -- its records would be imported again, under another model
-    name -- and ``warnings`` gets one line counting and naming them (issue 23)."""
+    name -- and ``warnings`` gets one line counting and naming them (issue 23). Only files
+    whose size another file has are read and hashed (a copy has the size of its original)."""
     import hashlib
 
     out: list[Path] = []
     real: dict[str, Path] = {}
     digests: dict[str, Path] = {}
     dropped: list[str] = []
+    sizes: dict[Path, int | None] = {}
+    for p in files:
+        try:
+            sizes[p] = os.path.getsize(p) if os.path.isfile(p) else None
+        except OSError:
+            sizes[p] = None  # read below: the parser names the reason
+    n_of_size: dict[int | None, int] = {}
+    for size in sizes.values():
+        n_of_size[size] = n_of_size.get(size, 0) + 1
     for p in files:
         r = os.path.realpath(p)
         if r in real:
             dropped.append(f"{p} (the same file as {real[r]})")
             continue
         if len(files) < 2 or not os.path.isfile(p):  # one file: nothing to compare; a device or FIFO: the parser refuses it
+            out.append(p)
+            continue
+        if sizes[p] is not None and n_of_size[sizes[p]] == 1:  # no other file of its size: not a copy
+            real[r] = p
             out.append(p)
             continue
         h = hashlib.sha256()
@@ -342,7 +357,8 @@ def _clean(r: _Record) -> tuple | None:
     """The values of a record that passes every check the careful path (:class:`Fields`)
     makes, read without it: (instruction, generator_1, generator_2, annotator, preference,
     output_1, output_2, time_per_example). None for anything else (a missing, null, empty,
-    oversized or non-string field, a preference that is not a number in [1, 2], a negative
+    oversized or non-string field, a preference that is not a number in [1, 2] (a JSON number,
+    or a string of one), a negative
     time...), which the careful path then reads, accepts or refuses with its FILE:LINE message.
     A fast path only: it decides nothing the careful path would decide otherwise."""
     instruction, g1, g2, ann = r.instruction, r.generator_1, r.generator_2, r.annotator
@@ -355,7 +371,11 @@ def _clean(r: _Record) -> tuple | None:
         return None
     if "\x00" in instruction or "\x00" in o1 or "\x00" in o2 or "\x00" in g1 or "\x00" in g2 or "\x00" in ann:
         return None
-    if type(pref) is not float and type(pref) is not int:
+    if type(pref) is str:  # a number written as text, read as Fields.number reads it
+        if not _JSON_NUMBER.fullmatch(pref):
+            return None
+        pref = float(pref)
+    elif type(pref) is not float and type(pref) is not int:
         return None
     if not 1.0 <= pref <= 2.0:
         return None
