@@ -252,3 +252,22 @@ def test_bad_entries_raise_input_error():
         build_report({"task_family": "f"})
     rep = build_report([entry("f", "j", _ev(0.6, 0.7)), entry("f", "j", _ev(0.6, 0.7))])
     assert rep["warnings"] == ["2 entries for task family 'f' and judge 'j'"]
+
+
+def test_not_identified_comes_before_undetermined_and_gamma_zero_is_explained():
+    """Issue 18 break-it: a 10-pair fit has no cross-validated figure AND is not identified:
+    the verdict says "not identified" (check refuses it), not "undetermined". A stored gamma of 0
+    that "hurts" out of sample says why applying it changes nothing."""
+    from judgecal.report.build import verdict
+
+    ev = _ev(None, None)
+    ev["identification"] = {"identified": False, "reasons": ["gamma's 95% CI has zero width"]}
+    v = verdict(ev)
+    assert v["code"] == "not identified" and v["text"].startswith("Not identified: gamma's 95% CI has zero width.")
+    assert verdict(_ev(None, None))["code"] == "undetermined"
+    ev = _ev(0.685, 0.640, gain_ci=(-0.085, -0.005))
+    ev["params"] = {"gamma": 0.0}
+    v = verdict(ev)
+    assert v["code"] == "hurts" and "The fit on all the data has gamma = 0: applied as stored it changes no score" in v["text"]
+    ev["params"] = {"gamma": 0.4}
+    assert "gamma = 0" not in verdict(ev)["text"]

@@ -88,6 +88,10 @@ def test_fresh_after_fit(fitted, run_cli):
     r = run_cli("--database-url", url, "check", "--task-family", FAM, "--format", "json")
     checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
     assert checks["stale"]["ok"] is True and checks["stale"]["value"] is False
+    # LLMBar has no concise/verbose pairs: the verbosity thresholds are reported as not applied, never silent
+    v = checks["verbosity_win_rate"]
+    assert v["value"] is None and v["ok"] is True and "verbosity win-rate not measured" in v["message"]
+    assert "--max-verbosity-winrate 0.55 and --min-verbosity-winrate 0.45 were not applied" in v["message"]
     b = _board(run_cli, url)
     assert b["stale"] == {FAM: False}
     assert not any("stale calibration" in f for row in b["rows"] for f in row["flags"])

@@ -201,10 +201,15 @@ def verdict(ev: Mapping) -> dict:
     raw, cal = methods.get("raw") or {}, methods.get("polylog") or {}
     r, c = _num(raw.get(metric)), _num(cal.get(metric))
     base["metric"] = metric
+    ident = ev.get("identification") or {}
     if r is None or c is None:
-        return {**base, "code": "undetermined", "rule": "no cross-validated figure",
-                "text": "Undetermined: no cross-validated figure (too few items for the folds, "
-                        "or the cross-validation failed); in-sample figures overstate any gain."}
+        text = ("Undetermined: no cross-validated figure (too few items for the folds, "
+                "or the cross-validation failed); in-sample figures overstate any gain.")
+        if ident.get("identified") is False:  # the stronger finding comes first
+            why = "; ".join(ident.get("reasons") or [])
+            return {**base, "code": "not identified", "rule": "no cross-validated figure",
+                    "text": f"Not identified: {why}. Do not publish this calibration. ({text})"}
+        return {**base, "code": "undetermined", "rule": "no cross-validated figure", "text": text}
     d = c - r
     base.update(raw=r, calibrated=c, difference=d)
     what = "Spearman rho with the experts" if pointwise else "expert agreement"
@@ -237,7 +242,10 @@ def verdict(ev: Mapping) -> dict:
         text = (f"No measurable effect after selection: the calibration's own cross-validated gain clears zero "
                 f"({_fmt_diff(d, pointwise)}; {ci_txt}), but the nested selection, which weighs it against raw and "
                 f"the other methods, advises keep raw ({sel.get('reason')}).")
-    ident = ev.get("identification") or {}
+    gamma = _num(((ev.get("params") or {}).get("gamma")))
+    if gamma == 0 and code in ("hurts", "helps"):
+        text += (" The fit on all the data has gamma = 0: applied as stored it changes no score; the "
+                 "out-of-sample figure is that of refitting the calibration on each fold.")
     if ident.get("identified") is False:  # never a green badge on a fit the labels do not determine
         why = "; ".join(ident.get("reasons") or [])
         if code == "hurts":

@@ -87,6 +87,11 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
             add(fam, jud, "verbosity_win_rate_min", v, min_verbosity_winrate, ok,
                 f"{where}: calibrated verbosity win-rate {v:.3f} {'>=' if ok else '<'} {min_verbosity_winrate}"
                 + ("" if ok else " (the calibration makes the shorter answer win: it overcorrects)"))
+        else:  # reported, never silently skipped: the verbosity thresholds had nothing to test
+            add(fam, jud, "verbosity_win_rate", None, max_verbosity_winrate, True,
+                f"{where}: verbosity win-rate not measured: the fit had no rated concise/verbose pairs, so "
+                f"--max-verbosity-winrate {max_verbosity_winrate} and --min-verbosity-winrate {min_verbosity_winrate} "
+                "were not applied (fit --verbosity-family FAMILY measures them on a family that has such pairs)")
         a, b = r["agreement_cv_raw"], r["agreement_cv_calibrated"]
         if a is not None and b is not None:
             gain = b - a
