@@ -435,3 +435,39 @@ def test_a_calibration_stored_before_the_floor_is_applied_as_fitted_and_explaine
         assert c["ok"] is ok
         # the stored flags remain: the fit found them, so they are listed even on the old row
         assert "empty-model" in c["message"]
+
+
+def test_template_answers_are_one_answer_in_the_score_mode(tmp_path):
+    """Issue 18 break-it: 'Here is my answer to request {i}: ...' escaped the byte-for-byte
+    repeated-answer guard and rose from rank 3 to rank 1. Its template (digits, case, spacing
+    normalised) is one answer: no length credit, flagged constant, read that way from the
+    database by answer_keys."""
+    from judgecal.calibrate.guards import model_flags, no_credit, template_key
+    from judgecal.db.guarddata import answer_keys
+    from judgecal.db.engine import get_engine, session_scope
+    from judgecal.views import importing
+
+    texts = [f"Here is my answer to request {i}: I believe  the best approach is to think carefully." for i in range(30)]
+    assert len({template_key(t) for t in texts}) == 1
+    assert template_key("Answer 12") == template_key("answer  7") != template_key("answer seven")
+    keys = [template_key(t) for t in texts] + [template_key(f"a real answer about topic {c}") for c in "abcdefghij"]
+    model = ["tmpl"] * 30 + ["real"] * 10
+    item = list(range(30)) + list(range(10))
+    words = [len(t.split()) for t in texts] + [5] * 10
+    assert no_credit(model, item, keys, words).tolist() == [True] * 30 + [False] * 10
+    flags = model_flags(model, item, keys, words)
+    assert [f["code"] for f in flags["tmpl"]] == ["constant_answers"] and "real" not in flags
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    src = tmp_path / "r.jsonl"
+    src.write_text("\n".join(json.dumps({"task_family": "t", "prompt": f"q{i}", "model": "tmpl", "response": t})
+                             for i, t in enumerate(texts)) + "\n")
+    importing.import_generic(src, "responses", "jsonl", url=url)
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        from sqlalchemy import select
+
+        from judgecal.db import models as m
+
+        got = answer_keys(s, list(s.scalars(select(m.Response.id))))
+    engine.dispose()
+    assert {k[2] for k in got.values()} == {template_key(texts[0])} and len(got) == 30

@@ -7,8 +7,10 @@ clipped at >= 0, so its calibrated score is at most its raw score; :func:`judgec
 penalty.calibrate` ``no_credit``) when it is
 
 * empty: no whitespace-separated word (``len(text.split()) == 0``: empty or whitespace only), or
-* repeated: the same text (byte for byte) that its model gave to at least
-  :data:`REPEATED_ANSWER` different items (an answer that does not depend on the instruction).
+* repeated: the same text that its model gave to at least :data:`REPEATED_ANSWER` different
+  items (an answer that does not depend on the instruction); in the score mode "the same" is
+  the same template (:func:`template_key`: digits, case and whitespace normalised), in the
+  win-rate mode the same bytes.
 
 Answers far below the reference length are handled by the short-side floor of the penalty
 (:data:`judgecal.calibrate.penalty.DEFAULT_SHORT_FLOOR`): their credit saturates at the floor.
@@ -41,6 +43,7 @@ baseline's length" in the win-rate mode).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from typing import Sequence
 
@@ -62,6 +65,18 @@ NO_GAIN_CODES = frozenset({"empty_answers", "constant_answers", "truncated_answe
 #: The score leaderboard's L_ref is the family's median answer, not one verbose baseline: a model
 #: whose median answer is below the floor of it is an outlier of its own family and gains nothing too.
 SCORE_NO_GAIN_CODES = NO_GAIN_CODES | {"far_short_answers"}
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def template_key(text: str | None) -> str:
+    """SHA-256 of a text's template: lower-cased, every run of digits replaced by ``0`` and
+    whitespace collapsed, so that answers differing only in a number, case or spacing ("Here is
+    my answer to request 7: ...") count as the same answer (the score mode's repeated-answer and
+    constant-answer guards; issue 18)."""
+    norm = " ".join(_DIGITS.sub("0", (text or "").lower()).split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
 
 
 def text_key(text: str | None) -> str:
