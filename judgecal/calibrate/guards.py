@@ -98,9 +98,10 @@ def _codes(values: Sequence) -> tuple[np.ndarray, list]:
         rank = np.empty_like(by_first)
         rank[by_first] = np.arange(by_first.size)
         return rank[inverse].astype(np.int64), distinct[by_first].tolist()
-    index: dict = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64)
-    return codes, list(index)
+    seq = values if isinstance(values, (list, tuple)) else list(values)
+    distinct = list(dict.fromkeys(seq))
+    index = {v: k for k, v in enumerate(distinct)}
+    return np.fromiter(map(index.__getitem__, seq), dtype=np.int64, count=len(seq)), distinct
 
 
 def no_credit(model: Sequence, item: Sequence, key: Sequence, words: Sequence) -> np.ndarray:

@@ -136,8 +136,9 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     col = lambda values, dtype: np.array(values, dtype=dtype)[at]  # noqa: E731
     out.response_id, out.baseline_response_id = col(resp, np.int64), col(base, np.int64)
     out.n_words = col(words, np.int64)
-    keys: dict[str, int] = {}
-    out.text_key = np.fromiter((keys.setdefault(sha[j], len(keys)) for j in rep.tolist()), dtype=np.int64, count=rep.size)
+    shas = [sha[j] for j in rep.tolist()]
+    keys = {key: k for k, key in enumerate(dict.fromkeys(shas))}
+    out.text_key = np.fromiter(map(keys.__getitem__, shas), dtype=np.int64, count=rep.size)
     if unit == "chars":
         out.len_model, out.len_baseline = col(len_m, float), col(len_b, float)
     else:

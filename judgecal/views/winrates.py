@@ -436,7 +436,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     else:
         lm_unit, lb_unit = lm_chars, lb_chars
     # the guards compare identities only: model, item and text codes stand for the names and SHA-256s
-    g_model, g_item, g_key, g_words = model.tolist(), item.tolist(), data.text_key.tolist(), data.n_words
+    g_model, g_item, g_key, g_words = model, item, data.text_key, data.n_words
     repeated = guards.no_credit(g_model, g_item, g_key, g_words)
     if repeated.any():
         notes.append(f"calibrated: {int(repeated.sum())} verdicts on answers that are empty or repeated verbatim for "
