@@ -347,3 +347,28 @@ def test_float16_is_honoured(hub, folder):
     b = np.array([r[0] for s in sorted(ref["samples"]["arc_easy"], key=lambda s: s["doc_id"]) for r in s["filtered_resps"]])
     assert ours.settings["dtype"] == "float16" and np.max(np.abs(a - b)) < 0.2
     assert ours.metrics["acc"]["value"] == ref["results"]["arc_easy"]["acc,none"]
+
+
+def test_a_tag_expands_to_its_tasks(hub, folder, run_cli, tmp_path):
+    """`--task ai2_arc` (a tag of lm-eval 0.4.13's task files: arc_easy and arc_challenge) runs
+    the tasks it names, as lm-eval does: one stored run, each member's metrics equal to that
+    task scored on its own."""
+    url = f"sqlite:///{tmp_path / 'tag.db'}"
+    base = ("--database-url", url, "mc", "score", "--model", str(folder), "--data-dir", str(hub), "--limit", "2",
+            "--format", "json")
+    r = run_cli(*base, "--task", "ai2_arc")
+    assert r.exit_code == 0, r
+    run = json.loads(r.stdout)
+    kinds = {p["name"]: p["kind"] for p in run["settings"]["lm_eval_tasks"]}
+    assert kinds == {"ai2_arc": "tag"}, kinds
+    assert run["n_items"] == 4  # 2 of each member
+    per_task = run["diagnostics"]["by_task"]
+    assert sorted(per_task) == ["arc_challenge", "arc_easy"] and all(v["n"] == 2 for v in per_task.values())
+    alone = json.loads(_ok(run_cli(*base, "--task", "arc_easy")).stdout)
+    for metric in ("acc", "acc_norm"):
+        assert per_task["arc_easy"]["metrics"][metric]["value"] == alone["metrics"][metric]["value"], metric
+
+
+def _ok(r):
+    assert r.exit_code == 0, r
+    return r
