@@ -104,6 +104,15 @@ def test_lc_weights_real_file_and_malformed(tmp_path, data_dir):
     short = _write(tmp_path, "s.csv", lines[0] + "\nx,1,2\n")
     with pytest.raises(InputError, match=rf"{short}:2: row has 3 fields, the header has 4"):
         read_weights(short)
+    # issue 23: the header is checked: AlpacaEval's leaderboard.csv (which moved claude-2's LC from
+    # 30.24 to 21.85) and any other header or column count are refused at line 1
+    board = data_dir / "alpaca_eval" / "leaderboard.csv"
+    with pytest.raises(InputError, match=rf"{board}:1: expected AlpacaEval's GLM weights header .*pass it to --compare-to"):
+        read_weights(board)
+    for head in ("foo,bar,baz,qux", lines[0] + ",extra", ",w_len,w_diff,w_bias"):
+        other = _write(tmp_path, "o.csv", head + "\nx,1,2,3" + (",4" if head.endswith("extra") else "") + "\n")
+        with pytest.raises(InputError, match=rf"{other}:1: expected AlpacaEval's GLM weights header"):
+            read_weights(other)
 
 
 def test_rank_correlation_constant_is_undefined_without_warning():

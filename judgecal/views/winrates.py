@@ -100,6 +100,11 @@ def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str | None]]]]:
     return header, rows
 
 
+#: The weight columns of AlpacaEval's ``length_controlled_v1`` weights CSV, in its order
+#: (pandas writes the model names in an unnamed first column).
+GLM_WEIGHT_COLUMNS = ("np.tanh(std_delta_len)", "instruction_difficulty", "not_gamed_baseline.astype(float)")
+
+
 def read_weights(path: Path) -> dict[str, tuple[float, float, float]]:
     """AlpacaEval's GLM weights CSV (``length_controlled_v1/baseline_<model>.csv``, written by
     pandas: an unnamed index column of model names, then w_len, w_diff, w_bias): {model:
@@ -107,11 +112,16 @@ def read_weights(path: Path) -> dict[str, tuple[float, float, float]]:
 
     Read as RFC 4180 CSV (:func:`judgecal.importers.records.read_csv_cells`). Raises InputError
     naming FILE:LINE for a ragged row, an empty model name, a weight that is not a finite
-    number or a model given twice (naming the earlier line), or for a file with fewer than 4
-    columns or no data rows; the file for one that is not a readable regular UTF-8 file."""
+    number or a model given twice (naming the earlier line), or for a header that is not
+    AlpacaEval's (:data:`GLM_WEIGHT_COLUMNS` after an unnamed model column: a leaderboard CSV or
+    any other 4+-column file is refused at line 1) or no data rows; the file for one that is not a readable regular UTF-8 file."""
     header, rows = _table(path)
-    if len(header) < 4:
-        raise InputError("expected AlpacaEval GLM weights: a model column and 3 weight columns", source=str(path), line=1)
+    names = [(h or "").strip() for h in header]
+    if len(names) != 4 or names[1:] != list(GLM_WEIGHT_COLUMNS):
+        raise InputError("expected AlpacaEval's GLM weights header ',"
+                         + ",".join(GLM_WEIGHT_COLUMNS) + f"' (4 columns), got {','.join(names)!r}"
+                         + (" (AlpacaEval's leaderboard.csv? pass it to --compare-to)" if "length_controlled_winrate" in names
+                            else ""), source=str(path), line=1)
     if not rows:
         raise InputError("no data rows (expected one row of weights per model)", source=str(path), line=2)
     out: dict[str, tuple[float, float, float]] = {}
