@@ -169,3 +169,17 @@ def test_calibration_without_fingerprint_is_of_unknown_freshness(fitted, run_cli
     b = _board(run_cli, url)
     assert b["stale"] == {FAM: None}
     assert all("calibration freshness unknown" in row["flags"] for row in b["rows"])
+
+
+def test_a_family_the_judge_never_rated_is_named_not_an_empty_board(fitted, run_cli, tmp_path):
+    """Issue 18 break-it: a board over a family the judge has no rating in printed an empty table
+    and exit 0 with no word."""
+    url, _, _ = fitted
+    src = tmp_path / "r.jsonl"
+    src.write_text(json.dumps({"task_family": "unrated", "prompt": "q", "model": "m", "response": "an answer"}) + "\n")
+    assert run_cli("--database-url", url, "import", "jsonl", "--kind", "responses", str(src)).exit_code == 0
+    r = run_cli("--database-url", url, "leaderboard", "--judge", "GPT-4", "--task-family", "unrated", "--bootstrap", "0")
+    assert r.exit_code == 0 and "note: judge 'GPT-4' has no scored rating in unrated (see `judgecal stats`)" in r.stdout
+    b = json.loads(run_cli("--database-url", url, "leaderboard", "--judge", "GPT-4", "--task-family", "unrated",
+                           "--bootstrap", "0", "--format", "json").stdout)
+    assert b["notes"] == ["judge 'GPT-4' has no scored rating in unrated (see `judgecal stats`)"]

@@ -86,6 +86,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         keys = answer_keys(s, [r["response_id"] for r in rows if r["score"] is not None])
         guard_flags: dict[str, list[dict]] = defaultdict(list)
         notes: list[str] = []
+        unrated = [fam_names[f] for f in fam_ids if f not in rated]
+        if unrated:  # never an empty board without a word
+            notes.append(f"judge {jrow.name!r} has no scored rating in {', '.join(unrated)} (see `judgecal stats`)")
         for fid in fam_ids:
             frows = [r for r in rows if r["family_id"] == fid and r["score"] is not None]
             cal = cals.get(fid)
