@@ -306,6 +306,11 @@ def write_cols(pairwise: bool) -> list[str]:
     return cols + (["verdict", "preference", "distribution"] if pairwise else ["score", "expected_score", "distribution"])
 
 
+def _value(result: dict, col: str) -> Any:
+    """A result's value for ``col``; a result without a distribution has none (None)."""
+    return result.get(col) if col == "distribution" else result[col]
+
+
 def write(engine: Engine, plan: Plan, results: list[dict]) -> None:
     """Write finished results (dicts with ``id`` and :func:`write_cols`) to the rows this
     worker still holds (others are left alone)."""
@@ -316,7 +321,7 @@ def write(engine: Engine, plan: Plan, results: list[dict]) -> None:
     stmt = (update(T).where(T.id == bindparam("b_id"), T.claimed_by == plan.me, T.status == "running")
             .values({c: bindparam(f"b_{c}") for c in cols}))
     with engine.begin() as conn:
-        conn.execute(stmt, [{f"b_{k}": r[k] for k in ("id", *cols)} for r in results])
+        conn.execute(stmt, [{f"b_{k}": _value(r, k) for k in ("id", *cols)} for r in results])
 
 
 def release_mine(engine: Engine, plan: Plan) -> int:
@@ -417,7 +422,7 @@ class PgStore:
     async def write(self, results: list[dict]) -> None:
         if not results:
             return
-        params: dict[str, Any] = {c: [r[c] for r in results] for c in ["id", *self._cols]}
+        params: dict[str, Any] = {c: [_value(r, c) for r in results] for c in ["id", *self._cols]}
         for c in self._json:
             params[c] = [None if v is None else json.dumps(v) for v in params[c]]
         params["me"] = self.plan.me

@@ -117,11 +117,13 @@ class _Unit:
 @dataclass
 class ChoiceScore:
     """Scored continuation: ``ll`` (nats, summed over its tokens), ``n_tokens``, ``is_greedy``
-    (every token is the argmax of its position)."""
+    (every token is the argmax of its position), ``greedy_run`` (how many of its leading tokens
+    are the argmax of their position: what greedy decoding shares with it)."""
 
     ll: float
     n_tokens: int
     is_greedy: bool
+    greedy_run: int = 0
 
 
 @dataclass
@@ -422,10 +424,12 @@ class HFScorer:
             token_lp[sel] = logp[tgt_row_t[sel] - s, tgt_tok_t[sel]]
         is_hit = (greedy_tok[tgt_row_t] == tgt_tok_t).cpu().tolist()
         token_lp_list = token_lp.double().cpu().tolist()
-        res: dict[int, list[list]] = {gi: [[0.0, 0, True] for _ in groups[gi].conts] for gi in done}
+        res: dict[int, list[list]] = {gi: [[0.0, 0, True, 0] for _ in groups[gi].conts] for gi in done}
         for (gi, j), lp, hit in zip(owner, token_lp_list, is_hit):
             r = res[gi][j]
             r[0] += lp
             r[1] += 1
             r[2] = r[2] and bool(hit)
-        return {gi: [ChoiceScore(float(a), int(n), bool(h)) for a, n, h in g] for gi, g in res.items()}
+            if r[2]:
+                r[3] += 1
+        return {gi: [ChoiceScore(float(a), int(n), bool(h), int(k)) for a, n, h, k in g] for gi, g in res.items()}

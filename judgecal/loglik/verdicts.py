@@ -13,10 +13,13 @@ prompt prefixes computed once). A verdict's continuation is its text plus what c
 different continuations and a multi-token verdict is exact.
 
 What a row gets (:func:`judgecal.judge.distribution.from_logliks`): ``p_v = exp(ll_v)``
-normalised over the scale, ``outside`` = 1 - their sum, and ``greedy``: the verdict whose
-every token is the model's argmax, i.e. what greedy decoding after the prefix writes (None
-when greedy decoding leaves the scale). With a temperature-0 served judge that writes the
-prefix first, that is the served path's verdict.
+normalised over the scale, ``outside`` = 1 - their sum, and ``greedy``: the verdict greedy
+decoding after the prefix writes (:func:`greedy_verdict`: its tokens are the model's argmax,
+whatever follows them; None when greedy decoding writes no verdict of the scale). With a
+temperature-0 served judge that writes the prefix first, that is the served path's verdict.
+It is usually the distribution's argmax too, but not always: when ``1`` is the likeliest
+first token because it opens both 1 and 10, greedy decoding writes 1 or 10 even though 7
+alone may be likelier than either.
 
 torch/transformers are imported lazily (:mod:`judgecal.loglik.hf`).
 """
@@ -82,6 +85,22 @@ def closing_for(prefix: str, end_of_turn: str) -> str:
     return "]]" if prefix.rstrip().endswith("[[") else end_of_turn
 
 
+def greedy_verdict(greedy_run: Sequence[int], is_greedy: Sequence[bool], n_value: Sequence[Optional[int]]) -> Optional[int]:
+    """The verdict greedy decoding writes after the prefix, whatever follows it (``7``, ``7.``,
+    ``7/10`` all read 7, as the served path's parser reads them): among the verdicts whose own
+    tokens are all the model's argmax (``greedy_run[j] >= n_value[j]``), the longest (greedy
+    decoding that writes ``1`` then ``0`` wrote 10, not 1). A verdict whose token count is
+    unknown (None) counts only when its whole continuation is greedy. None: greedy decoding
+    writes no verdict of the scale. Pure."""
+    best, best_n = None, -1
+    for j, (run, whole, n) in enumerate(zip(greedy_run, is_greedy, n_value)):
+        ok = whole if n is None else run >= n
+        length = n if n is not None else run
+        if ok and length > best_n:
+            best, best_n = j, length
+    return best
+
+
 @dataclass
 class Scored:
     """One row's reading: ``lls`` (nats, one per verdict, in the order of the keys) and
@@ -142,6 +161,14 @@ class VerdictScorer:
         close = closing_for(prefix, self.end_of_turn)
         return [v + close for v in verdicts]
 
+    def _value_tokens(self, context: str, verdicts: Sequence[str], conts: Sequence[Sequence[int]]) -> list[Optional[int]]:
+        """How many leading tokens of each verdict's continuation (after ``context``) are the
+        verdict itself (what precedes the closing); None where the continuation does not begin
+        with the verdict's own tokens (a token spanning verdict and closing). The same for
+        every context: they all end with the same prefix."""
+        alone = self.scorer.encoder.encode_groups([(context, list(verdicts))])[0].conts
+        return [len(a) if list(c[:len(a)]) == list(a) and len(a) < len(c) else None for a, c in zip(alone, conts)]
+
     def score(self, contexts: Sequence[str], verdicts: Sequence[str], prefix: str, progress: Any = None) -> list[Scored]:
         """Score every verdict after every context in batched forward passes; one
         :class:`Scored` per context. A context too long for the model is that row's error
@@ -162,12 +189,12 @@ class VerdictScorer:
                 keep.append(i)
         if keep:
             stats = RunStats()
+            n_value = self._value_tokens(contexts[keep[0]], verdicts, enc[keep[0]].conts)
             res = self.scorer.score_groups([enc[i] for i in keep], batch_size=self.batch_size, stats=stats,
                                            progress=progress)
             for i, row in zip(keep, res):
                 out[i].lls = [s.ll for s in row]
-                greedy = [j for j, s in enumerate(row) if s.is_greedy]
-                out[i].greedy = greedy[0] if greedy else None
+                out[i].greedy = greedy_verdict([s.greedy_run for s in row], [s.is_greedy for s in row], n_value)
             for k in ("tokens", "padded_tokens", "forward_passes", "scored_rows"):
                 self.stats[k] = self.stats.get(k, 0) + getattr(stats, k)
             self.stats["shared_prefix_tokens_saved"] = (self.stats.get("shared_prefix_tokens_saved", 0)
