@@ -269,8 +269,9 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
     elif reverses:
         decision, reason = "keep raw", (f"{cand['name']} gives the judge's score a negative weight (theta {theta:+.3f} "
                                         "fitted on all the data): its gain over raw "
-                                        f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)} comes from length alone, "
-                                        "with the judge counted against the answer it prefers")
+                                        f"{_fmt_gain(cown['gain'], cown['gain_ci'], kind)} comes from counting the "
+                                        "judge against the answer it prefers (and from length), not from correcting "
+                                        "its length bias: a calibration cannot make this judge usable here")
     else:
         decision, reason = "calibrate", (f"out-of-sample gain over raw {_fmt_gain(cown['gain'], cown['gain_ci'], kind)} "
                                          f"(paired 95% CI above zero; "
