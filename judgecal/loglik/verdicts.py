@@ -131,6 +131,7 @@ class VerdictScorer:
         self.scorer = scorer
         self.tok = scorer.tokenizer
         self.batch_size = batch_size
+        self.share_prefixes = True  # contexts beginning alike share that prefix's computation (HFScorer.units)
         if not getattr(self.tok, "chat_template", None):
             raise ModelError(f"the tokenizer in {folder} has no chat template: the served path could not judge with it "
                              "either")
@@ -191,7 +192,7 @@ class VerdictScorer:
             stats = RunStats()
             n_value = self._value_tokens(contexts[keep[0]], verdicts, enc[keep[0]].conts)
             res = self.scorer.score_groups([enc[i] for i in keep], batch_size=self.batch_size, stats=stats,
-                                           progress=progress)
+                                           progress=progress, share_prefixes=self.share_prefixes)
             for i, row in zip(keep, res):
                 out[i].lls = [s.ll for s in row]
                 out[i].greedy = greedy_verdict([s.greedy_run for s in row], [s.is_greedy for s in row], n_value)

@@ -165,6 +165,7 @@ def run(engine, plan, prompt: Prompt, *, folder: Path, prefix: str, device: str,
             console.print(f"loading {folder} ({device}, {dtype})", highlight=False)
         scorer = VerdictScorer(folder, device=device, dtype=dtype)
     load_s = time.perf_counter() - t_load
+    scorer.stats = {}  # this run's work only (a scorer given by the caller may have run before)
     runner = LocalRunner(engine, plan, prompt, scorer, prefix, render_time_limit_s)
     caught: list[str] = []
 
