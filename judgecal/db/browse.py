@@ -32,17 +32,21 @@ def judge_ref(label_of: dict[int, str], names: dict[int, str], judge_id: int) ->
     return names[judge_id] if label_of[judge_id] == names[judge_id] else f"id:{judge_id}"
 
 
-def judges(s: Session) -> list[dict]:
+def judges(s: Session, counts: dict[str, dict[int, int]] | None = None) -> list[dict]:
     """Every judge: id, name, label (``name (id N)`` where names are shared), ref (for URLs),
     model, mode, endpoint, prompt name, scale, ratings and pairwise verdicts stored; by name,
-    then id."""
+    then id. ``counts``: {"ratings": {judge id: n}, "verdicts": {judge id: n}} when the caller
+    has counted them already (else they are counted here)."""
     label = judge_labels(s)
     rows = s.execute(select(m.Judge.id, m.Judge.name, m.Judge.model, m.Judge.mode, m.Judge.endpoint,
                             m.Judge.prompt_name, m.Judge.scale_min, m.Judge.scale_max)).all()
     names = {r[0]: r[1] for r in rows}
-    n_rat = dict(s.execute(select(m.Rating.judge_id, func.count()).group_by(m.Rating.judge_id)).all())
-    n_ver = dict(s.execute(select(m.PairwiseJudgment.judge_id, func.count())
-                           .group_by(m.PairwiseJudgment.judge_id)).all())
+    if counts is not None:
+        n_rat, n_ver = counts["ratings"], counts["verdicts"]
+    else:
+        n_rat = dict(s.execute(select(m.Rating.judge_id, func.count()).group_by(m.Rating.judge_id)).all())
+        n_ver = dict(s.execute(select(m.PairwiseJudgment.judge_id, func.count())
+                               .group_by(m.PairwiseJudgment.judge_id)).all())
     out = [{"id": jid, "name": name, "label": label[jid], "ref": judge_ref(label, names, jid), "model": model,
             "mode": mode, "endpoint": endpoint, "prompt": prompt, "scale": [lo, hi],
             "ratings": n_rat.get(jid, 0), "verdicts": n_ver.get(jid, 0)}
@@ -115,25 +119,42 @@ def _rating_where(q, f: RatingFilter):
 def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tuple[list[dict], int]:
     """(one page of ratings matching ``f``, how many match). Rows in content order (family,
     item prompt SHA-256, model, answer SHA-256, judge key, sample index); texts cut to
-    :data:`TEXT_LIMIT` characters in SQL."""
+    :data:`TEXT_LIMIT` characters in SQL.
+
+    The page is chosen on the sort keys and the rating id alone (a narrow sort), and only its
+    rows' texts are then read: sorting every matching row with its texts attached cost seconds
+    on a million ratings. The count joins the answers and items only when a family or model
+    filter needs them (every rating has exactly one answer and one item)."""
     limit = max(1, min(int(limit), MAX_PAGE))
     R = m.Rating
-    base = (select(R.id).join(m.Response, m.Response.id == R.response_id).join(m.Item, m.Item.id == m.Response.item_id))
-    total = s.scalar(select(func.count()).select_from(_rating_where(base, f).subquery())) or 0
+    if f.family_id is None and f.model is None:
+        counted = _rating_where(select(R.id), f)
+    else:
+        counted = _rating_where(select(R.id).join(m.Response, m.Response.id == R.response_id)
+                                .join(m.Item, m.Item.id == m.Response.item_id), f)
+    total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
+    keys = (m.TaskFamily.name, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.Judge.judge_key,
+            R.sample_index)
+    page = (select(R.id, *[k.label(f"k{i}") for i, k in enumerate(keys)])
+            .join(m.Response, m.Response.id == R.response_id)
+            .join(m.Item, m.Item.id == m.Response.item_id)
+            .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+            .join(m.Judge, m.Judge.id == R.judge_id))
+    page = (_rating_where(page, f).order_by(*keys).limit(limit).offset(max(0, int(offset)))
+            .subquery("page"))
     q = (select(m.TaskFamily.name, m.Item.external_id, func.substr(m.Item.prompt, 1, 300), m.Response.model,
                 func.substr(m.Response.text, 1, 300), m.Response.n_words, m.Response.n_chars, R.judge_id,
                 R.sample_index, R.status, R.score, func.substr(R.raw_output, 1, TEXT_LIMIT), R.error, R.created_at,
                 m.Item.prompt_sha256)
+         .select_from(page)
+         .join(R, R.id == page.c.id)
          .join(m.Response, m.Response.id == R.response_id)
          .join(m.Item, m.Item.id == m.Response.item_id)
          .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
-         .join(m.Judge, m.Judge.id == R.judge_id))
-    q = _rating_where(q, f).order_by(m.TaskFamily.name, m.Item.prompt_sha256, m.Response.model,
-                                     m.Response.text_sha256, m.Judge.judge_key, R.sample_index)
+         .order_by(*[page.c[f"k{i}"] for i in range(len(keys))]))
     label = judge_labels(s)
     rows = []
-    for fam, ext, prompt, model, text, words, chars, jid, k, status, score, raw, error, created, sha in \
-            s.execute(q.limit(limit).offset(max(0, int(offset)))):
+    for fam, ext, prompt, model, text, words, chars, jid, k, status, score, raw, error, created, sha in s.execute(q):
         rows.append({"task_family": fam, "item": ext or sha[:12], "prompt": prompt, "model": model, "answer": text,
                      "n_words": words, "n_chars": chars, "judge": label[jid], "judge_id": jid, "sample_index": k,
                      "status": status, "score": score, "raw_output": raw, "error": error,

@@ -36,12 +36,36 @@ def overview(url: str | None = None) -> dict:
     families = collect_stats(url)
     engine = get_engine(url)
     with session_scope(engine) as s:
-        judges = browse.judges(s)
+        # the per-judge and per-status totals, and which judges have ratings or verdicts in each
+        # family, are sums over the stats' per-family counts: no second pass over the ratings
+        # (counted afresh where a judge was added meanwhile and the stats' labels no longer match)
+        id_of = {label: jid for jid, label in q.judge_labels(s).items()}
+        per_judge: dict[str, dict[int, int]] | None = {"ratings": {}, "verdicts": {}}
+        counts: dict[str, dict[str, int]] = {"ratings": {}, "verdicts": {}}
+        for fam in families:
+            for kind, by_judge in (("ratings", fam["ratings"]), ("verdicts", fam["pairwise_verdicts"])):
+                for label, by_status in by_judge.items():
+                    if label not in id_of:
+                        per_judge = None
+                        break
+                    jid = id_of[label]
+                    per_judge[kind][jid] = per_judge[kind].get(jid, 0) + sum(by_status.values())
+                    for status, n in by_status.items():
+                        counts[kind][status] = counts[kind].get(status, 0) + n
+                if per_judge is None:
+                    break
+            if per_judge is None:
+                break
+        judges = browse.judges(s, counts=per_judge)
         ref_of = {j["id"]: j["ref"] for j in judges}
         models, n_models = browse.models(s)
-        counts = browse.status_counts(s)
         n_mc = browse.mc_run_count(s)
-        fam_judges = _family_judges(s, judges)
+        if per_judge is None:
+            counts = browse.status_counts(s)
+            fam_judges = _family_judges(s, judges)
+        else:
+            counts = {kind: {k: c[k] for k in sorted(c)} for kind, c in counts.items()}
+            fam_judges = _family_judges_from_stats(families, judges)
     engine.dispose()
     chosen = load_calibrations(None, None, "latest", url)
     fresh = staleness(chosen, url)
@@ -59,6 +83,19 @@ def overview(url: str | None = None) -> dict:
                        "stale": fresh[row.id]})
     return {"families": families, "family_judges": fam_judges, "judges": judges, "models": models,
             "n_models": n_models, "status_counts": counts, "mc_runs": n_mc, "calibrations": cals}
+
+
+def _family_judges_from_stats(families: list[dict], judges: list[dict]) -> dict[str, list[dict]]:
+    """:func:`_family_judges` read off :func:`judgecal.views.stats.collect_stats`' counts (the
+    same judges: both count a verdict in the family of its answer a, a rating in its answer's)."""
+    by_label = {j["label"]: j for j in judges}
+    out = {}
+    for fam in families:
+        pair, rate = set(fam["pairwise_verdicts"]), set(fam["ratings"])
+        found = sorted((by_label[label] for label in pair | rate), key=lambda j: (j["name"], j["id"]))
+        out[fam["task_family"]] = [{"ref": j["ref"], "label": j["label"],
+                                    "kind": "pairwise" if j["label"] in pair else "pointwise"} for j in found]
+    return out
 
 
 def _family_judges(s, judges: list[dict]) -> dict[str, list[dict]]:
