@@ -54,6 +54,17 @@ def judges(s: Session, counts: dict[str, dict[int, int]] | None = None) -> list[
     return sorted(out, key=lambda j: (j["name"], j["id"]))
 
 
+def judge_presence(s: Session) -> dict[str, dict[int, int]]:
+    """{"ratings": {judge id: 1}, "verdicts": {judge id: 1}} for the judges with at least one
+    rating / pairwise verdict (:func:`judges`' ``counts`` where only their presence matters: one
+    index probe per judge, not a pass over every row)."""
+    out: dict[str, dict[int, int]] = {}
+    for kind, T in (("ratings", m.Rating), ("verdicts", m.PairwiseJudgment)):
+        has = select(T.id).where(T.judge_id == m.Judge.id).exists()
+        out[kind] = {jid: 1 for jid in s.scalars(select(m.Judge.id).where(has))}
+    return out
+
+
 def models(s: Session, limit: int = MAX_MODELS) -> tuple[list[dict], int]:
     """([{model, responses, families}] by model name, at most ``limit``), number of models."""
     total = s.scalar(select(func.count(func.distinct(m.Response.model)))) or 0

@@ -136,11 +136,13 @@ def calibrations(url: str | None = None) -> list[dict]:
 
 
 def choices(url: str | None = None) -> dict:
-    """What the filter forms offer: {"families": names, "judges": :func:`judgecal.db.browse.judges`,
-    "statuses": the rating statuses}."""
+    """What the filter forms offer: {"families": names, "judges": :func:`judgecal.db.browse.judges`
+    with ``ratings`` and ``verdicts`` 1 or 0 (whether the judge has any: the forms offer the judges
+    that have ratings, and counting them is a pass over every row), "statuses": the rating statuses}."""
     engine = get_engine(url)
     with session_scope(engine) as s:
-        out = {"families": browse.family_names(s), "judges": browse.judges(s), "statuses": list(m.RATING_STATUSES)}
+        out = {"families": browse.family_names(s), "judges": browse.judges(s, counts=browse.judge_presence(s)),
+               "statuses": list(m.RATING_STATUSES)}
     engine.dispose()
     return out
 
