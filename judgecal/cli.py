@@ -669,15 +669,8 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
         board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings,
                                   max_unparsed=max_unparsed, n_bootstrap=n_bootstrap, seed=seed,
                                   mc_reference=mc_reference, calibration_from=calibration_from)
-    _print_board(board, fmt, _one_table(render.leaderboard_table), render.leaderboard_markdown,
+    _print_board(board, fmt, render.leaderboard_tables, render.leaderboard_markdown,
                  lambda b: render.legend_lines(b) + render.left_out_lines(b), render.COLS, **shape)
-
-
-def _one_table(fn):
-    def tables(board, width, **kw):
-        table, notes = fn(board, width, **kw)
-        return [table], notes
-    return tables
 
 
 def _print_board(board: dict, fmt: str, tables, markdown, footer, cols, *, wide: bool = False,

@@ -227,6 +227,15 @@ def run_cli_module():
     return run
 
 
+def _flag_cells(text: str, md: bool = False) -> dict[str, list[str]]:
+    """{model: flag codes} read off a rendered board: a rich table's rows (first cell the model,
+    last the flags) or a Markdown table's rows of the test's "-model" models."""
+    bar = "|" if md else "│"
+    rows = [line for line in text.splitlines()
+            if ((line.startswith("| ") and "-model" in line) if md else line.count("│") > 2)]
+    return {line.split(bar)[1].strip(): line.split(bar)[-2].split() for line in rows if line.split(bar)[1].strip()}
+
+
 def _rows(board):
     return {r["model"]: r for r in board["rows"]}
 
@@ -288,10 +297,7 @@ def test_score_leaderboard_own_fit_lifts_none_and_flags_them_in_every_format(nat
     from judgecal.views.leaderboard import FLAG_LEGEND
 
     short = {"empty_answers": "empty", "constant_answers": "constant", "far_short_answers": "far-short"}
-    table_flags = {line.split("│")[1].strip(): line.split("│")[-2].split() for line in table.splitlines()
-                   if line.count("│") > 2 and line.split("│")[1].strip()}
-    md_flags = {line.split("|")[1].strip(): line.split("|")[-2].split() for line in md.splitlines()
-                if line.startswith("| ") and "-model" in line}
+    table_flags, md_flags = _flag_cells(table), _flag_cells(md, md=True)
     legend = " ".join(table.split())
     for m in DEGENERATE:
         msg, code = messages[m][0], short[FLAG_CODES[m]]
@@ -383,10 +389,7 @@ def test_win_rate_mode_lifts_none_and_flags_them_in_every_format(guard_db, run_c
     from judgecal.views.winrates import FLAG_LEGEND
 
     short = {"empty-model": "empty", "constant-model": "constant", "truncated-model": "truncated"}
-    table_flags = {line.split("│")[1].strip(): line.split("│")[-2].split() for line in table.splitlines()
-                   if line.count("│") > 2 and line.split("│")[1].strip()}
-    md_flags = {line.split("|")[1].strip(): line.split("|")[-2].split() for line in md.splitlines()
-                if line.startswith("| ") and "-model" in line}
+    table_flags, md_flags = _flag_cells(table), _flag_cells(md, md=True)
     legend = " ".join(table.split())
     for m, msg in wanted.items():
         code = short[m]

@@ -65,6 +65,9 @@ NO_GAIN_CODES = frozenset({"empty_answers", "constant_answers", "truncated_answe
 #: The score leaderboard's L_ref is the family's median answer, not one verbose baseline: a model
 #: whose median answer is below the floor of it is an outlier of its own family and gains nothing too.
 SCORE_NO_GAIN_CODES = NO_GAIN_CODES | {"far_short_answers"}
+#: The short code of each flag that the boards' tables and Markdown show (legends in the views).
+SHORT_CODES = {"empty_answers": "empty", "constant_answers": "constant", "truncated_answers": "truncated",
+               "far_short_answers": "far-short"}
 
 
 _DIGITS = re.compile(r"\d+")

@@ -47,11 +47,14 @@ def _cells(board: dict) -> list[list[str]]:
     return [[_cell(c.key, r.get(c.key)) for c in COLS] for r in board["rows"]]
 
 
-def leaderboard_table(board: dict, width: int = 120, *, wide: bool = False, columns: str | None = None) -> tuple[Table, list[str]]:
-    """The leaderboard as a rich Table that fits ``width`` characters, and the lines that say
-    which columns it left out (:func:`judgecal.report.tables.board_table`); ``columns``: the
-    ``--columns`` list (raises UsageError on an unknown name)."""
-    return board_table(_title(board), COLS, _cells(board), width, wide=wide, only=parse_columns(columns, COLS))
+def leaderboard_tables(board: dict, width: int = 120, *, wide: bool = False,
+                       columns: str | None = None) -> tuple[list[Table], list[str]]:
+    """The leaderboard as a one-table list of rich Tables that fits ``width`` characters (as
+    :func:`judgecal.report.winboard.winboard_tables`), and the lines that say which columns it
+    left out (:func:`judgecal.report.tables.board_table`); ``columns``: the ``--columns`` list
+    (raises UsageError on an unknown name)."""
+    table, notes = board_table(_title(board), COLS, _cells(board), width, wide=wide, only=parse_columns(columns, COLS))
+    return [table], notes
 
 
 def leaderboard_markdown(board: dict, *, columns: str | None = None) -> str:

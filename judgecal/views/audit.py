@@ -95,10 +95,9 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     of this family and judge. Raises NotFoundError, UsageError."""
     if filter not in FILTERS:
         raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
-    if not 1 <= per_page <= browse.MAX_PAGE:
-        raise UsageError(f"per_page must be between 1 and {browse.MAX_PAGE}, got {per_page}")
-    if page < 1:
-        raise UsageError(f"page must be 1 or more, got {page}")
+    from judgecal.views.browse import check_page
+
+    check_page(page, per_page)
     engine = get_engine(url)
     with session_scope(engine) as s:
         fam_id = q.family_id(s, family)

@@ -170,10 +170,7 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
         raise UsageError(f"score_min {score_min:g} is above score_max {score_max:g}")
     if since is not None and until is not None and since > until:
         raise UsageError(f"since {since} is after until {until}")
-    if not 1 <= per_page <= browse.MAX_PAGE:
-        raise UsageError(f"per_page must be between 1 and {browse.MAX_PAGE}, got {per_page}")
-    if page < 1:
-        raise UsageError(f"page must be 1 or more, got {page}")
+    check_page(page, per_page)
     engine = get_engine(url)
     with session_scope(engine) as s:
         f = browse.RatingFilter(
@@ -196,3 +193,12 @@ def baselines(url: str | None = None) -> list[dict]:
         out = browse.baseline_models(s)
     engine.dispose()
     return out
+
+
+def check_page(page: int, per_page: int) -> None:
+    """Refuse a page number below 1 or a page size outside [1, db.browse.MAX_PAGE]
+    (UsageError, one line): every paginated view asks the same."""
+    if not 1 <= per_page <= browse.MAX_PAGE:
+        raise UsageError(f"per_page must be between 1 and {browse.MAX_PAGE}, got {per_page}")
+    if page < 1:
+        raise UsageError(f"page must be 1 or more, got {page}")

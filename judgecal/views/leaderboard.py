@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from judgecal.calibrate.guards import SCORE_NO_GAIN_CODES, model_flags, no_credit
+from judgecal.calibrate.guards import SCORE_NO_GAIN_CODES, SHORT_CODES, model_flags, no_credit
 from judgecal.calibrate.metrics import verbosity_win_rate
 from judgecal.calibrate.penalty import token_entropy
 from judgecal.calibrate.ranking import mean_ci, ranks
@@ -305,8 +305,6 @@ FLAG_LEGEND = {
     "truncated": "truncated answers (no gain from the calibration)",
     "far-short": "answers far below L_ref (no gain from the calibration)",
 }
-_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "truncated_answers": "truncated",
-                "far_short_answers": "far-short"}
 
 
 def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> tuple[list[str], list[str]]:
@@ -344,7 +342,7 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> tu
     if r.get("mc_opposite"):
         add("acc/acc_norm opposite", "mc-opp")
     for f in r.get("degenerate_answers") or []:
-        add(f["message"], _GUARD_CODES.get(f["code"], f["code"]))
+        add(f["message"], SHORT_CODES.get(f["code"], f["code"]))
     return flags, codes
 
 

@@ -261,8 +261,6 @@ FLAG_LEGEND = {
     "gamed": "a gamed baseline of the LC regulariser",
     "lc-unidentified": "LC not identified (fewer than 5 answers on one side of the baseline's length)",
 }
-_GUARD_CODES = {"empty_answers": "empty", "constant_answers": "constant", "truncated_answers": "truncated",
-                "far_short_answers": "far-short"}
 
 
 def build_winrate_board(baseline: str, families=None, judge: str | None = None, url: str | None = None, *,
@@ -542,7 +540,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         if n_missing:
             flags.append(f"{n_missing} items without a verdict"), codes.append("missing")
         for f in degenerate.get(mm, []):  # empty, constant, far-short (one wording)
-            flags.append(f["message"]), codes.append(_GUARD_CODES.get(f["code"], f["code"]))
+            flags.append(f["message"]), codes.append(guards.SHORT_CODES.get(f["code"], f["code"]))
         if mm in gamed_models and gamed and choice == "verdicts":
             flags.append("gamed baseline (LC regulariser)"), codes.append("gamed")
         n_short, n_long = int(np.sum(tanh_len[sel] > 0)), int(np.sum(tanh_len[sel] < 0))
