@@ -120,11 +120,11 @@ from judgecal.importers import alpaca_eval
 parent = os.getpid()
 parse = alpaca_eval.parse_file
 def parse_file(path, *args):
+    # a worker dies on whichever file it takes (which files go to workers depends on timing:
+    # the parent, slowed down, leaves them several)
     if os.getpid() != parent:
-        if path.name == "a2.json":
-            os.kill(os.getpid(), signal.SIGKILL)
-    else:
-        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.2)
     return parse(path, *args)
 alpaca_eval.parse_file = parse_file
 """
