@@ -158,8 +158,12 @@ def _range(lo, hi) -> str:
 def _environment():
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    env = Environment(loader=PackageLoader("judgecal.web", "templates"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    from jinja2 import ChoiceLoader
+
+    # the board partials (partials/*.html.j2) are the report's: the static report renders the same markup
+    env = Environment(loader=ChoiceLoader([PackageLoader("judgecal.web", "templates"),
+                                           PackageLoader("judgecal.report", "templates")]),
+                      autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(link=link, version=__version__, fmt=fmt, pct=pct)
     return env
 
@@ -254,8 +258,8 @@ class App:
         return self.render("overview.html.j2", title="Overview", nav="overview", o=overview(self.url))
 
     def leaderboard(self, request: Request):
-        from judgecal.report.board import COLUMNS, _cell, left_out_lines
-        from judgecal.report.svg import interval_chart
+        from judgecal.report.board import COLUMNS
+        from judgecal.report.boards_html import score_board_view
         from judgecal.views.leaderboard import DEFAULTS, build_leaderboard
 
         p = Params(request, ("family", "judge", "calibration", "calibration_from", "bootstrap", "seed", "min_ratings",
@@ -288,27 +292,18 @@ class App:
                                   calibration_from=cal_from)
         if fmt_ == "json":
             return self.json(board)
-        rows = _sorted(board["rows"], sort)
-        chart = interval_chart(
-            [{"label": r["model"], "values": {"raw": (r["mean_raw"], r["mean_raw_ci"]),
-                                              "cal": (r["mean_calibrated"], r["mean_calibrated_ci"])}}
-             for r in rows if r["mean_raw"] is not None],
-            [("raw", "raw mean", "s-raw"), ("cal", "calibrated mean", "s-cal")],
-            title=f"mean judge score per model (judge {board['judge']}), 95% bootstrap CI", axis="mean judge score")
         here = dict(family=families, judge=judge, calibration=None if calibration == "latest" else calibration,
                     calibration_from=cal_from, bootstrap=None if n_boot == DEFAULTS["n_bootstrap"] else n_boot,
                     seed=None if seed == DEFAULTS["seed"] else seed, mc_reference=mc_ref)
-        heads = [(label, key, link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None)
-                 for label, key in COLUMNS]
-        cells = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in rows]
+        view = score_board_view(board, _sorted(board["rows"], sort),
+                                lambda key: link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None)
         return self.render("leaderboard.html.j2", title="Score leaderboard", nav="leaderboard", board=board,
-                           heads=heads, cells=cells, rows=rows, chart=chart, footer=left_out_lines(board), sort=sort,
-                           here=here, json_link=link("/leaderboard", **here, format="json"), n_bootstrap=n_boot)
+                           view=view, sort=sort, here=here, json_link=link("/leaderboard", **here, format="json"),
+                           n_bootstrap=n_boot)
 
     def winrates(self, request: Request):
         from judgecal.db.verdicts import LENGTH_UNITS
-        from judgecal.report.svg import interval_chart
-        from judgecal.report.winboard import COLUMNS, SPREAD_COLUMNS, _cell, footer_lines, title
+        from judgecal.report.boards_html import winrate_board_view
         from judgecal.views.winrates import REGULARISERS, SORT_COLUMNS, build_winrate_board
 
         p = Params(request, ("baseline", "family", "judge", "bootstrap", "seed", "length_unit", "tokenizer",
@@ -339,15 +334,6 @@ class App:
                                     lc_regulariser=reg, joint=joint, sort_by=sort)
         if fmt_ == "json":
             return self.json(board)
-        rows = board["rows"]
-        chart = interval_chart(
-            [{"label": r["model"], "values": {"raw": (r.get("win_rate"), r.get("win_rate_ci")),
-                                              "lc": (r.get("length_controlled_winrate"),
-                                                     r.get("length_controlled_winrate_ci")),
-                                              "cal": (r.get("calibrated_win_rate"), r.get("calibrated_win_rate_ci"))}}
-             for r in rows],
-            [("raw", "win rate", "s-raw"), ("lc", "length-controlled", "s-lc"), ("cal", "calibrated", "s-cal")],
-            title=f"win rate against {baseline} (%), 95% bootstrap CI", axis=f"win rate against {baseline} (%)")
         here = dict(baseline=baseline, family=family, judge=judge, bootstrap=None if n_boot == 1000 else n_boot,
                     seed=seed or None, length_unit=None if unit == "chars" else unit, tokenizer=tokenizer,
                     short_floor=None if floor == 0.25 else floor, lc_regulariser=None if reg == "auto" else reg,
@@ -355,13 +341,9 @@ class App:
         sortable = {"win_rate": "win_rate", "length_controlled_winrate": "length_controlled_winrate",
                     "calibrated_win_rate": "calibrated_win_rate", "avg_length": "avg_length", "model": "model",
                     "n_items": "n_total"}
-        heads = [(label, key, link("/winrates", **here, sort=sortable[key]) if key in sortable else None)
-                 for label, key in COLUMNS]
-        cells = [[_cell(k, r.get(k)) for _, k in COLUMNS] for r in rows]
-        spreads = [[_cell(k, s.get(k)) for _, k in SPREAD_COLUMNS] for s in board["verbosity_spreads"]]
-        return self.render("winrates.html.j2", title="Win rates", nav="winrates", board=board, heads=heads, cells=cells,
-                           rows=rows, chart=chart, footer=footer_lines(board), caption=title(board), sort=sort,
-                           spread_heads=[c for c, _ in SPREAD_COLUMNS], spreads=spreads,
+        view = winrate_board_view(board, lambda key: link("/winrates", **here, sort=sortable[key]) if key in sortable
+                                  else None)
+        return self.render("winrates.html.j2", title="Win rates", nav="winrates", board=board, view=view, sort=sort,
                            json_link=link("/winrates", **here, sort=sort, format="json"))
 
     def calibration(self, request: Request):
