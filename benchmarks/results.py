@@ -46,6 +46,9 @@ DASH = "-"
 #: only (all 58 judge x protocol pairs would take three times as long: about 3 s of CPU per judge and set).
 LP_JUDGES = ("GPT-4", "ChatGPT", "ChatGPT-0301", "PaLM2", "LLaMA2", "Falcon")
 LP_PROTOCOLS = ("Vanilla", "Swap", "CoT")
+#: What the document keeps of each pairwise-section entry (``report --format json``'s ``pairwise_judges``).
+POSITION_KEYS = ("task_family", "judge", "n_pairs", "consistent", "consistent_ci", "flip_rate", "flip_rate_ci",
+                 "first_position_preference", "first_position_preference_ci")
 CLAIM = {"agreement_raw": 58.2, "agreement_calibrated": 92.6, "verbose_raw": 78.4, "verbose_calibrated": 50.2}
 
 
@@ -132,20 +135,24 @@ def collect_length_position(run: Runner, data: Path) -> dict:
     """Into a second fresh database: the whole LLMBar repository layout (six judges, every
     protocol, both orders), then ``report --length-position`` for each judge of
     :data:`LP_JUDGES` x :data:`LP_PROTOCOLS`. Returns {"rows": [pairwise-section entries, cut to
-    what the document shows], "commands": [as shown]}."""
+    what the document shows], "judges": [the pairwise section of one ``report`` of every judge x
+    protocol: position bias, agreement by order and the judge comparison], "commands": [as shown]}."""
     run("db", "upgrade", show=False)
     run("import", "llmbar", data / "llmbar_repo", show=False)
+    full = run("report", "--bootstrap", BOOTSTRAP, "--seed", SEED, "--format", "json", json_out=True, show=False)
+    judges = [{k: e.get(k) for k in POSITION_KEYS + ("expert_agreement", "comparison")}
+              for e in full.get("pairwise_judges") or []]
     rows = []
     for judge in LP_JUDGES:
         for protocol in LP_PROTOCOLS:
             rep = run("report", "--judge", f"{judge}/{protocol}", "--length-position", "--bootstrap", BOOTSTRAP,
                       "--seed", SEED, "--format", "json", json_out=True, show=False)
-            rows += [{k: e.get(k) for k in ("task_family", "judge", "length_and_position", "consistent",
-                                            "first_position_preference")}
+            rows += [{k: e.get(k) for k in POSITION_KEYS + ("length_and_position",)}
                      for e in rep.get("pairwise_judges") or []]
-    return {"rows": rows, "commands": [
+    return {"rows": rows, "judges": judges, "commands": [
         "# a second fresh database: the LLMBar repository layout (six judges, every protocol, both orders)",
         "judgecal import llmbar ../shared/data/llmbar_repo",
+        f"judgecal report --bootstrap {BOOTSTRAP} --seed {SEED}   # position bias and the judge comparison",
         f"judgecal report --judge <{'|'.join(LP_JUDGES)}>/<{'|'.join(LP_PROTOCOLS)}> --length-position "
         f"--bootstrap {BOOTSTRAP} --seed {SEED}"]}
 
@@ -443,6 +450,7 @@ def render(res: dict) -> str:
     add("")
 
     # ---- length and position together (LLMBar repository layout)
+    L.extend(judge_comparison_section(res.get("length_position") or {}))
     L.extend(length_position_section(res.get("length_position") or {}))
 
     # ---- win rates
@@ -552,6 +560,97 @@ def _oos(lp: dict, name: str) -> str:
     return f3(c["agreement"]) + ("" if name == "raw" else f" ({pts(c.get('gain'), c.get('gain_ci'))})")
 
 
+def _agreement_cell(e: dict, mode: str) -> str:
+    ea = (e.get("expert_agreement") or {}).get(mode) or {}
+    if num(ea.get("agreement")) is None:
+        return DASH
+    n, n_pairs = ea.get("n"), e.get("n_pairs")
+    return f3(ea["agreement"], ea.get("ci")) + (f" (n={n})" if n is not None and n != n_pairs else "")
+
+
+def judge_comparison_section(res: dict) -> list[str]:
+    """Position bias and the judge comparison per set, from the pairwise section of one ``report``
+    of the LLMBar repository layout (every judge x protocol): what the report computes
+    (:func:`judgecal.views.pairwise_report.collect_pairwise`), not a second implementation."""
+    judges = res.get("judges") or []
+    L = ["## LLMBar repository: position bias and the judge comparison", ""]
+    if not judges:
+        return L + ["Not collected.", ""]
+    fam_order = {f"llmbar/{f}": i for i, f in enumerate(FAMILIES)}
+    by_set: dict[str, list[dict]] = {}
+    for e in judges:
+        by_set.setdefault(e.get("task_family") or DASH, []).append(e)
+    by_set = {f: by_set[f] for f in sorted(by_set, key=lambda f: (fam_order.get(f, 99), f))}
+    L += [f"Every pairwise judge x protocol of the LLMBar repository layout (`{DATA_SHOWN}/llmbar_repo`: six "
+          "judges, " + listing([f"{len(v)} on {short(f)}" for f, v in by_set.items()]) + "; the Rating protocols are "
+          "pointwise and have no position figures), from the pairwise section of `judgecal report` (JSON "
+          "`pairwise_judges`). Position bias, from the pairs with a usable verdict in both orders: 'consistent' is "
+          "the share of pairs whose two verdicts agree (the flip rate is 1 minus it), 'first-position preference' "
+          "the share of verdicts for whichever answer was shown first (0.5 = no position bias). Agreement with the "
+          "experts (a judge tie earns 1/2) from the verdicts with a shown first, with b shown first, and from both "
+          "orders combined (a tie when they disagree), over the expert-labelled pairs with a usable verdict in that "
+          "order (n, given where it differs from the pairs judged in both orders). The judge comparison ranks every judge/protocol of a set by its both-orders agreement on the "
+          "pairs every one of them judged ('pairs compared') and gives its gap to the best in points with a "
+          "paired 95% CI (the same item resamples for every judge); 'below the best' when that CI is below zero. "
+          f"All CIs: percentile bootstrap over items, {BOOTSTRAP} resamples, seed {SEED}. Definitions: "
+          "docs/report.md.", ""]
+    soft_differs = any(((e.get("expert_agreement") or {}).get("soft") or {}).get("agreement")
+                       != ((e.get("expert_agreement") or {}).get("combined") or {}).get("agreement") for e in judges)
+    for fam in by_set:
+        entries = sorted(by_set[fam], key=lambda e: (num((e.get("comparison") or {}).get("rank")) or 10 ** 6,
+                                                     e.get("judge") or ""))
+        best = next((e for e in entries if (e.get("comparison") or {}).get("rank") == 1), None)
+        below, level, biased = [], [], []
+        rows = []
+        for e in entries:
+            c = e.get("comparison") or {}
+            ci = ci_of(c.get("gap_to_best_ci"))
+            if c.get("rank") == 1:
+                gap, flag = "0 (the best)", DASH
+            elif not c:
+                gap, flag = DASH, DASH
+            else:
+                gap = pts(c.get("gap_to_best"), ci)
+                flag = DASH if ci is None else ("yes" if ci[1] < 0 else "no")
+                if flag == "yes":
+                    below.append(e.get("judge"))
+                elif flag == "no":
+                    level.append(e.get("judge"))
+            fp_ci = ci_of(e.get("first_position_preference_ci"))
+            if fp_ci and not fp_ci[0] <= 0.5 <= fp_ci[1]:
+                biased.append(e.get("judge"))
+            rank = f"{c['rank']} of {c.get('n_judges', DASH)}" if c.get("rank") else DASH
+            agree = f3(c.get("agreement")) + (f" ({c['n_pairs']})" if c.get("n_pairs") is not None else "")
+            row = [rank, e.get("judge") or DASH, agree, gap, flag, f3(e.get("consistent"), e.get("consistent_ci")),
+                   f3(e.get("first_position_preference"), e.get("first_position_preference_ci")),
+                   _agreement_cell(e, "ab"), _agreement_cell(e, "ba"), _agreement_cell(e, "combined")]
+            if soft_differs:
+                row.append(_agreement_cell(e, "soft"))
+            rows.append(row)
+        L.append(f"### {short(fam)}")
+        L.append("")
+        if best:
+            bc = best["comparison"]
+            L.append(f"Best: **{best.get('judge')}**, {f3(bc.get('agreement'))} on the {bc.get('n_pairs', DASH)} pairs "
+                     f"every judge/protocol judged. Not distinguishable from it (gap CI includes zero): "
+                     f"{len(level)} of {len(entries) - 1}" + (f" ({listing(level)})" if 0 < len(level) <= 8 else "")
+                     + f"; below it: {len(below)}. First-position preference with a CI excluding 0.5 (a measurable "
+                     f"position bias): {len(biased)} of {len(entries)}" + (f" ({listing(biased)})" if 0 < len(biased) <= 8 else "")
+                     + ".")
+            L.append("")
+        headers = ["rank", "judge/protocol", "agreement, both orders (pairs compared)", "gap to best, points [paired CI]",
+                   "below the best", "consistent", "first-position preference", "agreement, a first", "b first",
+                   "both orders (tie)"] + (["soft average"] if soft_differs else [])
+        L += table(headers, rows, right={2, 3, 5, 6, 7, 8, 9} | ({10} if soft_differs else set()))
+        L.append("")
+    if not soft_differs and any(((e.get("expert_agreement") or {}).get("soft") or {}).get("agreement") is not None
+                                for e in judges):
+        L.append("The soft average of the two orders equals 'both orders (tie)' on every row: the LLMBar verdicts "
+                 "are hard (a or b), so the soft column is left out.")
+        L.append("")
+    return L
+
+
 def length_position_section(res: dict) -> list[str]:
     """Length and position together: per set and judge/protocol, one order or both, raw or with a
     length calibration of the verdicts, out of sample, and the keep-raw recommendation."""
@@ -560,9 +659,9 @@ def length_position_section(res: dict) -> list[str]:
     if not rows_in:
         return L + ["Not collected.", ""]
     L += [f"The LLMBar repository layout (`{DATA_SHOWN}/llmbar_repo`) holds each judge's verdict on every pair "
-          "in both orders (a shown first, b shown first). Position bias first: 'consistent' is the share of pairs "
-          "whose two verdicts agree (1 - flip rate), 'first-position preference' the share of verdicts for whichever "
-          "answer was shown first (0.5 = no position bias; docs/report.md). Does combining both orders plus a length calibration "
+          "in both orders (a shown first, b shown first). 'Consistent' and 'first-position preference' (with their "
+          f"95% CIs over pairs, {BOOTSTRAP} resamples, seed {SEED}) are as in the section above. 'B first' is the "
+          "plain judge from the verdicts with b shown first alone. Does combining both orders plus a length calibration "
           "of the verdicts beat either alone? Per set and judge/protocol (the "
           f"{'/'.join(LP_PROTOCOLS)} protocols of the six judges only: all 58 judge x protocol pairs of the "
           "repository would take three times as long), out-of-sample agreement with the experts (5-fold "
@@ -584,9 +683,10 @@ def length_position_section(res: dict) -> list[str]:
         lp, fam, judge = e.get("length_and_position"), short(e.get("task_family") or DASH), e.get("judge") or DASH
         tally = by_set.setdefault(fam, {"rows": [], "polylog": [], "lc_glm": [], "calibrate": [], "reverses": []})
         tally["rows"].append(judge)
-        position = [f3(e.get("consistent")), f3(e.get("first_position_preference"))]
+        position = [f3(e.get("consistent"), e.get("consistent_ci")),
+                    f3(e.get("first_position_preference"), e.get("first_position_preference_ci"))]
         if not lp:
-            rows.append([fam, judge, DASH] + position + [DASH] * 8)
+            rows.append([fam, judge, DASH] + position + [DASH] * 9)
             continue
         shorter.setdefault(fam, (lp.get("shorter_answer") or {}).get("agreement"))
         tog = []
@@ -614,13 +714,14 @@ def length_position_section(res: dict) -> list[str]:
         else:
             rec = DASH
         n = str(lp.get("n_pairs", DASH)) + (f" ({lp['n_left_out']} out)" if lp.get("n_left_out") else "")
-        rows.append([fam, judge, n, *position, _oos(lp, "raw"), _oos(lp, "raw[combined]"), _oos(lp, "polylog[ab]"),
+        rows.append([fam, judge, n, *position, _oos(lp, "raw"), _oos(lp, "raw[ba]"), _oos(lp, "raw[combined]"),
+                     _oos(lp, "polylog[ab]"),
                      _oos(lp, "polylog[combined]"), _oos(lp, "lc_glm[ab]"), _oos(lp, "lc_glm[combined]"),
                      "; ".join(tog), rec])
     L += table(["set", "judge/protocol", "pairs", "consistent (both orders)", "first-position preference",
-                "plain (a first)", "both orders", "a first + polylog",
+                "plain (a first)", "b first", "both orders", "a first + polylog",
                 "both + polylog", "a first + LC GLM", "both + LC GLM", "both + length beats each alone",
-                "recommendation"], rows, right={2, 3, 4, 5})
+                "recommendation"], rows, right={2, 3, 4, 5, 6})
     L.append("")
 
     def per_set(key: str) -> str:

@@ -1,13 +1,14 @@
-"""Table of the pairwise-judge section of the report (pure formatting): position bias, agreement
-with the experts by order shown, LLMBar's own figures and the judge comparison."""
+"""Tables of the pairwise-judge section of the report (pure formatting): position bias, agreement
+with the experts by order shown and LLMBar's own figures (:func:`rows`); the judge comparison
+per task family (:func:`comparison_rows`); length and position together
+(:func:`length_position_rows`)."""
 
 from __future__ import annotations
 
 
 COLUMNS = ["task family", "judge", "verdicts", "pairs in both orders", "consistent", "flip rate",
            "first-position preference", "agreement, a first", "agreement, b first", "agreement, both orders (tie)",
-           "agreement, soft average", "LLMBar: average / both / equal", "rank: gap to best [95% CI]",
-           "longer preferred (pairs)"]
+           "agreement, soft average", "LLMBar: average / both / equal", "rank", "longer preferred (pairs)"]
 
 
 def _f(x, ci=None) -> str:
@@ -34,19 +35,14 @@ def _llmbar(e: dict) -> str:
 
 def _rank(e: dict) -> str:
     c = e.get("comparison")
-    if not c:
-        return "-"
-    if c["rank"] == 1:
-        return f"1 of {c['n_judges']}: best (n={c['n_pairs']})"
-    ci = c["gap_to_best_ci"]
-    gap = f"{100 * c['gap_to_best']:+.1f}" + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
-    return f"{c['rank']} of {c['n_judges']}: {gap} points"
+    return "-" if not c else f"{c['rank']} of {c['n_judges']}"
 
 
 def rows(section: list[dict]) -> list[list[str]]:
-    """Table rows (strings) of the pairwise-judge section; shares to 3 decimals, 95% CIs in
-    brackets; the gap to the family's best judge in agreement points (combined orders);
-    LLMBar's figures as its statistics.json defines them (docs/report.md)."""
+    """Table rows (strings) of the pairwise-judge section, one per entry of
+    :func:`judgecal.views.pairwise_report.collect_pairwise`; shares to 3 decimals, 95% CIs in
+    brackets; LLMBar's figures as its statistics.json defines them; the judge's rank in its
+    family's judge comparison (its gap to the best: :func:`comparison_rows`; docs/report.md)."""
     out = []
     for e in section:
         out.append([e["task_family"], e["judge"], str(e["n_verdicts"]), str(e["n_pairs"]),
@@ -54,6 +50,42 @@ def rows(section: list[dict]) -> list[list[str]]:
                     _f(e["first_position_preference"], e["first_position_preference_ci"]),
                     _agreement(e, "ab"), _agreement(e, "ba"), _agreement(e, "combined"), _agreement(e, "soft"),
                     _llmbar(e), _rank(e), f"{_f(e['longer_preferred'])} ({e['n_length_pairs']})"])
+    return out
+
+
+#: Columns of the judge comparison table (one row per entry with a comparison).
+COMPARISON_COLUMNS = ["task family", "rank", "judge", "agreement, both orders (pairs compared)",
+                      "gap to best, points [paired 95% CI]", "best judge of the family", "below the best?"]
+
+
+def _below(ci) -> str:
+    if not ci:
+        return "- (no CI)"
+    if ci[1] < 0:
+        return "yes: CI below 0"
+    if ci[0] > 0:
+        return "no: CI above 0"
+    return "no: CI includes 0"
+
+
+def comparison_rows(section: list[dict]) -> list[list[str]]:
+    """Rows of the judge comparison table: per task family (in the section's order, best first)
+    every judge with a comparison (:func:`judgecal.calibrate.position.compare_judges` on the
+    pairs every judge of the family judged): its rank, its agreement with the experts from both
+    orders combined (a tie when they disagree) on those pairs, its gap to the family's best judge
+    in agreement points with the paired 95% bootstrap CI (the same pair resamples for every
+    judge), the best judge named, and whether the CI puts the judge below the best."""
+    out = []
+    for e in section:
+        c = e.get("comparison")
+        if not c:
+            continue
+        agreement = f"{c['agreement']:.3f} (n={c['n_pairs']})"
+        if c["rank"] == 1:
+            gap, below = "0 (the best)", "-"
+        else:
+            gap, below = _pts(c["gap_to_best"], c["gap_to_best_ci"]), _below(c["gap_to_best_ci"])
+        out.append([e["task_family"], f"{c['rank']} of {c['n_judges']}", e["judge"], agreement, gap, c["best"], below])
     return out
 
 

@@ -47,6 +47,7 @@ def _row_classes(entry: Mapping, rows: list[list[str]]) -> list[str]:
 
 
 from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows  # noqa: E402
+from judgecal.report.pairwise import COMPARISON_COLUMNS, comparison_rows  # noqa: E402
 from judgecal.report.pairwise import LP_COLUMNS, length_position_rows  # noqa: E402
 
 
@@ -98,6 +99,8 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
         version=__version__,
         pairwise_columns=PW_COLUMNS,
         pairwise_rows=pw_rows(report.get("pairwise_judges") or []),
+        comparison_columns=COMPARISON_COLUMNS,
+        comparison_rows=comparison_rows(report.get("pairwise_judges") or []),
         length_position_columns=LP_COLUMNS,
         length_position_rows=length_position_rows(report.get("pairwise_judges") or []),
     )

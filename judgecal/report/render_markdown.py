@@ -91,6 +91,15 @@ def render_markdown(report: Mapping) -> str:
 
         out += ["## Pairwise judges: position consistency and length preference", "",
                 md_table(PW_COLUMNS, pw_rows(pairwise)), ""]
+        from judgecal.report.pairwise import COMPARISON_COLUMNS, comparison_rows
+
+        cmp_rows = comparison_rows(pairwise)
+        if cmp_rows:
+            out += ["## Pairwise judges: judge comparison", "",
+                    "Per task family, agreement with the experts from both orders combined (a tie when they "
+                    "disagree) on the pairs every judge of the family judged; the gap to the family's best judge in "
+                    "points with a paired 95% bootstrap CI (the same pair resamples for every judge). See "
+                    "docs/report.md.", "", md_table(COMPARISON_COLUMNS, cmp_rows), ""]
         from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
 
         lp_rows = length_position_rows(pairwise)

@@ -77,6 +77,17 @@ def _table(title: str, columns: list[str], rows: list[list[str]], caption: str |
     return table
 
 
+def _per_family(title: str, columns: list[str], rows: list[list[str]], width: int) -> list:
+    """One table per task family (rows whose first cell is the family, kept in order), the
+    family in the title instead of a column, each followed by a blank line."""
+    parts: list = []
+    families = list(dict.fromkeys(r[0] for r in rows))
+    for fam in families:
+        parts.append(_table(f"{title}: {fam}", columns[1:], [r[1:] for r in rows if r[0] == fam], width=width))
+        parts.append(Text(""))
+    return parts
+
+
 def entry_renderable(entry: Mapping, width: int = 120) -> Group:
     """One entry: its methods table (title: family · judge; caption: n, L_ref, gamma, p ...),
     the verdict, and its warnings one a line; the table fits ``width`` characters."""
@@ -114,9 +125,12 @@ def render_table(report: Mapping, width: int = 120, *, wide: bool = False) -> Gr
     if pairwise:
         from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
 
-        parts.append(_table("pairwise judges: position consistency and length preference", PW_COLUMNS, pw_rows(pairwise),
-                            width=width))
-        parts.append(Text(""))
+        parts += _per_family("pairwise judges: position consistency and length preference", PW_COLUMNS,
+                             pw_rows(pairwise), width)
+        from judgecal.report.pairwise import COMPARISON_COLUMNS, comparison_rows
+
+        parts += _per_family("pairwise judges: judge comparison (agreement with the experts, paired CIs against "
+                             "the best)", COMPARISON_COLUMNS, comparison_rows(pairwise), width)
         from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
 
         lp_rows = length_position_rows(pairwise)
