@@ -1044,8 +1044,10 @@ def _loopback(host: str) -> bool:
 @click.option("--token", envvar="JUDGECAL_SERVE_TOKEN", default=None, metavar="TOKEN",
               help="Require this token on every request (?token=, Authorization: Bearer, or the cookie set after the "
                    "first good one); env JUDGECAL_SERVE_TOKEN. At least 16 characters.")
+@click.option("--cache-mb", default=64, show_default=True, type=click.IntRange(0, 65536), metavar="MIB",
+              help="Keep computed pages (at most this many MiB) until the database changes; 0: compute every request.")
 @pass_ctx
-def serve(ctx: Ctx, host: str, port: int, token: str | None) -> None:
+def serve(ctx: Ctx, host: str, port: int, token: str | None, cache_mb: int) -> None:
     """A read-only web view of the database: overview, score and win-rate leaderboards,
     calibrations, the judge audit, ratings and multiple-choice runs (docs/serve.md).
 
@@ -1062,7 +1064,7 @@ def serve(ctx: Ctx, host: str, port: int, token: str | None) -> None:
 
     from judgecal.web import create_app
 
-    app = create_app(ctx.url, token=token)
+    app = create_app(ctx.url, token=token, cache_mb=cache_mb)
     try:  # a port in use (or an address not here) is one line, before uvicorn starts
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -37,6 +37,7 @@ from starlette.staticfiles import StaticFiles
 from judgecal import __version__
 from judgecal.errors import DatabaseError, JudgecalError, NotFoundError
 from judgecal.secrets import scrub
+from judgecal.web.cache import Page, PageCache
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "judgecal_token"
@@ -215,9 +216,10 @@ class App:
     """The pages. ``url``: the read-only database URL; ``shown``: the URL as pages show it
     (password masked)."""
 
-    def __init__(self, url: str, shown: str):
+    def __init__(self, url: str, shown: str, cache: PageCache | None = None):
         self.url, self.shown = url, shown
         self.env = _environment()
+        self.cache = cache if cache is not None else PageCache(max_entries=0)
 
     def render(self, template: str, status_code: int = 200, **ctx) -> HTMLResponse:
         html = self.env.get_template(template).render(database=self.shown, **ctx)
@@ -229,9 +231,35 @@ class App:
         return self.render("error.html.j2", status_code=status, title=titles.get(status, "Error"), status=status, nav="",
                            message=scrub(message.splitlines()[0] if message else titles.get(status, "error")))
 
-    # every page: errors become a page with one line, never a traceback
+    # every page: errors become a page with one line, never a traceback; pages are cached
+    # until the database changes (judgecal.web.cache)
     def page(self, fn):
+        respond = self._respond(fn)
+
         @wraps(fn)
+        def endpoint(request: Request):
+            from judgecal.db.engine import data_version, get_engine
+
+            try:
+                version = data_version(get_engine(self.url))
+            except Exception:  # noqa: BLE001 - the page itself says what is wrong with the database
+                return respond(request)
+            key = (request.url.path, tuple(sorted((k, v) for k, v in request.query_params.multi_items()
+                                                  if k != "token")))
+
+            def compute() -> Page:
+                r = respond(request)
+                return Page(r.status_code, bytes(r.body), r.media_type,
+                            tuple((k, v) for k, v in r.headers.items() if k.lower() != "content-length"))
+
+            page, hit = self.cache.get_or_compute(key, version, compute)
+            response = Response(page.body, status_code=page.status, media_type=page.media_type,
+                                headers={k: v for k, v in page.headers if k.lower() != "content-type"})
+            response.headers["x-judgecal-cache"] = "hit" if hit else "miss"
+            return response
+        return endpoint
+
+    def _respond(self, fn):
         def endpoint(request: Request):
             try:
                 return fn(request)
@@ -553,26 +581,38 @@ class Guard:
         return await self.app(scope, receive, send_with_headers)
 
 
-def create_app(url: str | None = None, *, token: str | None = None) -> Starlette:
+#: the page cache's default bound (``judgecal serve --cache-mb``)
+DEFAULT_CACHE_MB = 64
+
+
+def create_app(url: str | None = None, *, token: str | None = None, cache_mb: int = DEFAULT_CACHE_MB) -> Starlette:
     """The web app over the database at ``url`` (default: judgecal's default database), opened
     read-only (:func:`judgecal.db.engine.read_only_url`). ``token``: required on every request
-    when given. The database is checked once here: unreachable, not a judgecal database or
-    behind its migrations is a :class:`judgecal.errors.DatabaseError` (one line)."""
+    when given. ``cache_mb``: MiB of computed pages kept until the database changes
+    (:mod:`judgecal.web.cache`; 0: every request computes its page). The database is checked
+    once here: unreachable, not a judgecal database or behind its migrations is a
+    :class:`judgecal.errors.DatabaseError` (one line). The app holds one engine for its
+    lifetime (:func:`judgecal.db.engine.pin_engine`), released when the app is collected."""
+    import weakref
+
     from sqlalchemy.exc import SQLAlchemyError
 
     from judgecal import config
-    from judgecal.db.engine import get_engine, mask_url, read_only_url
+    from judgecal.db.engine import mask_url, pin_engine, read_only_url, unpin_engine
 
+    if cache_mb < 0:
+        raise ValueError("cache_mb must be >= 0")
     original = url or config.default_database_url()
     ro = read_only_url(original)
     try:
-        get_engine(ro).dispose()
+        pin_engine(ro)
     except SQLAlchemyError as exc:  # an empty file: get_engine's first-use migration cannot write
         raise DatabaseError(f"cannot serve {mask_url(original)}: not a judgecal database (create it with "
                             f"`judgecal db upgrade`): {str(getattr(exc, 'orig', exc)).splitlines()[0]}") from None
     except DatabaseError as exc:  # name the database as it was given, not its read-only form
         raise type(exc)(str(exc).replace(mask_url(ro), mask_url(original))) from None
-    pages = App(ro, mask_url(original))
+    cache = PageCache(max_entries=256 if cache_mb else 0, max_bytes=cache_mb * 2**20)
+    pages = App(ro, mask_url(original), cache)
     # the pages' view modules, imported now rather than by the first request (scipy, matplotlib: seconds)
     import judgecal.report.plots  # noqa: F401
     import judgecal.views.audit  # noqa: F401
@@ -606,4 +646,6 @@ def create_app(url: str | None = None, *, token: str | None = None) -> Starlette
                     middleware=[Middleware(Guard, token=token, pages=pages)])
     app.state.database_url = ro
     app.state.database_shown = pages.shown
+    app.state.page_cache = cache
+    weakref.finalize(app, unpin_engine, ro)
     return app
