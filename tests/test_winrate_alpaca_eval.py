@@ -144,7 +144,10 @@ def test_alpaca_eval_format_round_trips_leaderboard_csv(alpaca_db, data_dir, run
         # AlpacaEval's definition (standard error of the mean of the per-instruction LC predictions);
         # empty for the baseline only (AlpacaEval leaves it empty for older entries too)
         assert (a["lc_standard_error"] == "") == (mm == BASELINE), mm
-    assert ours["NullModel"]["flags"] == "constant" and ours[BASELINE]["flags"] == "baseline"
+    # the packaged reference fit has p at its lower bound 1.0: every fitted row says so (code 'bound', its note on stderr)
+    assert ours["NullModel"]["flags"] == "constant bound" and ours[BASELINE]["flags"] == "baseline"
+    assert all(row["flags"].split()[-1] == "bound" for mm, row in ours.items() if mm != BASELINE)
+    assert "note: calibrated: p 1 sits at a bound of its range" in r.stderr
     lcs = [float(row["length_controlled_winrate"]) for row in ours.values()]
     assert lcs == sorted(lcs, reverse=True)  # AlpacaEval's order: by LC
     assert "note: flags: " in r.stderr and "LC regulariser" in r.stderr

@@ -36,6 +36,7 @@ import numpy as np
 
 from judgecal.calibrate.data import PairData
 from judgecal.calibrate.penalty import LENGTH_FLOOR
+from judgecal.calibrate.winrate_penalty import GAMMA_MAX
 
 #: A gamma CI wider than this share of its allowed range is "not identified".
 MAX_CI_SHARE = 0.5
@@ -157,3 +158,94 @@ def flag(ident: dict | None) -> dict | None:
         return None
     return {"code": "not_identified",
             "message": "calibration not identified: " + "; ".join(ident.get("reasons") or [])}
+
+
+#: A win-rate penalty fit with fewer decisive (non-tie) verdicts than this is "not identified".
+MIN_DECISIVE = 20
+#: The logit a length term must reach on the median answer for the calibration to be a sort by
+#: length: logit(0.99), a 50% verdict moved to 99% by length alone (the effective range of gamma).
+WINRATE_SATURATION_LOGIT = float(np.log(99.0))
+
+
+def winrate_identification(fit, *, signed: bool = False, gamma_max: float | None = None) -> dict:
+    """Identification of the win-rate penalty fit (:func:`judgecal.calibrate.winrate_penalty.fit_penalty`,
+    the length term of the calibrated win rate), from its ``evidence``
+    (:func:`judgecal.calibrate.winrate_penalty.gamma_evidence`, p held at its fitted value).
+
+    Not identified (the calibrated column of that fit is not shown) when any of:
+
+    * ``ties``: every verdict of the fit is a tie, or fewer than :data:`MIN_DECISIVE` are
+      decisive: the judge's length preference cannot be estimated from them;
+    * ``no length``: every answer has the baseline's length (the penalty is 0 everywhere);
+    * ``no variation``: the penalty varies within no model beyond what the model's own strength
+      and difficulty slope absorb (e.g. every answer longer than the baseline's by the same
+      ratio): gamma and the models' strengths cannot be told apart (profile information 0);
+    * ``bound``: gamma sits at its upper bound (signed: either bound);
+    * ``ci``: gamma's 95% Wald CI (+-1.96 / sqrt(information)) covers more than
+      :data:`MAX_CI_SHARE` of its effective range [0, min(G, G_sat)] (signed: symmetric), where
+      G is the bound and G_sat = :data:`WINRATE_SATURATION_LOGIT` / median |penalty| (beyond it
+      the median answer's length term alone moves a 50% verdict to 99%);
+    * ``converged``: the optimiser did not converge.
+
+    gamma = 0 at its lower bound (unsigned) with decisive verdicts is the raw judge: identified,
+    with a caveat; p at a bound of its range is a caveat (p is then set by its range), as in
+    :func:`identification`.
+
+    Args: fit: a PenaltyFit (None: nothing fitted: identified, nothing to say); signed: gamma
+    may be negative; gamma_max: its bound (default
+    :data:`judgecal.calibrate.winrate_penalty.GAMMA_MAX`).
+    Returns: {"identified", "reasons": [one line each], "caveats": [...], "gamma", "gamma_bound",
+    "gamma_se", "gamma_ci" ([low, high] Wald, or None), "gamma_ci_share", "evidence", "rules"}."""
+    g_hi = float(gamma_max if gamma_max is not None else GAMMA_MAX)
+    g_lo = -g_hi if signed else 0.0
+    out = {"identified": True, "reasons": [], "caveats": [], "gamma": None, "gamma_bound": g_hi, "gamma_se": None,
+           "gamma_ci": None, "gamma_ci_share": None, "evidence": None,
+           "rules": {"min_decisive": MIN_DECISIVE, "max_ci_share": MAX_CI_SHARE,
+                     "saturation_logit": WINRATE_SATURATION_LOGIT}}
+    if fit is None or fit.evidence is None:
+        return out
+    ev = fit.evidence
+    g = float(fit.gamma)
+    out.update(gamma=g, evidence=ev)
+    se = float(ev["gamma_se"])
+    out["gamma_se"] = se if np.isfinite(se) else None
+    n, k = ev["n"], ev["n_decisive"]
+    why = out["reasons"]
+    if k == 0:
+        why.append(f"all {n} verdicts of the fit are ties: the judge never preferred a side, so its length "
+                   f"preference cannot be estimated")
+    elif k < MIN_DECISIVE:
+        why.append(f"only {k} of the fit's {n} verdicts are decisive (not ties), fewer than {MIN_DECISIVE}: too few "
+                   f"to estimate the judge's length preference")
+    if n and ev["n_with_length"] == 0:
+        why.append("every answer has the baseline's length: there is no length difference to estimate a length "
+                   "preference from")
+    elif n and ev["information_share"] == 0:
+        why.append("the length penalty does not vary within any model beyond a constant (e.g. every answer longer "
+                   "than the baseline's by the same ratio): gamma cannot be told apart from the models' strengths")
+    at = fit.at_bound or {}
+    if at.get("gamma"):
+        side = "lower" if signed and abs(g - g_lo) < abs(g - g_hi) else "upper"
+        why.append(f"gamma {g:.4g} sits at its {side} bound {g_lo if side == 'lower' else g_hi:g}: the bound, not the "
+                   f"verdicts, sets it")
+    if at.get("p"):
+        out["caveats"].append(f"p {fit.p:.4g} sits at a bound of its range: p is set by its range, not by the verdicts")
+    if not fit.converged:
+        why.append("the optimiser did not converge")
+    if not why and not signed and g <= 1e-9:
+        out["caveats"].append("gamma = 0: no length penalty fits the verdicts better; the calibration is the raw judge")
+        return out
+    g_sat = WINRATE_SATURATION_LOGIT / ev["median_abs_penalty"] if ev["median_abs_penalty"] > 0 else g_hi
+    g_top = min(g_hi, g_sat)
+    g_bot = -g_top if signed else 0.0
+    if np.isfinite(se):
+        out["gamma_ci"] = [g - 1.96 * se, g + 1.96 * se]
+    lo_ci, hi_ci = (max(out["gamma_ci"][0], g_bot), min(out["gamma_ci"][1], g_top)) if out["gamma_ci"] else (g_bot, g_top)
+    share = max(hi_ci - lo_ci, 0.0) / (g_top - g_bot) if g_top > g_bot else 1.0
+    out["gamma_ci_share"] = share
+    if share > MAX_CI_SHARE and not why:  # (a reason above already says why the verdicts cannot pin it)
+        ci = (f"[{out['gamma_ci'][0]:.3g}, {out['gamma_ci'][1]:.3g}]" if out["gamma_ci"] else "(unbounded: no information)")
+        why.append(f"gamma's 95% Wald CI {ci} covers {share:.0%} of its effective range [{g_bot:.3g}, {g_top:.3g}] "
+                   f"(limit {MAX_CI_SHARE:.0%}): the verdicts do not pin the length preference down")
+    out["identified"] = not why
+    return out

@@ -1,6 +1,8 @@
 """Leaderboard statistics: bootstrap CI of a mean, competition ranks, rank changes.
 
-Pure numpy; no I/O."""
+Ranks are computed on the values as the boards display them (:data:`WIN_RATE_DECIMALS`,
+:data:`SCORE_DECIMALS`): two rows shown with the same number share a rank, so fitting noise
+below the last shown digit never makes a rank change (docs/leaderboard.md). Pure numpy; no I/O."""
 
 from __future__ import annotations
 
@@ -31,10 +33,44 @@ def mean_ci(values, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95)
     return mean, [float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))]
 
 
-def ranks(scores) -> np.ndarray:
-    """Competition ranks, 1 = highest score; ties share the best rank ("1224"); NaN ranks last.
+#: Decimals the win-rate boards show (percent) and rank on.
+WIN_RATE_DECIMALS = 2
+#: Decimals the score board shows its mean judge scores with and ranks on.
+SCORE_DECIMALS = 3
+
+
+def shown(value: float, decimals: int) -> float:
+    """``value`` rounded as it is displayed with ``decimals`` decimals (the float of its
+    ``f"{value:.{decimals}f}"`` text: the same rounding as the renderers, half-even on the
+    binary value); NaN stays NaN."""
+    return float(f"{value:.{decimals}f}") if value == value else value
+
+
+def ranks(scores, decimals: int | None = None) -> np.ndarray:
+    """Competition ranks, 1 = highest score; ties share the best rank ("1224"); NaN (or None)
+    ranks last. With ``decimals``, on the scores as displayed (:func:`shown`): scores shown
+    alike are ties.
 
     Shape (n,) -> int array (n,)."""
     s = np.asarray(scores, dtype=float)
+    if decimals is not None:
+        s = np.array([shown(float(v), decimals) for v in s], dtype=float)
     filled = np.where(np.isnan(s), -np.inf, s)
     return rankdata(-filled, method="min").astype(int)
+
+
+def shown_ranks(scores, decimals: int) -> list[int | None]:
+    """Competition ranks (:func:`ranks`) on the displayed scores of the rows that have one;
+    None for a row without a score (None or NaN: e.g. a column not identified), which takes no
+    rank and pushes no other row down. Shape (n,) -> list (n,)."""
+    s = np.asarray([np.nan if v is None else v for v in scores], dtype=float)
+    have = np.flatnonzero(np.isfinite(s))
+    out: list[int | None] = [None] * s.size
+    for i, k in zip(have, ranks(s[have], decimals)):
+        out[int(i)] = int(k)
+    return out
+
+
+def rank_change(before: int | None, after: int | None) -> int | None:
+    """``before - after`` (positive = moved up), None when either rank is None."""
+    return None if before is None or after is None else int(before - after)

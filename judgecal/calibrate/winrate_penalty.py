@@ -69,7 +69,9 @@ def pair_penalty(len_model, len_baseline, p: float, floor: float = DEFAULT_FLOOR
 @dataclass
 class PenaltyFit:
     """Shared gamma, p; per model theta (shape (M,)) and psi (shape (M,)); converged flag;
-    whether gamma or p sits at a bound; the per-row calibrated preference ``p_cal`` (shape (n,))."""
+    whether gamma or p sits at a bound; the per-row calibrated preference ``p_cal`` (shape (n,));
+    ``evidence``: what the verdicts say about gamma (:func:`gamma_evidence`; None without the
+    length term)."""
 
     gamma: float
     p: float
@@ -79,6 +81,7 @@ class PenaltyFit:
     at_bound: dict
     p_cal: np.ndarray
     floor: float
+    evidence: dict | None = None
 
 
 def fit_penalty(model, pref, len_model, len_baseline, difficulty, n_models: int,
@@ -134,9 +137,57 @@ def fit_penalty(model, pref, len_model, len_baseline, difficulty, n_models: int,
     g, p = float(res.x[0]), float(res.x[1])
     theta, psi = res.x[2:2 + M], res.x[2 + M:]
     p_cal = expit(theta[m] + psi[m] * d)
+    evidence = None
+    if length_term:
+        pen_fit = sgn * np.where(absr > 0, absr ** p, 0.0)
+        evidence = gamma_evidence(mo, yo, pen_fit, do, theta[mo] + psi[mo] * do + g * pen_fit, M)
     at_bound = {"gamma": bool(length_term and (abs(g - g_bounds[1]) < 1e-6 or (signed and abs(g - g_bounds[0]) < 1e-6))),
                 "p": bool(length_term and g != 0 and (abs(p - lo) < 1e-6 or abs(p - hi) < 1e-6))}
-    return PenaltyFit(g, p, theta, psi, bool(res.success), at_bound, p_cal, floor)
+    return PenaltyFit(g, p, theta, psi, bool(res.success), at_bound, p_cal, floor, evidence)
+
+
+#: |preference - 0.5| at or below this is a tie (no side preferred)
+TIE_TOL = 1e-9
+
+
+def gamma_evidence(model, pref, pen, difficulty, z, n_models: int) -> dict:
+    """What the verdicts of a fit say about gamma, p held at its fitted value.
+
+    Args: model (int codes, shape (n,)), pref (soft preferences, shape (n,), no NaN), pen (the
+    penalty feature sign(r)|r|^p of each verdict, shape (n,)), difficulty (shape (n,)), z (the
+    fitted logit of each verdict, shape (n,)), n_models M.
+    Returns: {"n": verdicts, "n_decisive": verdicts that are not ties (|pref - 0.5| >
+    :data:`TIE_TOL`), "n_with_length": verdicts whose penalty is not 0 (answer and baseline of
+    different lengths), "median_abs_penalty": median |pen| over those (0 when none), "information": the observed Fisher information of gamma with every
+    model's theta and psi profiled out (sum over models of w*pen^2 minus its projection on the
+    model's [1, difficulty], w = P(1 - P) at the fit; logits^-2), "information_share": that
+    over sum w*pen^2 (0: the penalty varies within no model beyond what theta and psi absorb,
+    e.g. every answer longer than the baseline's by the same ratio), "gamma_se": 1 / sqrt(
+    information) (inf when it is 0)}. Source: the Schur complement of the logistic Hessian
+    X'WX (McCullagh & Nelder, Generalized Linear Models, 2nd ed., sec. 4.4)."""
+    mo = np.asarray(model, dtype=int)
+    y, e, d = (np.asarray(a, dtype=float) for a in (pref, pen, difficulty))
+    pz = expit(np.asarray(z, dtype=float))
+    w = pz * (1 - pz)
+    M = n_models
+    sw, swd, swdd = (np.bincount(mo, w * v, M) for v in (np.ones_like(d), d, d * d))
+    swe, swed, swee = (np.bincount(mo, w * v, M) for v in (e, e * d, e * e))
+    info = 0.0
+    for k in range(M):
+        if sw[k] <= 0:
+            continue
+        A = np.array([[sw[k], swd[k]], [swd[k], swdd[k]]])
+        b = np.array([swe[k], swed[k]])
+        info += float(swee[k] - b @ np.linalg.pinv(A, rcond=1e-10) @ b)
+    total = float(swee.sum())
+    share = info / total if total > 0 else 0.0
+    if share <= 1e-9:  # what is left is the rounding of a projection that removes everything
+        info, share = 0.0, 0.0
+    return {"n": int(y.size), "n_decisive": int(np.sum(np.abs(y - 0.5) > TIE_TOL)),
+            "n_with_length": int(np.sum(e != 0)),
+            "median_abs_penalty": float(np.median(np.abs(e[e != 0]))) if np.any(e != 0) else 0.0,
+            "information": info, "information_share": share,
+            "gamma_se": float(1 / np.sqrt(info)) if info > 0 else float("inf")}
 
 
 def implied_verbosity_win_rate(p_verbose, p_concise) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from judgecal.calibrate.ranking import WIN_RATE_DECIMALS
 from judgecal.importers.records import csv_line, neutralise_cell
 from judgecal.report.render_markdown import md_escape
 from judgecal.report.tables import Col, board_table, markdown_columns, parse_columns
@@ -46,8 +47,8 @@ def _cell(key: str, value) -> str:
         return f"{value:+d}" if value else "0"
     if key in ("flags", "flag_codes"):
         return ("; " if key == "flags" else " ").join(value) or "-"
-    if isinstance(value, float):
-        return f"{value:.0f}" if key == "avg_length" else f"{value:.2f}"
+    if isinstance(value, float):  # win rates at the precision they are ranked on
+        return f"{value:.0f}" if key == "avg_length" else f"{value:.{WIN_RATE_DECIMALS}f}"
     return str(value)
 
 
@@ -55,9 +56,11 @@ def title(board: dict) -> str:
     """One line naming family, judge, baseline, unit and the fitted penalty."""
     c = board["calibration"]
     reg = board["lc"]["regulariser_source"]
+    fit = (f"gamma {c['gamma']:.3f}, p {c['p']:.2f}" if c.get("identified", True)
+           else "not identified (no values; the notes say why)")
     return (f"win rates vs {board['baseline']}: {board['task_family']}, judge {board['judge']}; LC regulariser: "
             f"{'AlpacaEval (packaged)' if reg == 'alpaca-eval' else reg}; calibrated: "
-            f"gamma {c['gamma']:.3f}, p {c['p']:.2f}, length in {board['length_unit']}, L_ref = baseline's answer, "
+            f"{fit}, length in {board['length_unit']}, L_ref = baseline's answer, "
             f"short-side floor {c['short_floor']:g}; sorted by {board['sort_by']}")
 
 
@@ -77,7 +80,9 @@ def _footer(board: dict) -> list[str]:
                 continue
             ci = lambda v: f" [{v[0]:.3f}, {v[1]:.3f}]" if v else ""  # noqa: E731
             lines.append(f"vs {cmp_['file']} ({c['n_models']} models): {col}: Spearman {c['spearman']:.3f}{ci(c['spearman_ci'])}, "
-                         f"Kendall {c['kendall']:.3f}{ci(c['kendall_ci'])}")
+                         f"Kendall {c['kendall']:.3f}{ci(c['kendall_ci'])}"
+                         + (f" ({len(c['left_out'])} models without a {col} value left out: {', '.join(c['left_out'])})"
+                            if c.get("left_out") else ""))
         if cmp_["unmatched_here"]:
             lines.append(f"not in {cmp_['file']}: {', '.join(cmp_['unmatched_here'])}")
         if cmp_["unmatched_there"]:

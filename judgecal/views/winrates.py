@@ -19,7 +19,8 @@ from sqlalchemy import select
 from threadpoolctl import threadpool_limits
 
 from judgecal.calibrate import glm_lc, guards
-from judgecal.calibrate.ranking import ranks
+from judgecal.calibrate.identify import winrate_identification
+from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, rank_change, shown_ranks
 from judgecal.calibrate.winrate import bootstrap_means, head_to_head, item_weights, rank_correlation
 from judgecal.calibrate.winrate_penalty import (DEFAULT_FLOOR, DEFAULT_P_BOUNDS, fit_penalty, fit_strength_many,
                                                 implied_verbosity_win_rate)
@@ -259,7 +260,10 @@ FLAG_LEGEND = {
     "truncated": "truncated answers: median length at or below the floor squared of the baseline's (no gain)",
     "far-short": "answers below the short-side floor (credit capped)",
     "gamed": "a gamed baseline of the LC regulariser",
-    "lc-unidentified": "LC not identified (fewer than 5 answers on one side of the baseline's length)",
+    "lc-unidentified": "LC not identified (fewer than 5 answers on one side of the baseline's length): no LC value",
+    "cal-unidentified": "calibration not identified (all ties, no length variation, too few verdicts, gamma at its "
+                        "bound or unpinned; the notes say which): no calibrated value",
+    "bound": "a parameter of the calibration fit sits at its bound (the notes say which)",
 }
 
 
@@ -463,7 +467,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                              length_term=False)
         p_cal, p_smooth = pen.p_cal, smooth.p_cal
         theta = {mm: float(pen.theta[mcode[mm]]) for mm in models}
-        gamma, p_exp, converged, at_bound = pen.gamma, pen.p, pen.converged, pen.at_bound
+        gamma, p_exp, converged, at_bound, cal_fit = pen.gamma, pen.p, pen.converged, pen.at_bound, pen
         strength_from = f"every model in the database together (--joint, {len(models)} models)"
     else:
         ref_rows = None
@@ -484,7 +488,8 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         if ref_rows is not None:
             ref_fit = fit_penalty(ref_rows[0], ref_rows[1], ref_rows[2], ref_rows[3], ref_rows[4], 2, p_bounds,
                                   short_floor, signed)
-            gamma, p_exp, converged, at_bound = ref_fit.gamma, ref_fit.p, ref_fit.converged, ref_fit.at_bound
+            gamma, p_exp, converged, at_bound, cal_fit = (ref_fit.gamma, ref_fit.p, ref_fit.converged, ref_fit.at_bound,
+                                                          ref_fit)
         else:  # no reference: the judge's length preference from the models here (said in the output)
             strength_from = (f"the {len(models)} models in the database (no gamed baselines: the calibrated column "
                              "depends on the model pool)")
@@ -495,7 +500,8 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                          "(raw and LC do not)")
             pool_fit = fit_penalty(model, pref, lm_unit, lb_unit, diff_row, len(models), p_bounds, short_floor, signed,
                                    no_short_credit=repeated)
-            gamma, p_exp, converged, at_bound = pool_fit.gamma, pool_fit.p, pool_fit.converged, pool_fit.at_bound
+            gamma, p_exp, converged, at_bound, cal_fit = (pool_fit.gamma, pool_fit.p, pool_fit.converged,
+                                                          pool_fit.at_bound, pool_fit)
         if ref_rows is not None:
             offs = gamma * _pen(lm_unit, lb_unit, p_exp, short_floor, repeated)
             per = fit_strength_many([(pref[sel_of[mm]], offs[sel_of[mm]], diff_row[sel_of[mm]]) for mm in models])
@@ -508,9 +514,20 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
             sel = sel_of[mm]
             p_smooth[sel] = expit(th + ps * diff_row[sel])
 
+    # ---- a fit the verdicts do not identify gives no calibrated column at all (nothing from noise)
+    ident = winrate_identification(cal_fit, signed=signed)
+    cal_ok = ident["identified"]
+    if not cal_ok:
+        p_cal[:] = np.nan
+        notes.append("calibrated: not identified, no calibrated win rate is shown: " + "; ".join(ident["reasons"]))
+    bound_caveats = [c for c in ident["caveats"] if "bound" in c]  # p at a bound (gamma at one is a reason above)
+    if bound_caveats:
+        notes.append("calibrated: " + "; ".join(bound_caveats))
+
     # ---- a model flagged for degenerate answers (empty, constant, truncated) gains nothing: its calibrated
     # column is its raw one (the length-free fit, whose mean is the raw win rate), whatever the length term says
-    no_gain = [mm for mm in models if mm != baseline and any(f["code"] in guards.NO_GAIN_CODES for f in degenerate.get(mm, []))]
+    no_gain = [mm for mm in models if cal_ok and mm != baseline
+               and any(f["code"] in guards.NO_GAIN_CODES for f in degenerate.get(mm, []))]
     for mm in no_gain:
         p_cal[sel_of[mm]] = p_smooth[sel_of[mm]]
     if no_gain:
@@ -531,7 +548,8 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         # a model that answered every instruction, in order, reads the weights as they are (no copy)
         w_sel = (boot_w if sel.size == len(items) and np.array_equal(item[sel], all_codes)
                  else np.take(boot_w, item[sel], axis=1))
-        ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel]], 1), w_sel)
+        # (an unidentified calibration's NaN column would drop every row: the raw column stands in, its CI unused)
+        ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel] if cal_ok else pref[sel]], 1), w_sel)
         per_model_pred[mm] = {"items": item[sel], "raw": p_smooth[sel], "lc": p_lc, "calibrated": p_cal[sel]}
         n_missing = len(all_items - {items[i] for i in item[sel]})
         flags, codes = [], []
@@ -544,41 +562,52 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         if mm in gamed_models and gamed and choice == "verdicts":
             flags.append("gamed baseline (LC regulariser)"), codes.append("gamed")
         n_short, n_long = int(np.sum(tanh_len[sel] > 0)), int(np.sum(tanh_len[sel] < 0))
-        if len(sel) > 1 and min(n_short, n_long) < LC_MIN_SIDE:
+        lc_ok = not (len(sel) > 1 and min(n_short, n_long) < LC_MIN_SIDE)
+        if not lc_ok:  # no LC figure at all: a zero-width CI from such a fit is not a measurement
             side = "longer" if n_long < n_short else "shorter"
             flags.append(f"LC not identified: {min(n_short, n_long)} of {len(sel)} answers {side} than the baseline's "
                          "(LC is read at equal length, outside the data: the length term and the model's bias cannot "
-                         "be told apart)")
+                         "be told apart); no LC win rate is shown")
             codes.append("lc-unidentified")
-        lc_wr = lc.lc_win_rate if lc is not None else 50.0
+        if not cal_ok:
+            flags.append("calibrated not identified: " + "; ".join(ident["reasons"])), codes.append("cal-unidentified")
+        if any(at_bound.values()):
+            flags.append("calibration fit at a bound: " + "; ".join(
+                x for x in ident["reasons"] + ident["caveats"] if "bound" in x)), codes.append("bound")
+        lc_wr = (lc.lc_win_rate if lc is not None else 50.0) if lc_ok else None
         board_rows.append({
             "model": mm, **h2h, "mode": "community", "avg_length": int(np.mean(lm_chars[sel])),
             "length_controlled_winrate": lc_wr,
-            "lc_standard_error": float(100 * np.std(p_lc, ddof=1) / np.sqrt(p_lc.size)) if p_lc.size > 1 else None,
-            "calibrated_win_rate": float(100 * np.nanmean(p_cal[sel])) if sel.size else float("nan"),
-            "win_rate_ci": ci_raw, "length_controlled_winrate_ci": ci_lc, "calibrated_win_rate_ci": ci_cal,
+            "lc_standard_error": (float(100 * np.std(p_lc, ddof=1) / np.sqrt(p_lc.size))
+                                  if p_lc.size > 1 and lc_ok else None),
+            "calibrated_win_rate": (float(100 * np.nanmean(p_cal[sel])) if sel.size else float("nan")) if cal_ok else None,
+            "win_rate_ci": ci_raw, "length_controlled_winrate_ci": ci_lc if lc_ok else None,
+            "calibrated_win_rate_ci": ci_cal if cal_ok else None,
             "n_items": int(len(sel)), "n_missing": n_missing, "n_verdicts": int(data.n_verdicts[sel].sum()),
             "avg_length_unit": "chars",
-            "lc_weights": None if lc is None else {"w_len": lc.w_len, "w_diff": lc.w_diff, "w_bias": lc.w_bias, "C": lc.C},
-            "calibrated_strength": theta.get(mm), "flags": flags, "flag_codes": codes,
+            "lc_weights": None if lc is None or not lc_ok else {"w_len": lc.w_len, "w_diff": lc.w_diff, "w_bias": lc.w_bias,
+                                                                "C": lc.C},
+            "calibrated_strength": theta.get(mm) if cal_ok else None, "flags": flags, "flag_codes": codes,
         })
     nb = len(all_items)
     board_rows.append({
         "model": baseline, "win_rate": 50.0, "standard_error": 0.0, "n_wins": 0, "n_wins_base": 0, "n_draws": nb,
         "n_total": nb, "discrete_win_rate": 50.0, "mode": "community",
         "avg_length": int(np.mean(list(gamed_outputs[baseline].values()))) if gamed_outputs.get(baseline) else None,
-        "length_controlled_winrate": 50.0, "lc_standard_error": None, "calibrated_win_rate": 50.0,
+        "length_controlled_winrate": 50.0, "lc_standard_error": None, "calibrated_win_rate": 50.0 if cal_ok else None,
         "win_rate_ci": None, "length_controlled_winrate_ci": None, "calibrated_win_rate_ci": None,
         "n_items": nb, "n_missing": 0, "n_verdicts": 0, "avg_length_unit": "chars", "lc_weights": None,
-        "calibrated_strength": None, "flags": ["baseline (50% by construction)"], "flag_codes": ["baseline"],
+        "calibrated_strength": None, "flags": ["baseline (50% by construction)"] + (
+            [] if cal_ok else ["calibrated not identified: " + "; ".join(ident["reasons"])]),
+        "flag_codes": ["baseline"] + ([] if cal_ok else ["cal-unidentified"]),
     })
+    # ranks on the displayed values (WIN_RATE_DECIMALS): rows shown alike share a rank; no value, no rank
     for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
-        rk = ranks([r[key] for r in board_rows])
-        for r, k in zip(board_rows, rk):
-            r[f"rank_{col}"] = int(k)
+        for r, k in zip(board_rows, shown_ranks([r[key] for r in board_rows], WIN_RATE_DECIMALS)):
+            r[f"rank_{col}"] = k
     for r in board_rows:
-        r["rank_change_lc"] = r["rank_raw"] - r["rank_lc"]
-        r["rank_change_calibrated"] = r["rank_raw"] - r["rank_calibrated"]
+        r["rank_change_lc"] = rank_change(r["rank_raw"], r["rank_lc"])
+        r["rank_change_calibrated"] = rank_change(r["rank_raw"], r["rank_calibrated"])
     if sort_by == "model":
         board_rows.sort(key=lambda r: r["model"])
     else:
@@ -590,11 +619,15 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     for stem, longer, shorter in verbosity_families(models):
         entry = {"family": stem, "longer": longer, "shorter": shorter}
         for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
-            entry[f"spread_{col}"] = by_model[longer][key] - by_model[shorter][key]
+            a, b = by_model[longer][key], by_model[shorter][key]
             pl, ps = per_model_pred[longer], per_model_pred[shorter]
             common, il, isr = np.intersect1d(pl["items"], ps["items"], return_indices=True)
-            entry[f"implied_verbosity_win_rate_{col}"] = implied_verbosity_win_rate(pl[col][il], ps[col][isr])
             entry["n_common_items"] = int(common.size)
+            if a is None or b is None:  # a column not identified for either variant: no spread from it
+                entry[f"spread_{col}"] = entry[f"implied_verbosity_win_rate_{col}"] = None
+                continue
+            entry[f"spread_{col}"] = a - b
+            entry[f"implied_verbosity_win_rate_{col}"] = implied_verbosity_win_rate(pl[col][il], ps[col][isr])
         spreads.append(entry)
 
     comparison = None
@@ -612,8 +645,13 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
             notes.append(f"--compare-to: {len(no_score)} models of {compare_to} have an empty score cell and were left "
                          f"out of the correlations: {shown}{more}")
         for col, key in (("raw", "win_rate"), ("lc", "length_controlled_winrate"), ("calibrated", "calibrated_win_rate")):
-            comparison[col] = rank_correlation([r[key] for r in matched], [external[r["model"]] for r in matched],
+            have = [r for r in matched if r[key] is not None]
+            comparison[col] = rank_correlation([r[key] for r in have], [external[r["model"]] for r in have],
                                                n_bootstrap, seed)
+            if col == "calibrated" and not cal_ok:
+                comparison[col]["undefined"] = "the calibrated column is not identified (see the notes)"
+            elif len(have) < len(matched):
+                comparison[col]["left_out"] = sorted(r["model"] for r in matched if r[key] is None)
 
     left_out = dict(data.left_out)
     nan_pref = int(np.sum(~np.isfinite(pref)))
@@ -626,7 +664,8 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
         "calibration": {"method": "polylog_pairwise", "gamma": gamma, "p": p_exp, "p_bounds": list(p_bounds),
                         "short_floor": short_floor, "signed": signed, "l_ref": "the baseline's answer to the same item",
                         "strength_from": strength_from, "pool_dependent": cal_pool, "converged": converged,
-                        "at_bound": at_bound},
+                        "at_bound": at_bound, "identified": cal_ok, "identification": ident},
+        "rank_decimals": WIN_RATE_DECIMALS,
         "lc": {"regulariser": reg_label, "regulariser_source": choice, "gamed_baselines": gamed_models if choice == "verdicts"
                else (list(ref.GAMED) if choice == "alpaca-eval" else []), "lambda": glm_lc.GAMED_LAMBDA,
                "difficulty": diff_source, "length_unit": "chars"},
