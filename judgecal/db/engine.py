@@ -182,22 +182,31 @@ def unpin_engine(url: str) -> None:
 
 
 def data_version(engine: Engine) -> tuple:
-    """A value that changes whenever a transaction that wrote to the database commits or
-    starts (``judgecal serve`` keys its page cache on it; equal values mean the same data).
+    """A value that changes when a transaction that wrote to this database commits
+    (``judgecal serve`` keys its page cache on it; equal values mean the same data).
 
-    PostgreSQL: the text of ``pg_current_snapshot()`` (xmin:xmax:in-progress ids): a write
-    transaction that begins moves xmax and one that ends leaves the in-progress list. It is
-    the whole cluster's, so a write to another database of the server also changes it (a
-    cache miss, never a stale page); read-only transactions take no transaction id and leave
-    it alone. SQLite: size and modification time (ns) of the database file and its ``-wal``
-    and ``-journal`` files: a commit appends to the WAL (or rewrites the file), a checkpoint
-    rewrites the file. Other dialects: a fresh object each call (nothing cached).
-    Raises SQLAlchemy's errors when the server cannot be reached."""
+    PostgreSQL: the database's tuples inserted, updated and deleted (``pg_stat_database``:
+    every table, the catalogs included, so DDL counts too; reads leave them alone; another
+    database of the same server does not move them). PostgreSQL publishes these counters
+    when the writing session goes idle, at most once a second per session: a commit shows
+    within about a second (up to 10 s under lock contention on the statistics), and a page may
+    lag a write by that much. With ``track_counts`` off (the counters stay 0) the whole
+    server's ``pg_current_snapshot()`` is used instead, which moves with every write
+    transaction of any database (a cache miss, never a stale page). SQLite: size and
+    modification time (ns) of the database file and its ``-wal`` and ``-journal`` files: a
+    commit appends to the WAL (or rewrites the file), a checkpoint rewrites the file. Other
+    dialects: a fresh object each call (nothing cached). Raises SQLAlchemy's errors when the
+    server cannot be reached."""
     from sqlalchemy import text
 
     if engine.dialect.name == "postgresql":
         with engine.connect() as conn:
-            return ("pg", conn.execute(text("SELECT pg_current_snapshot()::text")).scalar_one())
+            row = conn.execute(text(
+                "SELECT tup_inserted, tup_updated, tup_deleted, current_setting('track_counts') FROM pg_stat_database "
+                "WHERE datname = current_database()")).one()
+            if row[3] == "on":
+                return ("pg", int(row[0]), int(row[1]), int(row[2]))
+            return ("pg-snapshot", conn.execute(text("SELECT pg_current_snapshot()::text")).scalar_one())
     if engine.dialect.name == "sqlite":
         path = sqlite_path(engine.url)
         if not path or path == ":memory:":
