@@ -2,8 +2,14 @@
 
 matplotlib is imported inside the functions, and each figure is drawn on its own
 ``FigureCanvasAgg`` (the Agg backend, chosen per figure): no pyplot, no global backend switch,
-nothing at import time of judgecal. Each function returns PNG bytes (dpi 90, about
-630 x 380 pixels, well under 150 KB) or None when the evaluation holds no per-response points.
+nothing at import time of judgecal. ``*_figure`` build the matplotlib ``Figure`` (tests read its
+axes, legend and title); ``plot_*`` return its PNG bytes (dpi 90, about 630 x 430 pixels, well
+under 150 KB). Both give None when the evaluation holds no per-response points.
+
+Every plot: a two-line title (what it is about, e.g. ``task family · judge``, then what is
+plotted: which score, raw or calibrated, against what), the legend below the axes (never over
+the data), and the score axis within the judge's scale (``evaluation["scale"]`` where known,
+else the observed range), widened only to show a score that lies outside it.
 
 Input: the ``evaluation`` dict of :mod:`judgecal.calibrate.evaluate` (its ``points``:
 ``labelled`` and ``verbosity`` with ``length``, ``score_raw``, ``score_calibrated``), plus
@@ -22,7 +28,10 @@ import numpy as np
 from judgecal.calibrate.penalty import LENGTH_FLOOR, polylog_penalty
 
 DPI = 90
-FIGSIZE = (7.0, 4.2)
+FIGSIZE = (7.0, 4.8)
+#: the axes' box in figure fractions: room above for the two-line title, below for the tick
+#: labels, the axis label and a legend of up to three rows
+AXES_BOX = {"left": 0.09, "right": 0.895, "bottom": 0.28, "top": 0.875}
 MAX_POINTS = 5000
 COLOURS = {"labelled": "#1f77b4", "concise": "#2ca02c", "verbose": "#9467bd",
            "calibrated": "#d62728", "curve": "#ff7f0e"}
@@ -76,9 +85,46 @@ def _figure():
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=FIGSIZE)
-    # fixed margins (room for the right axis): constrained layout would double the drawing time
-    fig.subplots_adjust(left=0.085, right=0.895, bottom=0.115, top=0.925)
+    # fixed margins (room for the right axis, the title and the legend below): constrained
+    # layout would double the drawing time
+    fig.subplots_adjust(**AXES_BOX)
     return fig, fig.add_subplot()
+
+
+def _legend_below(fig, handles, labels) -> None:
+    """The legend under the axes, outside the data (two columns, centred at the bottom)."""
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=2, fontsize=7.5,
+               frameon=False, handlelength=1.8, columnspacing=1.5)
+
+
+def score_bounds(evaluation: Mapping, values: np.ndarray) -> tuple[float, float]:
+    """The score axis' span: the judge's scale (``evaluation["scale"]``, both ends known), else
+    the observed range of ``values``; widened to any finite value outside the scale (so that
+    no point is hidden)."""
+    scale = evaluation.get("scale")
+    finite = values[np.isfinite(values)] if values.size else values
+    if scale and len(scale) == 2 and scale[0] is not None and scale[1] is not None:
+        lo, hi = float(scale[0]), float(scale[1])
+    elif finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if finite.size:
+        lo, hi = min(lo, float(finite.min())), max(hi, float(finite.max()))
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    return lo, hi
+
+
+def _scale_text(evaluation: Mapping) -> str:
+    scale = evaluation.get("scale")
+    if scale and len(scale) == 2 and scale[0] is not None and scale[1] is not None:
+        return f"scale {float(scale[0]):g}-{float(scale[1]):g}"
+    return "scale not declared: observed range"
+
+
+def _title(subject: str, what: str) -> str:
+    return f"{subject}\n{what}" if subject else what
 
 
 def _ols_line(x: np.ndarray, y: np.ndarray):
@@ -94,7 +140,19 @@ def _ols_line(x: np.ndarray, y: np.ndarray):
 
 def plot_score_vs_length(evaluation: Mapping, *, title: str = "", length_unit: str | None = None,
                          max_points: int = MAX_POINTS, seed: int = 0) -> bytes | None:
-    """Scatter of raw score against ln(L) with the fitted penalty curve; PNG bytes or None.
+    """:func:`score_vs_length_figure` as PNG bytes, or None without points."""
+    fig = score_vs_length_figure(evaluation, title=title, length_unit=length_unit, max_points=max_points, seed=seed)
+    return None if fig is None else _png(fig)
+
+
+def score_vs_length_figure(evaluation: Mapping, *, title: str = "", length_unit: str | None = None,
+                           max_points: int = MAX_POINTS, seed: int = 0):
+    """Scatter of raw score against ln(L) with the fitted penalty curve: a matplotlib Figure or None.
+
+    ``title``: what the plot is about (``task family · judge``); the figure's title adds a
+    second line saying what is plotted (raw scores, raw and calibrated trend lines, against
+    ln(length in the unit), the judge's scale). The y axis spans the judge's scale
+    (:func:`score_bounds`) plus the jitter; the legend sits below the axes.
 
     x: ln(max(L, 1)) (nats; L in ``length_unit``, floored at 1 unit like the penalty). y (left
     axis): raw judge score, with a small seeded vertical jitter (+-0.15) when every score is an
@@ -141,6 +199,9 @@ def plot_score_vs_length(evaluation: Mapping, *, title: str = "", length_unit: s
     unit = length_unit or "length units"
     ax.set_xlabel(f"ln(length in {unit})")
     ax.set_ylabel("judge score (raw)")
+    lo, hi = score_bounds(evaluation, all_raw)
+    pad = jitter + 0.03 * (hi - lo)
+    ax.set_ylim(lo - pad, hi + pad)  # the scale, not wherever the trend lines run
     params = evaluation.get("params") or {}
     gamma, p, l_ref = params.get("gamma"), params.get("p"), params.get("l_ref") or evaluation.get("l_ref")
     handles, labels = ax.get_legend_handles_labels()
@@ -158,9 +219,11 @@ def plot_score_vs_length(evaluation: Mapping, *, title: str = "", length_unit: s
         ax2.set_ylim(-lim, lim)
         handles.append(h)
         labels.append(h.get_label() + f", L_ref {float(l_ref):g}")
-    ax.legend(handles, labels, loc="lower left", fontsize=7, framealpha=0.85)
-    ax.set_title(title or "score vs ln(length)", fontsize=10)
-    return _png(fig)
+    _legend_below(fig, handles, labels)
+    lines = "raw and calibrated trend lines" if cal else "raw trend line (no calibration)"
+    ax.set_title(_title(title, f"raw judge score ({_scale_text(evaluation)}) vs ln(length in {unit}); {lines}"),
+                 fontsize=9.5)
+    return fig
 
 
 def _bins(values: np.ndarray, scale) -> np.ndarray:
@@ -176,7 +239,16 @@ def _bins(values: np.ndarray, scale) -> np.ndarray:
 
 
 def plot_score_distributions(evaluation: Mapping, *, title: str = "") -> bytes | None:
-    """Histograms of the judge scores before (raw) and after the fitted calibration; PNG or None.
+    """:func:`score_distributions_figure` as PNG bytes, or None without points."""
+    fig = score_distributions_figure(evaluation, title=title)
+    return None if fig is None else _png(fig)
+
+
+def score_distributions_figure(evaluation: Mapping, *, title: str = ""):
+    """Histograms of the judge scores before (raw) and after the fitted calibration: a Figure or None.
+
+    ``title``: what the plot is about; the figure's title adds which scores are drawn and the
+    scale. The x axis spans the judge's scale (:func:`score_bounds`); the legend sits below.
 
     Every labelled response and both sides of the verbosity pairs; bins 0.25 score units wide
     (scales wider than 20 units: 40 bins) over the judge scale. Without a calibration (no fit)
@@ -200,6 +272,11 @@ def plot_score_distributions(evaluation: Mapping, *, title: str = "") -> bytes |
                 label=f"calibrated (mean {cal.mean():.2f}, sd {cal.std():.2f})")
     ax.set_xlabel("judge score")
     ax.set_ylabel("responses")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
-    ax.set_title(title or "score distribution before and after calibration", fontsize=10)
-    return _png(fig)
+    lo, hi = score_bounds(evaluation, both)
+    pad = (bins[1] - bins[0]) / 2 + 0.03 * (hi - lo) if bins.size > 1 else 0.5
+    ax.set_xlim(lo - pad, hi + pad)
+    handles, labels = ax.get_legend_handles_labels()
+    _legend_below(fig, handles, labels)
+    which = "raw (filled) and calibrated (outline)" if cal is not None and cal.size else "raw (no calibration)"
+    ax.set_title(_title(title, f"judge score distribution ({_scale_text(evaluation)}): {which}"), fontsize=9.5)
+    return fig
