@@ -149,6 +149,10 @@ def _print_import(result: dict, fmt: str) -> None:
     for reason, s in (result.get("skipped") or {}).items():
         more = f" (first: {', '.join(s['where'][:3])})" if s["where"] else ""
         click.echo(f"  not imported: {s['count']} records: {reason}{more}")
+    from judgecal.views.importing import file_lines
+
+    for line in file_lines(result):
+        click.echo(f"  {line}")
     parity = result.get("llmbar_statistics")
     if parity and parity["compared"]:
         click.echo(f"  LLMBar statistics.json: {parity['equal']} of {parity['compared']} files reproduced figure for figure"
@@ -428,6 +432,21 @@ def rate(cctx: click.Context, ctx: Ctx, judge, base_url, prompt, task_families, 
 
 
 # ---------------------------------------------------------------- fit
+SUMMARY_HELP = ("Rating summary: greedy (the stored score, the default and reference), mean (expected score under the "
+                "stored distribution) or risk-averse (mean - k sd); mean and risk-averse need every ok rating's distribution "
+                "(rate --logprobs or --local).")
+
+
+def summary_opts(default: str | None = "greedy", extra: str = ""):
+    """--summary and --risk-k (judgecal.calibrate.summaries)."""
+    def wrap(f):
+        f = click.option("--risk-k", type=Finite(0, 10), default=1.0, show_default=True,
+                         help="k of --summary risk-averse (mean - k standard deviations; Wang, Zhang & Choi 2025).")(f)
+        return click.option("--summary", type=click.Choice(["greedy", "mean", "risk-averse"]), default=default,
+                            show_default=default is not None, help=SUMMARY_HELP + extra)(f)
+    return wrap
+
+
 # a repeated --task-family is refused: a calibration is fitted on one family (pooled fits do not exist)
 @cli.command(repeat_hints={"family": "run one fit per family, or import the sets under one family name "
                                      "(`judgecal import ... --task-family NAME`) to fit them together"})
@@ -455,11 +474,13 @@ def rate(cctx: click.Context, ctx: Ctx, judge, base_url, prompt, task_families, 
 @click.option("--select-units", default=None, metavar="UNIT[,UNIT]",
               help="Length units the nested selection tries (default: --length-unit plus words, or chars when it is words; "
                    "refused when empty or with --no-nested / --folds 0).")
+@summary_opts(extra=" The fit is stored with its summary; every fit whose ratings all carry a distribution also "
+                    "compares the three out of sample.")
 @click.option("--list", "list_", is_flag=True, help="List the stored calibrations instead of fitting.")
 @FMT_OPT
 @pass_ctx
 def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bounds, folds, n_bootstrap, seed, density,
-        verbosity_family, signed, gamma_max, no_nested, select_units, list_, fmt) -> None:
+        verbosity_family, signed, gamma_max, no_nested, select_units, summary, risk_k, list_, fmt) -> None:
     """Fit the length penalty S_calib = S_raw - gamma*sign(L-L_ref)*|ln(L/L_ref)|^p against expert labels.
 
     Every fit is stored as a new versioned row; raw, linear, LOWESS and length-controlled GLM
@@ -493,11 +514,16 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         row = fitting.run_fit(family, judge, url=ctx.url, objective=objective, length_unit=length_unit,
                               tokenizer=tokenizer, l_ref=l_ref, p_bounds=p_bounds, folds=folds, n_bootstrap=n_bootstrap,
                               seed=seed, density=density, verbosity_family=verbosity_family, signed=signed,
-                              gamma_max=gamma_max, nested=not no_nested, select_units=units, step=step)
+                              gamma_max=gamma_max, nested=not no_nested, select_units=units, step=step,
+                              summary=summary, risk_k=risk_k)
     if fmt == "json":
         emit_json(row)
         return
     out.print(fits_table([row], title=f"calibration {row['id']}"))
+    from judgecal.report.build import summary_lines
+
+    for line in summary_lines(row.get("summaries"), row.get("summary"), row.get("risk_k")):
+        out.print(line, markup=False, highlight=False)
     if row.get("selection"):
         from judgecal.report.build import recommendation_text
 
@@ -526,8 +552,11 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
                    "length calibration, against the experts; nested CV, about 2 s per judge and task family).")
 @click.option("--wide", is_flag=True, help="table: every summary column, whatever the terminal's width.")
+@summary_opts(default=None, extra=" Default: each calibration as it was fitted; given, a calibration fitted on another "
+                                  "summary is refused.")
 @pass_ctx
-def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position, wide) -> None:
+def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bootstrap, seed, length_position, wide,
+           summary, risk_k) -> None:
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
     from judgecal.views import reporting
 
@@ -546,7 +575,8 @@ def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bo
     with steps(err, "report") as step:
         rep, entries, written = reporting.make_report(list(families), judge, cal, ctx.url, out_dir, formats,
                                                       plots=not no_plots, n_bootstrap=n_bootstrap, seed=seed,
-                                                      length_position=length_position, step=step)
+                                                      length_position=length_position, step=step, summary=summary,
+                                                      risk_k=risk_k)
     if fmt == "table":
         from judgecal.report.render_text import render_table
 
@@ -609,11 +639,13 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @click.option("--columns", default=None, metavar="NAMES",
               help="table, markdown, csv: exactly these columns, comma-separated (headers or JSON keys, e.g. "
                    "model,raw,calibrated,flags); an unknown name lists the choices.")
+@summary_opts(extra=" A calibration fitted on another summary is refused. Win-rate mode: the verdict's stored preference, "
+                    "its expected preference P(a) + P(tie)/2, or that minus k sd from the model's side.")
 @pass_ctx
 @click.pass_context
 def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min_ratings, max_unparsed, n_bootstrap, seed,
                 mc_reference, calibration_from, baseline, length_unit, tokenizer, short_floor, p_bounds, signed, lc_weights,
-                lc_regulariser, joint, sort_by, compare_to, compare_column, fmt, wide, columns) -> None:
+                lc_regulariser, joint, sort_by, compare_to, compare_column, fmt, wide, columns, summary, risk_k) -> None:
     """Per producing model: raw and calibrated mean score with CIs, rank changes, lengths, flags.
 
     With --baseline MODEL: win rates against MODEL from pairwise verdicts: raw (AlpacaEval's
@@ -646,7 +678,8 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
                                         tokenizer=tokenizer, n_bootstrap=n_bootstrap, seed=seed, short_floor=short_floor,
                                         p_bounds=tuple(p_bounds), signed=signed, lc_weights=lc_weights,
                                         compare_to=compare_to, compare_column=compare_column,
-                                        lc_regulariser=lc_regulariser, joint=joint, sort_by=sort_by)
+                                        lc_regulariser=lc_regulariser, joint=joint, sort_by=sort_by, summary=summary,
+                                        risk_k=risk_k)
         if fmt == "alpaca-eval":
             click.echo(winboard.alpaca_eval_csv(board), nl=False)
             for line in winboard.footer_lines(board):
@@ -668,7 +701,8 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     with steps(err, f"leaderboard ({n_bootstrap} bootstrap resamples)"):
         board = build_leaderboard(list(families), judge, calibration, ctx.url, min_ratings=min_ratings,
                                   max_unparsed=max_unparsed, n_bootstrap=n_bootstrap, seed=seed,
-                                  mc_reference=mc_reference, calibration_from=calibration_from)
+                                  mc_reference=mc_reference, calibration_from=calibration_from, summary=summary,
+                                  risk_k=risk_k)
     _print_board(board, fmt, render.leaderboard_tables, render.leaderboard_markdown,
                  lambda b: render.legend_lines(b) + render.left_out_lines(b), render.COLS, **shape)
 
@@ -730,11 +764,12 @@ def _emit_csv(rows: list[dict]) -> None:
 @click.option("--allow-degenerate-answers", is_flag=True,
               help="Pass the degenerate_answers check although a model of the family gives empty answers, the same "
                    "answer to many items or answers far below L_ref (the fit's flags; by default check fails on them).")
+@summary_opts(extra=" A calibration fitted on another summary is refused.")
 @FMT_OPT
 @pass_ctx
 def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
           min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
-          fmt) -> None:
+          summary, risk_k, fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
 
     With --calibration ID, a --task-family other than the calibration's own is a transfer target:
@@ -755,7 +790,7 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
                            min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed,
                            fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
                            min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
-                           allow_degenerate_answers=allow_degenerate_answers)
+                           allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k)
     if fmt == "json":
         emit_json(result)
     else:

@@ -87,6 +87,11 @@ def _fill(engine) -> None:
         s.add(m.McItemResult(id=2, run_id=1, item_index=1, gold=1, choices=choices, pred_acc=0, pred_acc_norm=0,
                              pred_acc_bytes=0, pred_acc_per_token=0, pred_acc_pmi=0, task="copa", doc_id=7,
                              golds=[0, 1]))
+        # the content hashes of two imported files (migration 0005): one without --task-family, one with
+        s.add(m.ImportedFile(id=1, importer="autoj", family_option="", sha256="e" * 64,
+                             path="/data/auto-j/testdata_pairwise.jsonl", n_bytes=3_000_000_000, created_at=T0))
+        s.add(m.ImportedFile(id=2, importer="jsonl:labels", family_option="chat ünïcode", sha256="f" * 64,
+                             path="/data/labels ünïcode.jsonl", n_bytes=120, created_at=T0))
 
 
 def _snapshot(engine) -> dict[str, list[dict]]:
@@ -106,6 +111,7 @@ def _expected_after(before: dict, target: str) -> dict:
     want = json.loads(json.dumps(before, default=str))
     if target == "base":
         return {t: [] for t in want}
+    want["imported_file"] = []  # 0005 undone: the table of file hashes is dropped (created empty again)
     if target in ("0003", "0002", "0001"):  # 0004 undone: the judgment distributions are dropped
         for table in ("rating", "pairwise_judgment"):
             for r in want[table]:
@@ -123,13 +129,14 @@ def _expected_after(before: dict, target: str) -> dict:
 
 
 EXPECTED_LOSSES = {
-    "0003": [("0004", 1), ("0004", 1)],
-    "0002": [("0004", 1), ("0004", 1), ("0003", 1)],
-    "0001": [("0004", 1), ("0004", 1), ("0003", 1), ("0002", 1), ("0002", 1), ("0002", 1), ("0002", 1)],
+    "0004": [("0005", 2)],
+    "0003": [("0005", 2), ("0004", 1), ("0004", 1)],
+    "0002": [("0005", 2), ("0004", 1), ("0004", 1), ("0003", 1)],
+    "0001": [("0005", 2), ("0004", 1), ("0004", 1), ("0003", 1), ("0002", 1), ("0002", 1), ("0002", 1), ("0002", 1)],
 }
 
 
-@pytest.mark.parametrize("target", ["0003", "0002", "0001", "base"])
+@pytest.mark.parametrize("target", ["0004", "0003", "0002", "0001", "base"])
 def test_round_trip_with_data_in_every_table(db_url, target):
     engine = eng.create(db_url)
     try:
@@ -171,8 +178,15 @@ def test_downgrade_without_loss_needs_no_yes(db_url):
             c.execute(text("DELETE FROM mc_item_result WHERE id = 2"))
             c.execute(text("UPDATE rating SET distribution = NULL"))
             c.execute(text("UPDATE pairwise_judgment SET distribution = NULL"))
-        assert migrate.downgrade_losses(engine, "-1") == []
-        assert migrate.downgrade(engine, "-1") == []
+        # undoing 0005 loses the file hashes: counted, refused without yes
+        assert [(c.revision, c.n) for c in migrate.downgrade_losses(engine, "-1")] == [("0005", 2)]
+        with pytest.raises(DataLossError, match="2 imported files' content hashes are deleted"):
+            migrate.downgrade(engine, "-1")
+        with engine.begin() as c:
+            c.execute(text("DELETE FROM imported_file"))
+        assert migrate.downgrade_losses(engine, "-2") == []  # undoing 0005 and 0004: nothing held there now
+        assert migrate.downgrade(engine, "-2") == []
+        assert migrate.current(engine)[0] == "0003"
         migrate.upgrade(engine, "head")
     finally:
         engine.dispose()

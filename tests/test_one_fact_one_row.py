@@ -129,6 +129,14 @@ def test_same_autoj_content_under_another_name(tmp_path, db_url, run_cli):
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
     assert out["added"]["expert_label"] == 0
+    assert [(x["status"], x["already_imported_as"]) for x in out["files"]] == [("duplicate", str(f))]
+    # the same labels in a file that is not a byte copy (spaces changed): recognised by its labels
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text("".join(json.dumps(r, indent=None, separators=(", ", " : ")) + "\n" for r in recs))
+    r = run_cli("--database-url", db_url, "import", "autoj", str(spaced), "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["expert_label"] == 0 and out["files"][0]["status"] == "new"
     reason = next(k for k in out["skipped"] if "already imported from autoj/testdata_pairwise.jsonl" in k)
     assert "4 labels" in out["skipped"][reason]["where"][0]
     # a file that adds one new label beside the copied ones is not a copy: all of its labels are stored
@@ -151,5 +159,15 @@ def test_symlinked_alpaca_eval_folder_imports_once(tmp_path, db_url, run_cli):
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
     assert out["added"]["pairwise_judgment"] == 3
-    note = next(w for w in out["warnings"] if "not imported: the same file or content" in w)
+    first = str(res / "m1" / "judgeX" / "annotations.json")
+    assert {x["file"]: (x["status"], x.get("already_imported_as")) for x in out["files"]} == {
+        first: ("new", None),
+        str(res / "m1_copy" / "judgeX" / "annotations.json"): ("duplicate", first),
+        str(res / "m1_link" / "judgeX" / "annotations.json"): ("duplicate", first)}
+    # the library's own parse (no database) still reads each content once, with a warning
+    from judgecal.importers import alpaca_eval
+
+    batch = alpaca_eval.parse([res], "alpaca_eval")
+    assert len(batch.verdicts) == 3
+    note = next(w for w in batch.warnings if "not imported: the same file or content" in w)
     assert note.startswith("2 file(s)") and "m1_link" in note and "m1_copy" in note

@@ -13,17 +13,25 @@ from judgecal.db import models as m
 from judgecal.db.fitdata import LENGTH_COLUMNS
 
 
-def rated_responses(s: Session, family_ids: list[int], judge_id: int) -> list[dict]:
+def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: str = "greedy",
+                    risk_k: float = 1.0) -> list[dict]:
     """One dict per response of the families with at least one finished rating by the judge:
     response_id, family_id, family (name), model, item_sha256, text_sha256, score (mean of ok
-    ratings or None), n_ok, n_unparsed, n_failed.
+    ratings or None), n_ok, n_unparsed, n_failed, n_no_distribution.
+
+    ``summary`` (:mod:`judgecal.calibrate.summaries`): each ok rating counts as its greedy score
+    or the mean / risk-averse (``risk_k``) summary of its stored distribution; an ok rating
+    without one counts in ``n_no_distribution`` and not in ``score`` (the caller refuses).
 
     In content order (model, family name, item prompt SHA-256, text SHA-256), never row-id or
     dialect order; the mean is computed here (``math.fsum`` of the scores), the same float on
     SQLite and PostgreSQL: the leaderboard's bootstrap resamples this order."""
+    from judgecal.calibrate.summaries import rating_value
+
     q = (
         select(m.Response.id, m.Item.task_family_id, m.TaskFamily.name, m.Response.model, m.Item.prompt_sha256,
-               m.Response.text_sha256, m.Rating.status, m.Rating.score)
+               m.Response.text_sha256, m.Rating.status, m.Rating.score,
+               m.Rating.distribution if summary != "greedy" else m.Rating.id)
         .join(m.Response, m.Response.id == m.Rating.response_id)
         .join(m.Item, m.Item.id == m.Response.item_id)
         .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
@@ -31,14 +39,18 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int) -> list[di
     )
     by_resp: dict[int, dict] = {}
     ok: dict[int, list[float]] = defaultdict(list)
-    for rid, fid, fam, model, item_sha, text_sha, status, score in s.execute(q):
+    for rid, fid, fam, model, item_sha, text_sha, status, score, dist in s.execute(q):
         r = by_resp.get(rid)
         if r is None:
             r = by_resp[rid] = {"response_id": rid, "family_id": fid, "family": fam, "model": model,
                                 "item_sha256": item_sha, "text_sha256": text_sha, "score": None,
-                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0}
+                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0, "n_no_distribution": 0}
         if status in ("ok", "unparsed", "failed"):
             r[f"n_{status}"] += 1
+        if status == "ok" and score is not None and summary != "greedy":
+            score = rating_value(score, dist, summary, risk_k)
+            if score is None:
+                r["n_no_distribution"] += 1
         if status == "ok" and score is not None:
             ok[rid].append(float(score))
     for rid, scores in ok.items():

@@ -52,6 +52,12 @@ class FamilyRows:
     status_counts: dict[str, int] = field(default_factory=dict)
     length_unit: str = ""
     tokenizer: str | None = None
+    summary: str = "greedy"
+    #: ok ratings without a usable stored distribution (read only when a summary needs them)
+    no_distribution: int = 0
+    #: {summary: {response: mean over its ok ratings of that summary}} with ``with_summaries``
+    #: and every ok rating carrying a distribution; None otherwise
+    summaries: dict[str, dict[int, float]] | None = None
 
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -72,12 +78,25 @@ def load_family(
     tokenizer: str | None,
     with_text: bool = False,
     verbosity_family_id: int | None = None,
+    summary: str = "greedy",
+    risk_k: float = 1.0,
+    with_summaries: bool = False,
 ) -> FamilyRows:
     """Scores of ``judge_id`` on ``family_id`` plus labels, verbosity pairs and lengths.
 
     ``length_unit`` 'tokens' reads ``token_length`` rows of ``tokenizer``; responses without
-    one are listed in ``missing_lengths`` (the caller fills them and loads again)."""
-    rows = FamilyRows(length_unit=length_unit, tokenizer=tokenizer if length_unit == "tokens" else None)
+    one are listed in ``missing_lengths`` (the caller fills them and loads again).
+
+    ``summary`` (:mod:`judgecal.calibrate.summaries`): each ok rating's number is its greedy
+    ``score`` or the ``mean`` / ``risk-averse`` summary (``risk_k``) of its stored
+    distribution (then ``ratings`` carry those numbers, so the fingerprint covers the
+    distributions); ok ratings without one are counted in ``no_distribution`` and left out of
+    ``score`` (the caller refuses them). ``with_summaries``: also fill ``summaries`` with every
+    summary's per-response means (None when some ok rating lacks a distribution)."""
+    from judgecal.calibrate.summaries import SUMMARIES, rating_value
+
+    rows = FamilyRows(length_unit=length_unit, tokenizer=tokenizer if length_unit == "tokens" else None,
+                      summary=summary)
     fams = {family_id} | ({verbosity_family_id} if verbosity_family_id else set())
     base = (
         select(m.Response.id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.TaskFamily.name)
@@ -91,10 +110,29 @@ def load_family(
         rows.model_of[rid] = model
         rows.family_of[rid] = fam
     ids = select(m.Response.id).join(m.Item, m.Item.id == m.Response.item_id).where(m.Item.task_family_id.in_(fams))
-    q = select(m.Rating.response_id, m.Rating.sample_index, m.Rating.status, m.Rating.score).where(
+    need_dist = summary != "greedy" or with_summaries
+    cols = [m.Rating.response_id, m.Rating.sample_index, m.Rating.status, m.Rating.score]
+    q = select(*cols, m.Rating.distribution if need_dist else m.Rating.id).where(
         m.Rating.judge_id == judge_id, m.Rating.response_id.in_(ids))
-    rows.ratings = sorted(((rid, int(k), status, None if score is None else float(score))
-                           for rid, k, status, score in s.execute(q)), key=lambda r: (rows.family_of[r[0]], rows.key_of[r[0]], r[1]))
+    raw = sorted(((rid, int(k), status, None if score is None else float(score), dist if need_dist else None)
+                  for rid, k, status, score, dist in s.execute(q)), key=lambda r: (rows.family_of[r[0]], rows.key_of[r[0]], r[1]))
+    if need_dist:
+        per: dict[str, dict[int, list[float]]] = {name: {} for name in SUMMARIES}
+        for rid, _, status, score, dist in raw:
+            if status != "ok" or score is None:
+                continue
+            vals = {name: rating_value(score, dist, name, risk_k) for name in SUMMARIES}
+            if vals["mean"] is None:
+                rows.no_distribution += 1
+            for name, v in vals.items():
+                if v is not None:
+                    per[name].setdefault(rid, []).append(v)
+        if with_summaries and rows.no_distribution == 0:
+            rows.summaries = {name: {rid: math.fsum(v) / len(v) for rid, v in d.items()} for name, d in per.items()}
+    if summary != "greedy":
+        raw = [(rid, k, st, rating_value(sc, dist, summary, risk_k) if st == "ok" and sc is not None else sc, dist)
+               for rid, k, st, sc, dist in raw]
+    rows.ratings = [r[:4] for r in raw]
     ok: dict[int, list[float]] = {}
     for rid, _, status, score in rows.ratings:
         rows.status_counts[status] = rows.status_counts.get(status, 0) + 1

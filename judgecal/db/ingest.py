@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
 from judgecal.db import queries as q
+from judgecal.db.filebook import FileBook
 from judgecal.errors import InputError
 from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict, show_value
 from judgecal.judge.distribution import swap as swap_distribution
@@ -94,8 +95,9 @@ class Writer:
     baseline's answers repeated in every annotations file are inserted and looked up once).
     ``added``: {table: rows added} over every batch written."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, book: FileBook | None = None):
         self.session = session
+        self.book = book  # the import's files by content (None: not looked up; judgecal.db.filebook)
         self.added: dict[str, int] = dict.fromkeys(
             ("task_family", "item", "response", "expert_label", "rating", "verbosity_pair", "pairwise_judgment"), 0)
         self.fam_ids: dict[str, int] = {}
@@ -113,8 +115,21 @@ class Writer:
     def _count(self, table: str, n: int) -> None:
         self.added[table] += n
 
-    def write(self, batch: ImportBatch) -> None:
-        """Insert everything in ``batch`` that is not there yet (counted in ``added``)."""
+    def write(self, batch: ImportBatch) -> bool:
+        """Insert everything in ``batch`` that is not there yet (counted in ``added``) and
+        record its files' content hashes. False (nothing written) when every file of the
+        batch holds content already imported from another path (:meth:`FileBook.skips`)."""
+        book = self.book
+        if book is not None and batch.files:
+            if book.skips(batch.files):
+                return False
+            self._write(batch)
+            book.record(batch.files)
+            return True
+        self._write(batch)
+        return True
+
+    def _write(self, batch: ImportBatch) -> None:
         session, now = self.session, m.utcnow()
         # every response's item is in batch.items (ImportBatch.add_response)
         families = {fam for fam, _ in batch.items}.difference(self.fam_ids)

@@ -30,6 +30,13 @@ _REFILLED = ("status = 'ok' AND verdict IS NOT NULL AND preference = CASE verdic
              "WHEN 'b' THEN 0.0 WHEN 'tie' THEN 0.5 END")
 
 LOSSES: dict[str, list[Loss]] = {
+    # 0005 (imported_file): the table of imported files' content hashes is dropped
+    "0005": [
+        Loss("SELECT COUNT(*) FROM imported_file",
+             "imported files' content hashes are deleted (imported_file dropped; the imported records are kept, "
+             "but a later import of one of those files' content under another name or through a symbolic link "
+             "is no longer recognised as already imported)"),
+    ],
     # 0004 (rating.distribution, pairwise_judgment.distribution): the columns are dropped
     "0004": [
         Loss("SELECT COUNT(*) FROM rating WHERE distribution IS NOT NULL AND CAST(distribution AS TEXT) <> 'null'",

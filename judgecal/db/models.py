@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -245,6 +246,27 @@ class VerbosityPair(Base):
     concise_response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
     verbose_response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"))
     source: Mapped[Optional[str]] = mapped_column(String(500))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ImportedFile(Base):
+    """The SHA-256 of a file's content as an import read it (migration 0005), so that the same
+    content imported again under another name or through a symbolic link is recognised and
+    counted instead of stored twice (judgecal.db.filebook). One row per content per
+    ``importer`` (``alpaca_eval``, ``llmbar``, ``autoj``, ``judgebench``, ``pandalm``,
+    ``jsonl:<kind>``, ``csv:<kind>``) and ``family_option`` (the ``--task-family`` given, ``''``
+    for none: the same file imported on purpose into another family is another import);
+    ``path`` is the absolute path (symbolic links not resolved) it was first imported from,
+    ``n_bytes`` its size. Written in the import's own transaction."""
+
+    __tablename__ = "imported_file"
+    __table_args__ = (UniqueConstraint("importer", "family_option", "sha256"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    importer: Mapped[str] = mapped_column(String(40))
+    family_option: Mapped[str] = mapped_column(String(200), default="")
+    sha256: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str] = mapped_column(Text)
+    n_bytes: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

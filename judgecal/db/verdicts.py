@@ -44,6 +44,9 @@ class BaselineVerdicts:
     response_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     baseline_response_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     left_out: dict[str, int] = field(default_factory=dict)
+    #: ok verdicts without a stored distribution (counted only when a summary needs one)
+    no_distribution: int = 0
+    n_ok: int = 0
 
     def __len__(self) -> int:
         return int(self.model.size)
@@ -56,7 +59,7 @@ def judges_with_verdicts(s: Session) -> list[m.Judge]:
 
 
 def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, unit: str = "chars",
-                      tokenizer: str | None = None) -> BaselineVerdicts:
+                      tokenizer: str | None = None, summary: str = "greedy", risk_k: float = 1.0) -> BaselineVerdicts:
     """Every verdict of ``judge_id`` in the family that compares some model's answer with the
     ``baseline`` model's answer to the same item, oriented as P(model preferred), averaged per
     (model, item) (``math.fsum``: the same float in any order). Verdicts between two
@@ -67,7 +70,12 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     oriented in SQL (which side is the baseline's). Where a (model, item) has several verdicts,
     the answers that stand for it are those of its first verdict in content order (item, both
     answers' model and text SHA-256, sample, position), never row ids or the dialect's order.
-    Lengths in ``unit`` (tokens: under ``tokenizer``)."""
+    Lengths in ``unit`` (tokens: under ``tokenizer``).
+
+    ``summary`` (:mod:`judgecal.calibrate.summaries`): "greedy" reads the stored preference;
+    "mean" / "risk-averse" (``risk_k``) the model's credit from the verdict's stored
+    distribution, the risk taken from the model's side; ok verdicts without a distribution are
+    counted in ``no_distribution`` (out of ``n_ok``) and left out (the caller refuses them)."""
     RA, RB = aliased(m.Response), aliased(m.Response)
     PJ = m.PairwiseJudgment
     a_base = RA.model == baseline
@@ -76,7 +84,7 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
         select(PJ.id, PJ.status, PJ.preference, case((a_base, 1), else_=0), case((RB.model == baseline, 1), else_=0),
                mine(RA.model, RB.model), m.Item.prompt_sha256, mine(RA.text_sha256, RB.text_sha256),
                mine(RA.id, RB.id), mine(RB.id, RA.id), mine(RA.n_chars, RB.n_chars), mine(RB.n_chars, RA.n_chars),
-               mine(RA.n_words, RB.n_words))
+               mine(RA.n_words, RB.n_words), PJ.distribution if summary != "greedy" else PJ.id)
         .join(RA, RA.id == PJ.response_a_id)
         .join(RB, RB.id == PJ.response_b_id)
         .join(m.Item, m.Item.id == RA.item_id)
@@ -86,12 +94,23 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     found = s.connection().execute(q).all()
     if not found:
         return out
-    pid, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words = zip(*found)
+    pid, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words, dists = zip(*found)
     n = len(found)
     flip = np.array(a_b, dtype=bool)  # the baseline's answer is a: P(model preferred) = 1 - P(a preferred)
     b_b = np.array(b_b, dtype=bool)
     p = np.array(pref, dtype=float)  # None -> NaN
     ok = np.fromiter((x == "ok" for x in status), dtype=bool, count=n)
+    if summary != "greedy":
+        from judgecal.calibrate.summaries import rating_value
+        from judgecal.judge.distribution import swap
+
+        for i in np.flatnonzero(ok & ~np.isnan(p)).tolist():
+            out.n_ok += 1
+            # the model's credit under the summary (risk from the model's side), stored as P(a) the flip undoes
+            v = rating_value(p[i], swap(dists[i]) if flip[i] and dists[i] else dists[i], summary, risk_k, pairwise=True)
+            if v is None:
+                out.no_distribution += 1
+            p[i] = np.nan if v is None else (1.0 - v if flip[i] else v)
     use = (flip != b_b) & ok & ~np.isnan(p)
     left = np.flatnonzero(~use).tolist()
     if left:

@@ -24,7 +24,7 @@ response) is recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -135,12 +135,13 @@ def _scan(folder: Path) -> tuple[list[Path], list[Path]]:
     return sorted(found), others
 
 
-def expand(paths: list[Path], warnings: list[str] | None = None) -> list[Path]:
+def expand(paths: list[Path], warnings: list[str] | None = None, *, once: bool = True) -> list[Path]:
     """Files to read: each file as given; a folder becomes its ``model_outputs.json``,
     ``*/model_outputs.json``, ``*/annotations.json`` and ``*/*/annotations.json`` (sorted).
     Files of those names at other depths are not read: ``warnings`` gets one line naming
-    them. Raises InputError for a missing path, a symbolic link that cannot be followed
-    (named) or a folder without AlpacaEval files."""
+    them. ``once``: each content once (:func:`same_content_once`; False when the caller looks
+    the files up by content itself, judgecal.db.filebook). Raises InputError for a missing
+    path, a symbolic link that cannot be followed (named) or a folder without AlpacaEval files."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
@@ -160,7 +161,8 @@ def expand(paths: list[Path], warnings: list[str] | None = None) -> list[Path]:
         else:
             _check_followable(p)
             out.append(p)
-    return same_content_once(list(dict.fromkeys(out)), warnings)
+    out = list(dict.fromkeys(out))
+    return same_content_once(out, warnings) if once else out
 
 
 def same_content_once(files: list[Path], warnings: list[str] | None = None) -> list[Path]:
@@ -229,10 +231,11 @@ def _model_of_results_folder(path: Path, annotators: set[str]) -> str | None:
     if annotator_folder not in annotators and annotator_folder not in KNOWN_ANNOTATORS:
         return None
     model = path.parent.parent.name
-    return model if model and model not in (".", "..") else None
+    return model if model.strip() and model not in (".", "..") else None
 
 
-def _files(paths: list[Path], pairs: list[tuple[Path, Path]], warnings: list[str] | None = None) -> list[Path]:
+def _files(paths: list[Path], pairs: list[tuple[Path, Path]], warnings: list[str] | None = None,
+           once: bool = True) -> list[Path]:
     for concise, verbose in pairs:
         if Path(concise) == Path(verbose) or os.path.realpath(concise) == os.path.realpath(verbose):
             raise InputError("--pair names the same file twice: a verbosity pair needs a concise and a verbose "
@@ -241,7 +244,7 @@ def _files(paths: list[Path], pairs: list[tuple[Path, Path]], warnings: list[str
     for p in pair_files:
         if not os.path.lexists(p):
             raise InputError("no such file", source=str(p))
-    return list(dict.fromkeys(expand(list(paths), warnings) + pair_files))
+    return list(dict.fromkeys(expand(list(paths), warnings, once=once) + pair_files))
 
 
 def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -> ImportBatch:
@@ -254,18 +257,29 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
 
 
 def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
-            workers: int | None = None) -> Iterator[ImportBatch]:
+            workers: int | None = None, skip: Callable[[Path], bool] | None = None) -> Iterator[ImportBatch]:
     """One ImportBatch per file, in the order the files are listed (folders expanded, sorted),
     then one with the verbosity pairs of ``pairs``. Files are parsed by up to ``workers``
     processes (None: as many as :func:`judgecal.importers.parallel.map_files` picks; 0: in
-    this process) while the caller writes the batches already parsed. Raises InputError
-    naming FILE:LINE for a bad record (the first bad file in the listed order)."""
+    this process) while the caller writes the batches already parsed. ``skip``: asked once
+    per file, in the listed order, before any is parsed: a file it says yes to is neither
+    parsed nor yielded (a ``--pair`` file is parsed here for its pairs, its batch not
+    yielded); with ``skip``, files are not deduplicated by content here (the caller does it).
+    Raises InputError naming FILE:LINE for a bad record (the first bad file in the listed order)."""
     check_family(family)
     notes: list[str] = []
-    files = _files(paths, pairs, notes)
+    files = _files(paths, pairs, notes, once=skip is None)
     if notes:
         yield ImportBatch(source="alpaca_eval", warnings=notes)
+    left_out = {p for p in files if skip(p)} if skip is not None else set()
+    pair_files = {Path(p) for pair in pairs for p in pair}
     by_file: dict[Path, dict[str, RespRef]] = {}
+    for path in files:
+        if path in left_out and path in pair_files:  # its pairs are needed, its records are not written
+            seen = parse_file(path, family)[1]
+            if seen is not None:
+                by_file[path] = seen
+    files = [p for p in files if p not in left_out]
     sent: set[RespRef] = set()  # per process: the responses its earlier batches carried (ImportBatch.mark_sent)
     for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers)):
         if seen is not None:
@@ -300,7 +314,7 @@ def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[Import
     (None for an annotations file). ``sent``: the responses this process's earlier batches of
     the same import carried (updated; :meth:`ImportBatch.mark_sent`), None to carry all.
     Raises InputError naming FILE:LINE for a bad record."""
-    batch = ImportBatch(source="alpaca_eval")
+    batch = ImportBatch(source="alpaca_eval", files=[str(path)])
     records = read_json_fields(path, _Record)
     seen: dict[str, RespRef] | None = None
     if not records:
@@ -395,14 +409,15 @@ def _careful(f: Fields) -> tuple:
     latency = f.number("time_per_example", required=False)
     if latency is not None and latency < 0:
         raise f.fail(f"field 'time_per_example' must be >= 0 seconds, got {latency!r}")
-    return instruction, base, model, annotator or None, pref, f.text("output_1"), f.text("output_2"), latency
+    annotator = annotator if annotator and annotator.strip() else None  # a blank name is no name: the default, counted
+    return instruction, base, model, annotator, pref, f.text("output_1"), f.text("output_2"), latency
 
 
 def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str) -> None:
-    annotators = {a for o in records.objects if is_object(o) and isinstance(a := o.get("annotator"), str) and a}
+    annotators = {a for o in records.objects if is_object(o) and isinstance(a := o.get("annotator"), str) and a.strip()}
     folder_model = _model_of_results_folder(path, annotators)
     named = next((o.get("annotator") for o in records.objects
-                  if is_object(o) and isinstance(o.get("annotator"), str) and o.get("annotator")), None)
+                  if is_object(o) and isinstance(o.get("annotator"), str) and o.get("annotator").strip()), None)
     default_annotator = named or (path.parent.name if folder_model else "alpaca_eval")
     unnamed: list[int] = []
     seen = Seen()

@@ -25,7 +25,8 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
     Raises InputError naming FILE:LINE and the field for a bad record."""
     check_family(family)
     path = Path(path)
-    batch = ImportBatch(source=f"autoj/{path.name}")
+    batch = ImportBatch(source=f"autoj/{path.name}", files=[str(path)], origin=str(path))
+    at = batch.at.setdefault("pair_labels", [])
     n = 0
     seen = Seen()
     for line, obj in read_jsonl(path):
@@ -45,6 +46,7 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
         a = batch.add_response(RespRef(fam, prompt, "autoj/response_1", r1))
         b = batch.add_response(RespRef(fam, prompt, "autoj/response_2", r2))
         batch.pair_labels.append((a, b, label, "autoj-human", batch.source))
+        at.append(line)
         n += 1
     if n == 0:
         batch.warnings.append(f"{path}: no labelled pair imported")

@@ -134,6 +134,7 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     ids: dict[tuple[str, str], tuple[int, str]] = {}
     handler = {"responses": _response, "ratings": _rating, "labels": _label, "pairs": _pair, "verdicts": _verdict}[kind]
     batch.origin = str(path)
+    batch.files = [str(path)]
     rows = [(name, getattr(batch, name), batch.at.setdefault(name, []))
             for name in ("verdicts", "ratings", "pair_labels", "point_labels", "verbosity_pairs")]
     blank: list[int] = []

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 from judgecal.errors import InputError
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, JudgeSpec, RespRef, read_jsonl, check_family
+from judgecal.importers.records import (NAME_MAX, Fields, ImportBatch, JudgeSpec, RespRef, check_family, merge,
+                                        read_jsonl)
 
 LABELS = {"a>b": "a", "b>a": "b", "a=b": "tie"}
 UNBOUNDED = (-math.inf, math.inf)
@@ -57,7 +59,14 @@ def _score(f: Fields, value, where: str) -> float:
 
 
 def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
-    """Parse JudgeBench data and/or output files into one batch (family default ``judgebench``).
+    """Parse JudgeBench data and/or output files into one batch (family default ``judgebench``):
+    :func:`batches` merged."""
+    return merge("judgebench", batches(paths, family))
+
+
+def batches(paths: list[Path], family: str | None = None) -> Iterator[ImportBatch]:
+    """One ImportBatch per file (family default ``judgebench``), each with its file and lines
+    for FILE:LINE messages; the checks span the files (a pair is checked against every file).
 
     A pair (``pair_id``, else its question and responses) read twice with another label or other
     texts is an InputError naming both FILE:LINE; a record repeated within one file is kept once
@@ -67,13 +76,15 @@ def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
     warning; a file without a record is a warning. Raises InputError naming FILE:LINE and the field."""
     check_family(family)
     fam = family or "judgebench"
-    batch = ImportBatch(source="judgebench")
     judges: dict[str, JudgeSpec] = {}
     pairs: dict[str, tuple[str, tuple, str]] = {}  # pair key -> (label, texts, FILE:LINE first seen)
     seen_labels: dict[tuple, tuple[str, str]] = {}  # (a, b) -> (label, FILE:LINE)
     rated: dict[tuple, tuple[float, str]] = {}  # (judge, response, sample) -> (score, FILE:LINE)
     no_model = 0
+    out: list[ImportBatch] = []
     for path in [Path(p) for p in paths]:
+        batch = ImportBatch(source="judgebench", files=[str(path)], origin=str(path))
+        label_at, rating_at = batch.at.setdefault("pair_labels", []), batch.at.setdefault("ratings", [])
         n_records = repeats = 0
         in_file: dict[str, dict] = {}  # pair key -> its first record in this file
         for line, obj in read_jsonl(path):
@@ -107,6 +118,7 @@ def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
             if (a, b) not in seen_labels:  # the data file and every output file repeat the label
                 seen_labels[(a, b)] = (label, here)
                 batch.pair_labels.append((a, b, label, "judgebench-gold", batch.source))
+                label_at.append(line)
             elif seen_labels[(a, b)][0] != label:  # another pair_id, the same question and responses
                 raise f.fail(f"this question and these responses have label {obj.get('label')!r} here but another "
                              f"label at {seen_labels[(a, b)][1]}")
@@ -148,22 +160,24 @@ def parse(paths: list[Path], family: str | None = None) -> ImportBatch:
                     rated[rkey] = (value, here)
                     batch.ratings.append({"judge": judge, "response": ref, "sample_index": i, "raw_output": repr(value),
                                           "status": "ok", "score": value, "error": None})
+                    rating_at.append(line)
         if n_records == 0:
             batch.warnings.append(f"{path}: no record (an empty file): nothing imported from it")
         if repeats:
             batch.warnings.append(f"{path}: {repeats} records repeat a pair already read from this file "
                                   f"exactly: kept once")
+        out.append(batch)
     if no_model:
-        batch.warnings.append(f"{no_model} reward-model judgments have no judgment.judge_model: their scores were "
-                              f"filed under judge {DEFAULT_JUDGE!r}")
-    return batch
+        out[-1].warnings.append(f"{no_model} reward-model judgments have no judgment.judge_model: their scores were "
+                                f"filed under judge {DEFAULT_JUDGE!r}")
+    yield from out
 
 
-def refuse_judge_clashes(batch: ImportBatch, url: str | None = None) -> None:
+def refuse_judge_clashes(batch: ImportBatch | list[ImportBatch], url: str | None = None) -> None:
     """Refuse a reward model whose name is already taken by a different judge (another scale,
     endpoint or prompt): importing it would create a second judge of that name, and ``--judge
     NAME`` would then be ambiguous everywhere. Raises InputError naming the existing judge."""
-    specs = {r["judge"] for r in batch.ratings}
+    specs = {r["judge"] for b in (batch if isinstance(batch, list) else [batch]) for r in b.ratings}
     if not specs:
         return
     from sqlalchemy import select

@@ -185,6 +185,7 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
     dataset = folder / "dataset.json"
     first = ImportBatch(source=set_name(folder))
     first.origin = str(dataset)
+    first.files = [str(dataset)]
     pairs: list[_Pair] = []
     lines = first.at.setdefault("pair_labels", [])
     for line, obj in read_json_array(dataset):
@@ -253,6 +254,7 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
     rating = is_rating_protocol(protocol)
     batch = ImportBatch(source=source)
     batch.origin = str(path)
+    batch.files = [str(path)]
     at = batch.at.setdefault("ratings" if rating else "verdicts", [])
     records = read_json_array(path)
     if len(records) != len(pairs):

@@ -30,7 +30,8 @@ def parse(path: Path, family: str) -> ImportBatch:
     """Parse the PandaLM JSON into an ImportBatch for ``family``. Raises InputError."""
     check_family(family)
     path = Path(path)
-    batch = ImportBatch(source=f"pandalm/{path.name}")
+    batch = ImportBatch(source=f"pandalm/{path.name}", files=[str(path)], origin=str(path))
+    at = batch.at.setdefault("pair_labels", [])
     seen = Seen()
     for line, obj in read_json_array(path):
         f = Fields(obj, str(path), line)
@@ -62,6 +63,7 @@ def parse(path: Path, family: str) -> ImportBatch:
         batch.add_response(b)
         for k, pref in labels.items():
             batch.pair_labels.append((a, b, pref, f"pandalm-{k}", batch.source))
+            at.append(line)
     seen.warn_repeats(batch, path)
     return batch
 
@@ -69,6 +71,6 @@ def parse(path: Path, family: str) -> ImportBatch:
 def _models(cmp_key: str | None) -> tuple[str, str]:
     if cmp_key and "_" in cmp_key:
         left, right = cmp_key.split("_", 1)
-        if left and right and left != right:
+        if left.strip() and right.strip() and left != right:  # a blank name is no name
             return left, right
     return "pandalm/response1", "pandalm/response2"

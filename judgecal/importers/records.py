@@ -112,6 +112,10 @@ class ImportBatch:
     origin: str | None = None
     origin_index: bool = False
     at: dict[str, list[int]] = field(default_factory=dict)
+    # the files (paths as given) whose records this batch holds: the writer looks their content
+    # SHA-256 up (judgecal.db.filebook) and leaves out a batch whose every file's content was
+    # already imported under another path
+    files: list[str] = field(default_factory=list)
 
     def where(self, kind: str, i: int) -> tuple[str | None, int | None]:
         """(file, line) of row ``i`` of ``kind`` ("verdicts", ...), as far as known (error path only)."""
@@ -212,6 +216,7 @@ def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
                     out.at.setdefault(kind, []).extend(b.at.get(kind, ()))
         for (fam, prompt), extra in b.items.items():
             out.add_item(fam, prompt, **extra)
+        out.files.extend(f for f in b.files if f not in out.files)
         out.responses.update(b.responses)
         out.response_meta.update(b.response_meta)
         out.pair_labels.extend(b.pair_labels)
@@ -371,6 +376,32 @@ def read_bytes(path: Path) -> bytes:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+class FileDigest(NamedTuple):
+    """A file's content by its SHA-256 (hex) and size in bytes."""
+
+    sha256: str
+    n_bytes: int
+
+
+def file_digest(path: Path | str) -> FileDigest | None:
+    """The SHA-256 and size of the bytes of ``path`` (read in 1 MiB chunks; a symbolic link is
+    followed). None when it is not a regular file or cannot be read: the importer that reads
+    it names the reason (:func:`read_bytes`)."""
+    import hashlib
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        h, n = hashlib.sha256(), 0
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+                n += len(chunk)
+    except OSError:
+        return None
+    return FileDigest(h.hexdigest(), n)
 
 
 def unreadable(path: Path | str, exc: OSError) -> str:

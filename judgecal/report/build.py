@@ -574,9 +574,69 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "flags": entry_flags(ev),
         "warnings": warnings,
     }
+    out["rating_summary"] = ev.get("summary") or "greedy"
+    out["summaries"] = ev.get("summaries")
     out["recommendation"] = recommendation(out)
-    out["notes"] = entry_notes(out)
+    out["notes"] = entry_notes(out) + summary_lines(ev.get("summaries"), ev.get("summary"), ev.get("risk_k"))
     return out
+
+
+def _pct_ci(x, ci, signed=False) -> str:
+    if x is None:
+        return "n/a"
+    txt = f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}%"
+    return txt + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if signed and ci else
+                  f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+
+def _rho_ci(x, ci, signed=False) -> str:
+    if x is None:
+        return "n/a"
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f.format(x) + (f" [{f.format(ci[0])}, {f.format(ci[1])}]" if ci else "")
+
+
+def summary_lines(comp: Mapping | None, used: str | None = None, risk_k: float | None = None) -> list[str]:
+    """The rating-summary lines of an entry or fit (every format shows them): the summary the
+    fit used, then per summary (greedy, mean, risk-averse) the tie rate of the labelled pairs and
+    the out-of-sample figure with its 95% CI, raw and after the polylog calibration, the paired
+    gain over greedy (CI) and the verbosity win-rate, then the recommendation ("keep greedy"
+    unless a gain's CI is above zero). One line saying why when the summaries were not compared
+    although some ratings carry a distribution; nothing for fits stored before summaries or
+    judges without any distribution (and greedy fits)."""
+    from judgecal.calibrate.summaries import label
+
+    used = used or "greedy"
+    k = 1.0 if risk_k is None else float(risk_k)
+    lines = [] if used == "greedy" else [f"rating summary: this calibration is fitted on the {label(used, k)} summary"]
+    if not comp:
+        return lines
+    if not comp.get("available"):
+        if comp.get("n_ok") and comp.get("n_without_distribution", 0) < comp.get("n_ok", 0):
+            lines.append(f"rating summaries: {comp.get('reason')}")
+        return lines
+    pairwise = str(comp.get("figure", "")).startswith("expert agreement")
+    fig = _pct_ci if pairwise else _rho_ci
+    head = (f"rating summaries out of sample ({comp.get('folds')}-fold CV, {comp.get('n')} labelled "
+            f"{'pairs' if pairwise else 'responses'}; {comp.get('figure')}; raw / after the polylog calibration):")
+    lines.append(head)
+    for name, r in (comp.get("summaries") or {}).items():
+        parts = [f"{label(name, comp.get('risk_k', k))}:"]
+        if r.get("tie_rate") is not None:
+            parts.append(f"ties {100 * r['tie_rate']:.1f}%,")
+        parts.append(f"raw {fig(r.get('figure_cv'), r.get('figure_cv_ci'))}, calibrated "
+                     f"{fig(r.get('calibrated_cv'), r.get('calibrated_cv_ci'))}")
+        if name != "greedy":
+            parts.append(f"; gain over greedy raw {fig(r.get('gain_cv'), r.get('gain_cv_ci'), True)}, calibrated "
+                         f"{fig(r.get('calibrated_gain_cv'), r.get('calibrated_gain_cv_ci'), True)}")
+        if r.get("verbosity_win_rate") is not None:
+            parts.append(f"; verbosity win-rate {100 * r['verbosity_win_rate']:.1f}% raw, "
+                         f"{100 * (r.get('verbosity_win_rate_calibrated') or 0):.1f}% calibrated "
+                         f"({r.get('verbosity_pairs')} pairs, ties {100 * (r.get('verbosity_tie_rate') or 0):.1f}%)")
+        lines.append("  " + " ".join(parts).replace(" ;", ";"))
+    rec = comp.get("recommended") or "greedy"
+    lines.append(f"rating summary recommended: {label(rec, comp.get('risk_k', k))} ({comp.get('reason')})")
+    return lines
 
 
 def build_report(entries: Sequence[Mapping]) -> dict:

@@ -31,7 +31,8 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
               max_verbosity_winrate: float = 0.55, min_agreement_gain: float = 0.0, max_unparsed: float = 0.05,
               fail_at_bound: bool = False, max_baseline_gap: float | None = None,
               allow_degenerate_answers: bool = False, min_verbosity_winrate: float = 0.45,
-              allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0) -> dict:
+              allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0, summary: str = "greedy",
+              risk_k: float = 1.0) -> dict:
     """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
     With a calibration id, each ``families`` entry other than the calibration's own family is a
@@ -40,10 +41,18 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     ``seed``) and the check "transfer" fails when either lowers the target's expert agreement
     (paired 95% CI below zero).
 
+    ``summary``/``risk_k``: the rating summary the gated ratings use (:mod:`judgecal.calibrate.summaries`);
+    a calibration fitted on another summary is refused, and the check "rating_summary" reports
+    what the fit's out-of-sample comparison of the summaries recommends (informational).
+
     Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
-    calibration named by id is not of ``judge``, or a transfer target cannot be evaluated."""
-    from judgecal.errors import NotFoundError
-    from judgecal.views.fitting import fit_row
+    calibration named by id is not of ``judge``, is fitted on another summary, or a transfer
+    target cannot be evaluated."""
+    from judgecal.calibrate.summaries import check_summary
+    from judgecal.errors import NotFoundError, UsageError
+    from judgecal.views.fitting import fit_row, refuse_summary_mismatch
+
+    check_summary(summary, risk_k)
 
     chosen = load_calibrations(families, judge, calibration, url)
     targets: list[str] = []
@@ -55,6 +64,11 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         targets = [f for f in dict.fromkeys(families or []) if f not in own]
     if not chosen:
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
+    for row, fam, _ in chosen:
+        refuse_summary_mismatch(row, summary, risk_k, fam)
+    if targets and summary != "greedy":
+        raise UsageError(f"--summary {summary}: transfer evaluation reads greedy scores only; check the transfer "
+                         f"with --summary greedy and a calibration fitted on greedy scores")
     checks = []
 
     def add(fam, jud, name, value, threshold, ok, message):
@@ -69,6 +83,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         where = f"{fam} / {jud} (calibration {r['id']})"
         _identified(add, fam, jud, where, r, allow_unidentified)
         _advice(add, fam, jud, where, r)
+        _summary_advice(add, fam, jud, where, r)
         for target in targets:
             _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed)
         if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
@@ -129,6 +144,21 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _summary_advice(add, fam, jud, where, r: dict) -> None:
+    """Informational row "rating_summary": the summary the fit used and what its out-of-sample
+    comparison of greedy / mean / risk-averse recommends (or why there was none)."""
+    from judgecal.calibrate.summaries import label
+
+    comp = r.get("summaries") or {}
+    used = label(r.get("summary") or "greedy", r.get("risk_k") or 1.0)
+    if comp.get("available"):
+        rec = comp.get("recommended") or "greedy"
+        msg = f"{where}: fitted on the {used} summary; the out-of-sample comparison recommends {label(rec, comp.get('risk_k') or 1.0)} ({comp.get('reason')})"
+    else:
+        msg = f"{where}: fitted on the {used} summary; summaries not compared ({comp.get('reason') or 'fitted before judgecal compared them'})"
+    add(fam, jud, "rating_summary", used, None, True, msg)
 
 
 def _degenerate_check(add, fam, jud, where, row, r: dict, allow: bool) -> None:

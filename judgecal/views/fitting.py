@@ -22,6 +22,7 @@ from judgecal.db.engine import get_engine, session_scope
 from judgecal.calibrate.fingerprint import fingerprint
 from judgecal.db.fitdata import FamilyRows, fingerprint_records, load_family
 from judgecal.db.guarddata import answer_keys
+from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message
 from judgecal.errors import FitError, UsageError
 
 LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
@@ -79,10 +80,13 @@ def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | N
     return pair, point, verb, info
 
 
-def _load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url):
+def _load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url,
+                 summary="greedy", risk_k=1.0, with_summaries=False):
     """(rows, pair, point, verbosity, info) of one family in one length unit; token lengths
-    missing under ``tokenizer`` are computed and stored first (never silently left out)."""
-    load = dict(length_unit=length_unit, tokenizer=tokenizer, with_text=density, verbosity_family_id=verbosity_family_id)
+    missing under ``tokenizer`` are computed and stored first (never silently left out).
+    ``summary``/``risk_k``/``with_summaries``: as :func:`judgecal.db.fitdata.load_family`."""
+    load = dict(length_unit=length_unit, tokenizer=tokenizer, with_text=density, verbosity_family_id=verbosity_family_id,
+                summary=summary, risk_k=risk_k, with_summaries=with_summaries)
     with session_scope(engine) as s:
         rows = load_family(s, fam_id, judge_id, **load)
     if rows.missing_lengths and length_unit == "tokens":
@@ -109,7 +113,7 @@ def evaluate_family(
     l_ref: float | None = None, p_bounds=(1.0, 1.5), folds: int = 5, n_bootstrap: int = 1000, seed: int = 0,
     density: bool = False, verbosity_family: str | None = None, url: str | None = None, signed: bool = False,
     gamma_max: float | None = None, nested: bool = True, select_units: list[str] | None = None,
-    step: Callable[[str], None] | None = None,
+    step: Callable[[str], None] | None = None, summary: str = "greedy", risk_k: float = DEFAULT_RISK_K,
 ) -> tuple[dict, dict]:
     """Evaluate every method on one family and judge. Returns (evaluation, context) where
     context names the family/judge ids and settings. ``signed``: gamma may be negative;
@@ -117,8 +121,13 @@ def evaluate_family(
     bounds and length unit among ``select_units`` (default :func:`default_select_units`; an empty
     list, or a list given without the nested selection (``nested`` False or ``folds`` < 2), is a
     UsageError). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
+    ``summary``: the rating summary the fit uses (:mod:`judgecal.calibrate.summaries`; greedy,
+    mean or risk-averse with ``risk_k``); a summary some ok rating has no distribution for is
+    refused (UsageError naming how many). When every ok rating has a distribution, the
+    evaluation's ``summaries`` compares the three out of sample (else it says why not).
     Token lengths are computed where missing. Raises FitError, NotFoundError, UsageError."""
     step = step or no_step
+    check_summary(summary, risk_k)
     if length_unit not in LENGTH_UNITS:
         raise UsageError(f"--length-unit must be one of {', '.join(LENGTH_UNITS)}")
     if objective not in (None, "pairwise", "pointwise"):
@@ -147,7 +156,12 @@ def evaluate_family(
     step(f"reading {family}'s ratings, labels and lengths")
     rows, pair, point, verb, info = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
                                                  tokenizer=tok if length_unit == "tokens" else None, density=density,
-                                                 verbosity_family_id=vfam_id, url=url)
+                                                 verbosity_family_id=vfam_id, url=url, summary=summary, risk_k=risk_k,
+                                                 with_summaries=True)
+    n_ok = rows.status_counts.get("ok", 0)
+    if summary != "greedy" and rows.no_distribution:
+        engine.dispose()
+        raise UsageError(missing_message(rows.no_distribution, n_ok, summary, f"of judge {judge!r} in {family!r}"))
     with session_scope(engine) as s:
         keys = answer_keys(s, rows.score)
     if not rows.score:
@@ -163,7 +177,7 @@ def evaluate_family(
             step(f"reading lengths in {u} for the nested selection")
             _, p2, pt2, _, _ = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=u,
                                             tokenizer=tok if u == "tokens" else None, density=density,
-                                            verbosity_family_id=None, url=url)
+                                            verbosity_family_id=None, url=url, summary=summary, risk_k=risk_k)
             variants[u] = p2 if objective == "pairwise" else pt2
     engine.dispose()
     from judgecal.calibrate.fit import check_scores
@@ -188,6 +202,11 @@ def evaluate_family(
                     raise FitError(f"task family {family!r} has no pointwise expert labels rated by {judge!r}")
             else:
                 evaluation = evaluate_pointwise(point, expert_scale=tuple(info["expert_scale"]), **common)
+        evaluation["summaries"] = _summary_comparison(rows, density, objective, evaluation, folds=folds, seed=seed,
+                                                      n_bootstrap=n_bootstrap, p_bounds=p_bounds, signed=signed,
+                                                      gamma_max=gamma_max, risk_k=risk_k, n_ok=n_ok, step=step)
+    evaluation["summary"] = summary
+    evaluation["risk_k"] = float(risk_k)
     _numeric_warnings(evaluation, caught)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family,
                           "fingerprint": fingerprint(fingerprint_records(rows))}
@@ -196,10 +215,50 @@ def evaluate_family(
     evaluation["data"]["left_out"] = left
     evaluation.setdefault("warnings", [])
     evaluation["warnings"] += [f"left out: {n} {reason}" for reason, n in left.items()]
+    ctx.update(summary=summary, risk_k=float(risk_k))
     ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok if length_unit == "tokens" else None,
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
                signed=signed, gamma_max=gamma_max)
     return evaluation, ctx
+
+
+def _summary_comparison(rows: FamilyRows, density: bool, objective: str, evaluation: dict, *, folds, seed, n_bootstrap,
+                        p_bounds, signed, gamma_max, risk_k, n_ok, step) -> dict:
+    """greedy vs mean vs risk-averse out of sample (:func:`judgecal.calibrate.summaries.compare_summaries`)
+    on the fit's own labelled rows, or {"available": False, "reason"} saying why not (ratings
+    without a distribution, counted; no fit; too few labels)."""
+    from dataclasses import replace
+
+    from judgecal.calibrate.baselines import FitContext
+    from judgecal.calibrate.evaluate import _clean
+    from judgecal.calibrate.fit import map_expert_scale
+    from judgecal.calibrate.summaries import compare_summaries
+
+    if rows.summaries is None:
+        return {"available": False, "n_without_distribution": rows.no_distribution, "n_ok": n_ok,
+                "reason": f"greedy only: {rows.no_distribution} of {n_ok} ok ratings have no stored distribution"}
+    if not evaluation.get("fitted") or evaluation.get("kind") not in ("pairwise", "pointwise"):
+        return {"available": False, "n_without_distribution": 0, "n_ok": n_ok,
+                "reason": "not compared: no calibration could be fitted (too few expert labels)"}
+    step("comparing the rating summaries (greedy, mean, risk-averse) out of sample")
+    variants, verbs, target = {}, {}, None
+    for name, scores in rows.summaries.items():
+        pair, point, verb, info = family_inputs(replace(rows, score=scores), density)
+        variants[name] = pair if objective == "pairwise" else point
+        verbs[name] = verb
+        if objective == "pointwise" and point is not None:
+            target = map_expert_scale(point.expert, tuple(info["expert_scale"]), tuple(evaluation["scale"]))
+    if any(v is None for v in variants.values()):
+        return {"available": False, "n_without_distribution": 0, "n_ok": n_ok, "reason": "not compared: no labelled rows"}
+    ctx = FitContext(l_ref=float(evaluation["l_ref"]), scale=tuple(evaluation["scale"]), p_bounds=tuple(p_bounds),
+                     expert_scale=tuple(info.get("expert_scale") or ()) or None, density=density, signed=signed,
+                     gamma_max=gamma_max)
+    try:
+        out = compare_summaries(variants, kind=objective, ctx=ctx, folds=folds, seed=seed, n_bootstrap=n_bootstrap,
+                                verbosity=verbs, target=target, risk_k=risk_k)
+    except (FitError, UsageError) as exc:
+        return {"available": False, "n_without_distribution": 0, "n_ok": n_ok, "reason": f"not compared: {exc}"}
+    return _clean({"available": True, "n_without_distribution": 0, "n_ok": n_ok, **out})
 
 
 def _guard_flags(evaluation: dict, rows: FamilyRows, keys: dict, fixed_l_ref) -> None:
@@ -255,7 +314,8 @@ def run_fit(family: str, judge: str, *, url: str | None = None, **settings) -> d
         if raw.get("verbosity_win_rate") is not None:
             extra = f" (raw verbosity win-rate {raw['verbosity_win_rate']:.3f} on {evaluation.get('n_verbosity')} pairs; `judgecal report` shows it)"
         raise FitError(f"{family} / {judge}: {evaluation.get('no_fit_reason')}{extra}")
-    params = dict(evaluation["params"], signed=bool(ctx["signed"]), gamma_max=ctx["gamma_max"])
+    params = dict(evaluation["params"], signed=bool(ctx["signed"]), gamma_max=ctx["gamma_max"],
+                  summary=ctx["summary"], risk_k=ctx["risk_k"])
     stored = {k: v for k, v in evaluation.items() if k != "points"}
     points = _subsample_points(evaluation.get("points") or {}, seed=ctx["seed"])
     engine = get_engine(url)
@@ -330,7 +390,27 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
         "identification": metrics.get("identification"), "flags": metrics.get("flags", []),
         "warnings": metrics.get("warnings", []), "judgecal_version": row.judgecal_version,
         "fingerprint": (row.data or {}).get("fingerprint"),
+        "summary": fitted_summary(row)[0], "risk_k": fitted_summary(row)[1], "summaries": metrics.get("summaries"),
     }
+
+
+def fitted_summary(row: m.Calibration) -> tuple[str, float]:
+    """(rating summary, k) a stored calibration was fitted on (``params``; a row stored before
+    summaries existed was fitted on greedy scores)."""
+    params = row.params or {}
+    return str(params.get("summary") or "greedy"), float(params.get("risk_k", DEFAULT_RISK_K))
+
+
+def refuse_summary_mismatch(row: m.Calibration, summary: str, risk_k: float, family: str) -> None:
+    """Refuse applying calibration ``row`` to ratings summarised another way (UsageError naming
+    both): a penalty fitted on greedy scores is not one fitted on means."""
+    from judgecal.calibrate.summaries import label
+
+    fs, fk = fitted_summary(row)
+    if fs != summary or (fs == "risk-averse" and abs(fk - risk_k) > 1e-12):
+        raise UsageError(f"calibration {row.id} ({family}) was fitted on the {label(fs, fk)} rating summary, not "
+                         f"{label(summary, risk_k)}: pass --summary {fs}" + (f" --risk-k {fk:g}" if fs == "risk-averse" else "")
+                         + f" or refit with `judgecal fit --summary {summary}`")
 
 
 def _finite_or_none(x):
@@ -506,8 +586,9 @@ def staleness(chosen: list[tuple], url: str | None = None) -> dict[int, bool | N
                 if vfam_id is None:  # the verbosity family is gone: the data changed
                     out[row.id] = True
                     continue
+            fs, fk = fitted_summary(row)
             rows = load_family(s, row.task_family_id, row.judge_id, length_unit=row.length_unit,
-                               tokenizer=row.tokenizer, verbosity_family_id=vfam_id)
+                               tokenizer=row.tokenizer, verbosity_family_id=vfam_id, summary=fs, risk_k=fk)
             out[row.id] = fingerprint(fingerprint_records(rows)) != stored
     engine.dispose()
     return out

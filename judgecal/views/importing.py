@@ -6,13 +6,14 @@ and a database error rolls the transaction back, so an import is all or nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from judgecal.db.engine import get_engine, held_interrupts, session_scope
 from judgecal.errors import DatabaseError, InputError
+from judgecal.db.filebook import FileBook
 from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch, bulk
@@ -24,17 +25,30 @@ returns), so a command line can treat a Ctrl-C that comes later, once the handle
 before is back, as one that came after the commit (:func:`judgecal.cli.main`: a warning, exit 0)."""
 
 
-def import_batch(batch: ImportBatch, url: str | None = None) -> dict:
-    """Write a parsed batch; returns {"added": {table: n}, "warnings": [...], "skipped": {...}, "source": ...}."""
-    return import_batches(batch.source, [batch], url)
+def import_batch(batch: ImportBatch, url: str | None = None, *, importer: str | None = None,
+                 family: str | None = None) -> dict:
+    """Write a parsed batch; returns what :func:`import_batches` returns."""
+    return import_batches(batch.source, [batch], url, importer=importer, family=family)
 
 
-def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None = None) -> dict:
+def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileBook], Iterable[ImportBatch]],
+                   url: str | None = None, *, importer: str | None = None, family: str | None = None) -> dict:
     """Write ``batches`` (one per file, parsed while earlier ones are written) in ONE
     transaction: an error raised while parsing or writing any of them rolls everything back.
-    Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}}, "source": ...}."""
+
+    ``importer`` (with ``family``, the --task-family given): the files of the batches
+    (:attr:`ImportBatch.files`) are looked up by the SHA-256 of their content and recorded in
+    the same transaction (:class:`judgecal.db.filebook.FileBook`): a batch whose files were
+    already imported from another path is not written (its warnings and skipped records are
+    not reported either: nothing of it was read into the database). ``batches`` may be a
+    callable that takes the FileBook (to leave such files unparsed) and returns the batches.
+
+    Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}},
+    "source": ..., "files": [one dict per file: file, sha256, bytes, status (new | again |
+    changed | duplicate), already_imported_as, before]}."""
     global commits
     engine = get_engine(url)
+    book: FileBook | None = None
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
     held: list = []  # a Ctrl-C that came during the commit (the import then completed)
@@ -44,9 +58,13 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
     with hold:
         try:
             with bulk(), session_scope(engine, held=held) as session:
-                writer = Writer(session)
+                book = FileBook(session, importer, family) if importer is not None else None
+                writer = Writer(session, book)
+                if callable(batches):
+                    batches = batches(book)
                 for batch in batches:
-                    writer.write(batch)
+                    if not writer.write(batch):
+                        continue  # its files' content was imported before from another path (book.report)
                     warnings.extend(batch.warnings)
                     for reason, where in batch.skipped.items():
                         skipped_at.setdefault(reason, []).extend(where)
@@ -61,11 +79,37 @@ def import_batches(source: str, batches: Iterable[ImportBatch], url: str | None 
         if held:
             warnings.append("Ctrl-C came while the import was being committed: the commit had begun and completed, "
                             "so everything counted below was imported")
+        files: list[dict] = []
+        if book is not None:
+            files, changed = book.report()
+            warnings.extend(changed)
         skipped = {reason: {"count": len(where), "where": where[:20]} for reason, where in skipped_at.items()}
         for table, n in writer.already.items():
             if n:  # an earlier import (or an earlier file of this one) stored them with the same values
                 skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
-        return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped}
+        return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped, "files": files}
+
+
+def file_lines(result: dict) -> list[str]:
+    """Lines for a terminal summary of an import's files (``result["files"]``): one line of
+    counts, then one line per file already imported as another (not stored twice)."""
+    files = result.get("files") or []
+    if not files:
+        return []
+    n = {s: sum(f["status"] == s for f in files) for s in ("new", "again", "changed", "duplicate")}
+    parts = [f"{n['new']} new"]
+    if n["again"]:
+        parts.append(f"{n['again']} imported before from the same path with the same content")
+    if n["changed"]:
+        parts.append(f"{n['changed']} imported before from the same path with other content (warnings above)")
+    if n["duplicate"]:
+        parts.append(f"{n['duplicate']} already imported as another file (not stored twice)")
+    lines = [f"files: {len(files)} read (content SHA-256): {', '.join(parts)}"]
+    for f in files:
+        if f["status"] == "duplicate":
+            lines.append(f"already imported as {f['already_imported_as']}: {f['file']} (the same content, "
+                         f"SHA-256 {f['sha256'][:12]}...): nothing from it stored again")
+    return lines
 
 
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
@@ -82,7 +126,8 @@ def import_llmbar(folder: Path, family: str | None = None, url: str | None = Non
         name = folder.resolve().name
     except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError on Python 3.11) or an unreadable link
         raise InputError(f"{folder}: cannot be read as a folder ({exc})") from None
-    result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity), url)
+    result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity), url, importer="llmbar",
+                            family=family)
     result["llmbar_statistics"] = {
         "compared": len(parity), "equal": sum(not p["differences"] for p in parity),
         "differ": [f"{p['file']}: {'; '.join(p['differences'])}" for p in parity if p["differences"]]}
@@ -93,7 +138,7 @@ def import_autoj(path: Path, family: str | None = None, url: str | None = None) 
     """Import Auto-J's pairwise test file. Family default: ``autoj/<scenario>`` per record."""
     from judgecal.importers import autoj
 
-    return import_batch(autoj.parse(Path(path), family), url)
+    return import_batch(autoj.parse(Path(path), family), url, importer="autoj", family=family)
 
 
 def import_judgebench(paths: list[Path], family: str | None = None, url: str | None = None) -> dict:
@@ -101,15 +146,16 @@ def import_judgebench(paths: list[Path], family: str | None = None, url: str | N
     A reward model named like an existing, different judge is refused (InputError)."""
     from judgecal.importers import judgebench
 
-    batch = judgebench.parse([Path(p) for p in paths], family)
-    judgebench.refuse_judge_clashes(batch, url)
-    return import_batch(batch, url)
+    batches = list(judgebench.batches([Path(p) for p in paths], family))  # one per file
+    judgebench.refuse_judge_clashes(batches, url)
+    return import_batches("judgebench", batches, url, importer="judgebench", family=family)
 
 
 def import_pandalm(path: Path, family: str | None = None, url: str | None = None) -> dict:
     """Import the PandaLM test set. Family default: ``pandalm``."""
     pandalm.check_family(family)  # an empty --task-family is refused, not read as the default
-    return import_batch(pandalm.parse(Path(path), "pandalm" if family is None else family), url)
+    return import_batch(pandalm.parse(Path(path), "pandalm" if family is None else family), url, importer="pandalm",
+                        family=family)
 
 
 def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family: str | None = None,
@@ -119,10 +165,22 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
     processes while earlier ones are written (None: automatic, 0: none;
     :mod:`judgecal.importers.parallel`)."""
     alpaca_eval.check_family(family)  # before the database is opened; an empty name is refused, not the default
-    family = "alpaca_eval" if family is None else family
-    return import_batches("alpaca_eval", alpaca_eval.batches(list(paths), family, list(pairs), workers=workers), url)
+    given, family = family, "alpaca_eval" if family is None else family
+
+    def batches(book: FileBook):
+        # a file whose content was imported before from another path is not parsed (a parsing
+        # process's later batches may name its responses without their texts): the book is
+        # asked about every file, in the listed order, before the first is parsed
+        def skip(path: Path) -> bool:
+            entry = book.status(str(path))
+            return entry is not None and entry.status == "duplicate"
+
+        return alpaca_eval.batches(list(paths), family, list(pairs), workers=workers, skip=skip)
+
+    return import_batches("alpaca_eval", batches, url, importer="alpaca_eval", family=given)
 
 
 def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, url: str | None = None) -> dict:
     """Import a generic JSONL or CSV file of ``kind`` (responses, ratings, labels, pairs)."""
-    return import_batch(generic.parse(Path(path), kind, fmt=fmt, family=family), url)
+    return import_batch(generic.parse(Path(path), kind, fmt=fmt, family=family), url, importer=f"{fmt}:{kind}",
+                        family=family)

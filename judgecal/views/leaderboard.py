@@ -22,7 +22,9 @@ from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.guarddata import answer_keys
 from judgecal.errors import NotFoundError, UsageError
-from judgecal.views.fitting import apply_calibration, load_calibrations, staleness
+from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message, summary_note
+from judgecal.calibrate.summaries import label as summary_label
+from judgecal.views.fitting import apply_calibration, load_calibrations, refuse_summary_mismatch, staleness
 
 DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
 
@@ -43,7 +45,8 @@ def _pick_judge(s, judge: str | None) -> m.Judge:
 
 def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
                       min_ratings: int = 30, max_unparsed: float = 0.05, n_bootstrap: int = 1000, seed: int = 0,
-                      mc_reference: int | None = None, calibration_from: str | None = None) -> dict:
+                      mc_reference: int | None = None, calibration_from: str | None = None, summary: str = "greedy",
+                      risk_k: float = DEFAULT_RISK_K) -> dict:
     """The leaderboard as {"judge", "families", "calibrations": {family: id of its own fit},
     "calibrations_from": {family: {"id", "fitted_on": donor family}} (``calibration_from``),
     "stale": {family: True (the data its calibration was fitted on changed since) | False |
@@ -67,7 +70,12 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     raw); the stored short-side floor caps the credit of the other short answers.
 
     ``calibration``: "latest" or one id (of the judge; without ``judge``, its judge is used); see
-    :func:`_choose_calibrations` for what is applied where and what is refused (UsageError)."""
+    :func:`_choose_calibrations` for what is applied where and what is refused (UsageError).
+
+    ``summary``/``risk_k``: the rating summary (:mod:`judgecal.calibrate.summaries`; "summary"
+    in the result); refused (UsageError) when an ok rating lacks a stored distribution, or when
+    an applied calibration was fitted on another summary."""
+    check_summary(summary, risk_k)
     explicit = None if str(calibration) == "latest" else load_calibrations(None, None, calibration, url)[0]
     if judge is None and explicit is not None:  # the calibration names its judge
         judge = str(explicit[0].judge_id)
@@ -76,16 +84,21 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         jrow = _pick_judge(s, judge)
         fam_ids = list(dict.fromkeys(q.family_ids(s, families)))  # a repeated --task-family counts once
         fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
-        rows = boarddata.rated_responses(s, fam_ids, jrow.id)
+        rows = boarddata.rated_responses(s, fam_ids, jrow.id, summary, risk_k)
+        lacking = sum(r["n_no_distribution"] for r in rows)
+        if lacking:
+            raise UsageError(missing_message(lacking, sum(r["n_ok"] for r in rows), summary, f"of judge {jrow.name!r}"))
         rated = {r["family_id"] for r in rows if r["score"] is not None}
         cals, transferred, donor_name = _choose_calibrations(jrow, fam_ids, fam_names, rated, explicit,
                                                              calibration_from, url)
+        for fid, cal in cals.items():
+            refuse_summary_mismatch(cal, summary, risk_k, fam_names[fid])
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
         keys = answer_keys(s, [r["response_id"] for r in rows if r["score"] is not None])
         guard_flags: dict[str, list[dict]] = defaultdict(list)
-        notes: list[str] = []
+        notes: list[str] = [summary_note(summary, risk_k)] if summary != "greedy" else []
         unrated = [fam_names[f] for f in fam_ids if f not in rated]
         if unrated:  # never an empty board without a word
             notes.append(f"judge {jrow.name!r} has no scored rating in {', '.join(unrated)} (see `judgecal stats`)")
@@ -203,6 +216,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 and cals.get(r["family_id"]) is not None),
     }
     return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+            "summary": summary_label(summary, risk_k),
             "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,
             "at_bound": {k: v for k, v in at_bound.items() if v},

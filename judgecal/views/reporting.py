@@ -13,7 +13,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import FitError, NotFoundError
+from judgecal.errors import FitError, NotFoundError, UsageError
 from judgecal.views.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
 from judgecal.report.build import build_report
 
@@ -53,8 +53,13 @@ def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], 
 
 
 def collect_entries(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
-                    n_bootstrap: int = 1000, seed: int = 0) -> list[dict]:
+                    n_bootstrap: int = 1000, seed: int = 0, summary: str | None = None,
+                    risk_k: float = 1.0) -> list[dict]:
     """Report entries.
+
+    ``summary`` (None: each calibration as it was fitted): the rating summary asked for
+    (:mod:`judgecal.calibrate.summaries`); a calibration fitted on another one is refused
+    (UsageError), and the verbosity-only entries read that summary.
 
     ``calibration`` "latest" (or an empty list): the newest calibration per (family, judge),
     then verbosity-only entries for families that have concise/verbose pairs rated by a judge
@@ -71,13 +76,14 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
     families = list(dict.fromkeys(families or []))
     if not ids or ids == ["latest"]:
         chosen = load_calibrations(families, judge, "latest", url)
+        _refuse_summary(chosen, summary, risk_k)
         stale = staleness(chosen, url)
         entries = [_entry(row, fam, jname, stale[row.id]) for row, fam, jname in chosen]
         have = {(e["task_family"], e["judge"]) for e in entries}
         for fam, jid in _unfitted_families(families, judge, have, url):
             try:
                 evaluation, ctx = evaluate_family(fam, jid, length_unit="words", n_bootstrap=n_bootstrap, seed=seed,
-                                                  url=url, nested=False)
+                                                  url=url, nested=False, summary=summary or "greedy", risk_k=risk_k)
             except FitError:
                 continue
             entries.append({"task_family": fam, "judge": ctx["judge"], "calibration_id": None, "created_at": None,
@@ -91,6 +97,9 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
         entries = []
         chosen = load_calibrations(None, None, ids, url)
         refuse_out_of_scope(chosen, None, judge, url)  # --judge by name, model or id, as everywhere
+        _refuse_summary(chosen, summary, risk_k)
+        if summary not in (None, "greedy") and any(t != fam for _, fam, _ in chosen for t in families or []):
+            raise UsageError(f"--summary {summary}: transfer evaluation reads greedy scores only")
         stale = staleness(chosen, url)
         for row, fam, jname in chosen:
             targets = list(families or [])
@@ -105,6 +114,18 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
                                 "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev,
                                 "stale": stale[row.id], "fingerprint": (row.data or {}).get("fingerprint")})
     return entries
+
+
+def _refuse_summary(chosen: list[tuple], summary: str | None, risk_k: float) -> None:
+    """UsageError for a chosen calibration fitted on another summary than ``summary`` (None: any)."""
+    if summary is None:
+        return
+    from judgecal.calibrate.summaries import check_summary
+    from judgecal.views.fitting import refuse_summary_mismatch
+
+    check_summary(summary, risk_k)
+    for row, fam, _ in chosen:
+        refuse_summary_mismatch(row, summary, risk_k, fam)
 
 
 def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
@@ -124,16 +145,18 @@ def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
 def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                 out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True,
                 n_bootstrap: int = 1000, seed: int = 0, length_position: bool = False,
-                step=None) -> tuple[dict, list[dict], dict]:
+                step=None, summary: str | None = None, risk_k: float = 1.0) -> tuple[dict, list[dict], dict]:
     """Build the report; write ``report.{json,md,html}`` for the requested ``formats`` into
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
     together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). Returns (report,
-    entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`)."""
+    entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
+    ``summary``/``risk_k``: as :func:`collect_entries` (None: each calibration as fitted)."""
     step = step or no_step
     step("reading the calibrations and evaluating transfers")
-    entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed)
+    entries = collect_entries(families, judge, calibration, url, n_bootstrap=n_bootstrap, seed=seed, summary=summary,
+                              risk_k=risk_k)
     report = build_report(_with_freshness_warnings(entries))
     fresh = {(str(e["task_family"]), str(e["judge"]), e.get("calibration_id")): e for e in entries}
     for out in report["entries"]:  # build_report may reorder the entries (a transfer that hurts first)

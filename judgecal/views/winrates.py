@@ -272,7 +272,8 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
                         short_floor: float = DEFAULT_FLOOR, p_bounds: tuple[float, float] = DEFAULT_P_BOUNDS,
                         signed: bool = False, lc_weights: Path | None = None, compare_to: Path | None = None,
                         compare_column: str | None = None, min_items: int = 30, lc_regulariser: str = "auto",
-                        joint: bool = False, sort_by: str = "length_controlled_winrate") -> dict:
+                        joint: bool = False, sort_by: str = "length_controlled_winrate", summary: str = "greedy",
+                        risk_k: float = 1.0) -> dict:
     """The win-rate leaderboard as a dict (docs/leaderboard.md lists every key).
 
     Every model's figures come from its own verdicts, the baseline's answers and fixed
@@ -282,8 +283,12 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     to be estimated from every model in the database together.
 
     Raises NotFoundError (no verdicts, unknown baseline), UsageError (several judges/families,
-    bad options, a regulariser that is not available), InputError (bad --lc-weights /
-    --compare-to file)."""
+    bad options, a regulariser that is not available, ``summary`` mean / risk-averse where a
+    verdict has no stored distribution: :func:`judgecal.db.verdicts.baseline_verdicts`),
+    InputError (bad --lc-weights / --compare-to file)."""
+    from judgecal.calibrate.summaries import check_summary, label, missing_message, summary_note
+
+    check_summary(summary, risk_k)
     if length_unit not in vq.LENGTH_UNITS:
         raise UsageError(f"--length-unit must be one of {', '.join(vq.LENGTH_UNITS)}")
     if length_unit == "tokens" and not tokenizer:
@@ -298,7 +303,10 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     with session_scope(engine) as s:
         jrow = _pick_judge(s, judge)
         fid, fam = _pick_family(s, list(families or []))
-        data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars")
+        data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars", summary=summary, risk_k=risk_k)
+        if data.no_distribution:
+            raise UsageError(missing_message(data.no_distribution, data.n_ok, summary,
+                                             f"(pairwise verdicts) of judge {jrow.name!r} in {fam}").replace(" ok ratings", " ok verdicts"))
         if not len(data):
             known = sorted(s.scalars(select(m.Response.model).join(m.Item, m.Item.id == m.Response.item_id)
                                      .where(m.Item.task_family_id == fid).distinct()))
@@ -325,9 +333,13 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     # BLAS threads only add synchronisation to these small per-model products (measured 4x
     # slower with 2 threads on a busy 2-core machine), so the fits run single-threaded
     with threadpool_limits(1):
-        return _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs,
+        board = _compute(data, baseline, fam, jrow.name, length_unit, tokenizer, unit_len, gamed_models, gamed_outputs,
                         weights, lc_weights, (external, no_score), compare_to, n_bootstrap, seed, short_floor, p_bounds,
                         signed, min_items, lc_regulariser, joint, sort_by)
+    board["summary"] = label(summary, risk_k)
+    if summary != "greedy":  # said in every format (notes: table footer, Markdown, JSON)
+        board["notes"].insert(0, summary_note(summary, risk_k, pairwise=True))
+    return board
 
 
 def _packaged_gamed(weights: dict | None, gamed_models: list[str]):
