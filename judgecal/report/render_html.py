@@ -37,6 +37,17 @@ def _b64(png: bytes | None) -> str | None:
     return None if png is None else base64.b64encode(png).decode("ascii")
 
 
+def _board_views(boards: Mapping | None) -> dict:
+    """The leaderboards as the shared partials take them: {"score": [(board, view)],
+    "winrates": [(board, view)], "notes": [...]}; empty lists without boards."""
+    from judgecal.report.boards_html import score_board_view, winrate_board_view
+
+    boards = boards or {}
+    return {"score": [(b, score_board_view(b)) for b in boards.get("score") or []],
+            "winrates": [(b, winrate_board_view(b)) for b in boards.get("winrates") or []],
+            "notes": list(boards.get("notes") or [])}
+
+
 def _row_classes(entry: Mapping, rows: list[list[str]]) -> list[str]:
     names = list(entry["methods"])
     out = []
@@ -52,7 +63,7 @@ from judgecal.report.pairwise import LP_COLUMNS, length_position_rows  # noqa: E
 
 
 def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, plots: bool = True,
-                max_points: int = MAX_POINTS, seed: int = 0) -> str:
+                max_points: int = MAX_POINTS, seed: int = 0, boards: Mapping | None = None) -> str:
     """The report as one self-contained HTML page (str, UTF-8 when written).
 
     Args:
@@ -61,6 +72,9 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
             per-response ``points`` the plots need); None or ``plots=False``: no plots.
         max_points: scatter points drawn per plot (seeded subsample above it; see
             :mod:`judgecal.report.plots`). seed: the subsample's seed.
+        boards: the leaderboards to show (:func:`judgecal.views.reporting.collect_boards`:
+            "score", "winrates", "notes"), drawn with the partials ``judgecal serve``'s pages
+            use (:mod:`judgecal.report.boards_html`); None: no leaderboard section.
     Returns:
         HTML text: a summary table of every entry, then a section per entry with its facts
         (n, L_ref, gamma, p with CIs), methods table, verdict, warnings and two PNG plots
@@ -87,6 +101,7 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
         pics.append({"scatter": scatter, "hist": hist})
     template = _environment().get_template(TEMPLATE)
     return template.render(
+        boards=_board_views(boards),
         report=report,
         titles=[entry_title(e) for e in rep_entries],
         facts=[entry_facts(e) for e in rep_entries],

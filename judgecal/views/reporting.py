@@ -13,7 +13,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import FitError, NotFoundError, UsageError
+from judgecal.errors import FitError, JudgecalError, NotFoundError, UsageError
 from judgecal.views.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
 from judgecal.report.build import build_report
 
@@ -128,6 +128,49 @@ def _refuse_summary(chosen: list[tuple], summary: str | None, risk_k: float) -> 
         refuse_summary_mismatch(row, summary, risk_k, fam)
 
 
+def collect_boards(families=None, judge: str | None = None, url: str | None = None, n_bootstrap: int = 1000,
+                   seed: int = 0, step=None) -> dict:
+    """The leaderboards of the HTML report, built by the functions ``judgecal leaderboard`` and
+    ``judgecal serve`` call: {"score": [:func:`judgecal.views.leaderboard.build_leaderboard`
+    board per judge with ratings, each with its newest calibrations], "winrates":
+    [:func:`judgecal.views.winrates.build_winrate_board` board per (task family, judge,
+    baseline) with pairwise verdicts against a baseline], "notes": [one line per board that
+    could not be built, saying why]}. ``families`` / ``judge``: the report's own filters (a
+    judge by name, model or id, as everywhere); ``n_bootstrap`` / ``seed``: the boards' CIs."""
+    from judgecal.views.browse import baselines, choices
+    from judgecal.views.leaderboard import build_leaderboard
+    from judgecal.views.winrates import build_winrate_board
+
+    step = step or no_step
+    families = list(dict.fromkeys(families or []))
+    judge_id = None
+    if judge is not None:
+        engine = get_engine(url)
+        with session_scope(engine) as s:
+            judge_id = q.judge_by_name(s, judge).id
+        engine.dispose()
+    out: dict = {"score": [], "winrates": [], "notes": []}
+    for j in choices(url)["judges"]:
+        if not j["ratings"] or (judge_id is not None and j["id"] != judge_id):
+            continue
+        step(f"score leaderboard of judge {j['label']}")
+        try:
+            out["score"].append(build_leaderboard(families, j["ref"], "latest", url, n_bootstrap=n_bootstrap, seed=seed))
+        except JudgecalError as exc:
+            out["notes"].append(f"score leaderboard of judge {j['label']}: not built: {str(exc).splitlines()[0]}")
+    for b in baselines(url):
+        if (families and b["task_family"] not in families) or (judge_id is not None and b["judge_id"] != judge_id):
+            continue
+        step(f"win rates against {b['model']} ({b['task_family']}, judge {b['judge']})")
+        try:
+            out["winrates"].append(build_winrate_board(b["model"], [b["task_family"]], b["judge_ref"], url,
+                                                       n_bootstrap=n_bootstrap, seed=seed))
+        except JudgecalError as exc:
+            out["notes"].append(f"win rates against {b['model']} ({b['task_family']}, judge {b['judge']}): not built: "
+                                f"{str(exc).splitlines()[0]}")
+    return out
+
+
 def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
     """The entries, each stale calibration's (and each one of unknown freshness) with that
     warning first among its evaluation's warnings, so that every format shows it."""
@@ -150,7 +193,8 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
-    together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). Returns (report,
+    together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). The HTML page
+    also shows the score and win-rate leaderboards (:func:`collect_boards`). Returns (report,
     entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
     ``summary``/``risk_k``: as :func:`collect_entries` (None: each calibration as fitted)."""
     step = step or no_step
@@ -168,7 +212,10 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     step("pairwise judges: position consistency" + (", length and position together" if length_position else ""))
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed,
                                                  length_position=length_position)
-    if not entries and not report["pairwise_judges"]:
+    boards = None
+    if out_dir is not None and "html" in formats:
+        boards = collect_boards(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step)
+    if not entries and not report["pairwise_judges"] and not (boards and (boards["score"] or boards["winrates"])):
         engine = get_engine(url)
         with session_scope(engine) as s:
             unusable = vq.unusable_verdicts(s)
@@ -184,13 +231,14 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
         for fmt in formats:
             step(f"writing the {fmt} report" + (" and its plots" if fmt == "html" and plots else ""))
             path = out_dir / {"json": "report.json", "markdown": "report.md", "html": "report.html"}[fmt]
-            path.write_text(render(report, entries, fmt, plots=plots), encoding="utf-8")
+            path.write_text(render(report, entries, fmt, plots=plots, boards=boards), encoding="utf-8")
             written[fmt] = path
     return report, entries, written
 
 
-def render(report: dict, entries: list[dict], fmt: str, plots: bool = True) -> str:
-    """The report as text in ``fmt`` (json, markdown or html)."""
+def render(report: dict, entries: list[dict], fmt: str, plots: bool = True, boards: dict | None = None) -> str:
+    """The report as text in ``fmt`` (json, markdown or html); ``boards``: the leaderboards the
+    HTML page shows (:func:`collect_boards`; None: none)."""
     if fmt == "json":
         from judgecal.report.build import report_json
 
@@ -201,4 +249,4 @@ def render(report: dict, entries: list[dict], fmt: str, plots: bool = True) -> s
         return render_markdown(report)
     from judgecal.report.render_html import render_html
 
-    return render_html(report, entries, plots=plots)
+    return render_html(report, entries, plots=plots, boards=boards)
