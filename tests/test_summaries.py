@@ -1,0 +1,208 @@
+"""Issue 22 item 3: rating summaries (greedy, mean, risk-averse) of stored judgment distributions.
+
+Known answers on hand-made distributions; the out-of-sample comparison on arrays; fit / report /
+check / both leaderboards with ``--summary`` on SQLite and PostgreSQL (ratings with distributions
+imported through the generic format), the refusals (ratings without a distribution, a calibration
+fitted on another summary); and one end-to-end run with the real local model on a small LLMBar
+slice (``rate --local``)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from judgecal.calibrate.baselines import FitContext
+from judgecal.calibrate.data import PairData
+from judgecal.calibrate.summaries import (compare_summaries, label, moments, pair_summary, point_summary,
+                                          rating_value, tie_rate)
+from judgecal.errors import UsageError
+
+# hand-made distribution on a 1-4 scale: mean = .2*1 + .5*3 + .3*4 = 2.9;
+# variance = .2*1.9^2 + .5*.1^2 + .3*1.1^2 = .722 + .005 + .363 = 1.09
+DIST = {"1": 0.2, "2": 0.0, "3": 0.5, "4": 0.3}
+
+
+def test_point_summaries_known_answers():
+    mu, sd = moments(DIST)
+    assert mu == pytest.approx(2.9, abs=1e-12)
+    assert sd == pytest.approx(math.sqrt(1.09), abs=1e-12)
+    assert point_summary(DIST, "mean") == pytest.approx(2.9, abs=1e-12)
+    assert point_summary(DIST, "risk-averse") == pytest.approx(2.9 - math.sqrt(1.09), abs=1e-12)  # 1.8560
+    assert point_summary(DIST, "risk-averse", 1.5) == pytest.approx(2.9 - 1.5 * math.sqrt(1.09), abs=1e-12)  # 1.3340
+    assert point_summary(DIST, "risk-averse", 2.0) == 1.0  # 0.812 is below the scale: floored at its lowest value
+    # split between the ends of a 1-10 scale: mean 5.5, sd 4.5; mean - 1.5 sd = -1.25 is floored at the scale's 1
+    assert point_summary({"1": 0.5, "10": 0.5}, "risk-averse", 1.5) == 1.0
+    assert point_summary({"1": 0.5, "10": 0.5}, "risk-averse", 0.5) == pytest.approx(5.5 - 2.25)
+    # a certain verdict has no spread: every summary is the verdict
+    assert point_summary({"7": 1.0, "8": 0.0}, "risk-averse") == pytest.approx(7.0)
+    with pytest.raises(ValueError):
+        point_summary(DIST, "greedy")
+
+
+def test_pair_summaries_known_answers():
+    # credit X of a: 1 (p .6), 0.5 (tie, p .2), 0 (p .2): mean .7; var .6*.09 + .2*.04 + .2*.49 = .16, sd .4
+    probs = {"a": 0.6, "b": 0.2, "tie": 0.2}
+    assert pair_summary(probs, "mean") == pytest.approx(0.7)
+    assert pair_summary(probs, "risk-averse") == pytest.approx(0.3)
+    assert pair_summary(probs, "risk-averse", 0.5) == pytest.approx(0.5)
+    assert pair_summary({"a": 0.1, "b": 0.9, "tie": 0.0}, "risk-averse") == 0.0  # clipped at 0
+
+
+def test_rating_value_and_labels():
+    assert rating_value(7.0, None, "greedy") == 7.0
+    assert rating_value(7.0, None, "mean") is None  # never silently the greedy score
+    assert rating_value(7.0, {"probs": DIST}, "mean") == pytest.approx(2.9)
+    assert rating_value(1.0, {"probs": {"a": 0.6, "b": 0.2, "tie": 0.2}}, "mean", pairwise=True) == pytest.approx(0.7)
+    assert label("risk-averse", 1.5) == "risk-averse (k=1.5)" and label("mean") == "mean"
+    assert tie_rate([1, 2, 3, 3], [1, 3, 3, 2]) == 0.5
+
+
+def _pairs(score_a, score_b, n):
+    rng = np.random.default_rng(3)
+    return PairData(item_ids=[f"i{k}" for k in range(n)], score_a=score_a, score_b=score_b,
+                    len_a=rng.integers(20, 400, n), len_b=rng.integers(20, 400, n), outcome=np.ones(n))
+
+
+def test_compare_summaries_recommends_a_summary_only_when_its_gain_clears_zero():
+    n = 40
+    # greedy ties every pair (agreement 1/2); the mean puts the expert's choice (a) higher in every pair
+    greedy = _pairs(np.full(n, 5.0), np.full(n, 5.0), n)
+    mean = _pairs(np.full(n, 5.4), np.full(n, 5.1), n)
+    ctx = FitContext(l_ref=100.0, scale=(1.0, 10.0))
+    out = compare_summaries({"greedy": greedy, "mean": mean, "risk-averse": greedy}, kind="pairwise", ctx=ctx,
+                            folds=5, seed=0, n_bootstrap=200)
+    g, m, r = (out["summaries"][k] for k in ("greedy", "mean", "risk-averse"))
+    assert g["tie_rate"] == 1.0 and m["tie_rate"] == 0.0
+    assert g["figure_cv"] == 0.5 and m["figure_cv"] == 1.0
+    assert m["gain_cv"] == pytest.approx(0.5) and m["gain_cv_ci"] == [0.5, 0.5]
+    assert r["gain_cv"] == 0.0 and r["gain_cv_ci"] == [0.0, 0.0]  # identical to greedy: no gain, not recommended
+    assert out["recommended"] == "mean" and "CI above zero" in out["reason"]
+    # the same but the mean equal to greedy: keep greedy
+    out = compare_summaries({"greedy": greedy, "mean": greedy}, kind="pairwise", ctx=ctx, folds=5, seed=0, n_bootstrap=200)
+    assert out["recommended"] == "greedy" and out["reason"].startswith("keep greedy")
+    with pytest.raises(UsageError, match="same labelled rows"):
+        compare_summaries({"greedy": greedy, "mean": _pairs(np.ones(n - 1), np.ones(n - 1), n - 1)}, kind="pairwise",
+                          ctx=ctx)
+
+
+# ----------------------------------------------------------------------------- through the CLI, both dialects
+N_ITEMS = 24
+
+
+def _dist(center: int) -> dict:
+    """A distribution on 1-10 whose greedy verdict is 5 but whose mass leans towards ``center``."""
+    p = {str(v): 0.0 for v in range(1, 11)}
+    p["5"] = 0.5
+    p[str(center)] = p[str(center)] + 0.3
+    p["4"] += 0.2
+    return {"probs": p, "outside": 0.01, "source": "forward"}
+
+
+def _write_data(tmp_path):
+    """Responses, ratings (judge 'dist' with distributions, judge 'plain' without) and expert
+    labels: every pair is a greedy tie (5 and 5); the expert-preferred answer's distribution leans
+    up (mean 5.3 + ...), the other's down."""
+    ratings, labels = [], []
+    for i in range(N_ITEMS):
+        prompt = f"Question {i}: name a prime number above {10 * i}."
+        good, bad = f"A prime above {10 * i} is" + " fine" * (i % 5 + 1), "I do not know" + " really" * (i % 7 + 3)
+        for model, text, center in (("m_good", good, 9), ("m_bad", bad, 2)):
+            for judge, dist in (("dist", _dist(center)), ("plain", None)):
+                r = {"task_family": "t/sum", "prompt": prompt, "model": model, "response": text, "judge": judge,
+                     "scale_min": 1, "scale_max": 10, "score": 5}
+                if dist is not None:
+                    r["distribution"] = dist
+                ratings.append(r)
+        labels.append({"task_family": "t/sum", "prompt": prompt, "model_a": "m_good", "response_a": good,
+                       "model_b": "m_bad", "response_b": bad, "preference": "a"})
+    rp, lp = tmp_path / "ratings.jsonl", tmp_path / "labels.jsonl"
+    rp.write_text("".join(json.dumps(r) + "\n" for r in ratings), encoding="utf-8")
+    lp.write_text("".join(json.dumps(r) + "\n" for r in labels), encoding="utf-8")
+    return rp, lp
+
+
+def _fit(run_cli, url, *extra):
+    return run_cli("--database-url", url, "fit", "--task-family", "t/sum", "--length-unit", "words", "--bootstrap", "100",
+                   "--folds", "3", "--no-nested", *extra)
+
+
+def test_summaries_through_fit_report_check_and_boards(db_url, tmp_path, run_cli):
+    rp, lp = _write_data(tmp_path)
+    for kind, path in (("ratings", rp), ("labels", lp)):
+        r = run_cli("--database-url", db_url, "import", "jsonl", str(path), "--kind", kind)
+        assert r.exit_code == 0, r
+    # greedy fit of the distribution judge: the comparison runs and recommends the mean
+    r = _fit(run_cli, db_url, "--judge", "dist", "--format", "json")
+    assert r.exit_code == 0, r
+    row = json.loads(r.stdout)
+    comp = row["summaries"]
+    assert row["summary"] == "greedy" and comp["available"] is True
+    assert comp["summaries"]["greedy"]["tie_rate"] == 1.0 and comp["summaries"]["greedy"]["figure_cv"] == 0.5
+    assert comp["summaries"]["mean"]["tie_rate"] == 0.0 and comp["summaries"]["mean"]["figure_cv"] == 1.0
+    # risk-averse: both answers have the same spread here, so it orders them as the mean does
+    assert comp["summaries"]["risk-averse"]["figure_cv"] == 1.0
+    assert comp["recommended"] in ("mean", "risk-averse") and comp["summaries"]["mean"]["gain_cv_ci"][0] > 0
+    greedy_id = row["id"]
+    # a mean fit is stored with its summary
+    r = _fit(run_cli, db_url, "--judge", "dist", "--summary", "mean")
+    assert r.exit_code == 0, r
+    assert "fitted on the mean summary" in r.stdout and "rating summaries out of sample" in r.stdout
+    assert "ties 100.0%" in r.stdout and "ties 0.0%" in r.stdout
+    # the report names the summary, the tie rates and the out-of-sample figures in Markdown and JSON
+    r = run_cli("--database-url", db_url, "report", "--judge", "dist", "--format", "markdown")
+    assert r.exit_code == 0, r
+    assert "rating summaries out of sample (3-fold CV, 24 labelled pairs" in r.stdout
+    assert "greedy: ties 100.0%, raw 50.0%" in r.stdout and "rating summary recommended:" in r.stdout
+    rep = json.loads(run_cli("--database-url", db_url, "report", "--judge", "dist", "--format", "json").stdout)
+    assert rep["entries"][0]["rating_summary"] == "mean"
+    # report --summary greedy refuses the newest (mean) calibration; an explicit greedy id is fine
+    r = run_cli("--database-url", db_url, "report", "--judge", "dist", "--summary", "greedy")
+    assert r.exit_code != 0 and "fitted on the mean rating summary, not greedy" in r.output
+    assert "Traceback" not in r.output
+    # boards and check: the newest calibration was fitted on the mean, so greedy is refused
+    for cmd in (("leaderboard", "--judge", "dist"), ("check", "--judge", "dist")):
+        r = run_cli("--database-url", db_url, *cmd)
+        assert r.exit_code == 2 and "was fitted on the mean rating summary, not greedy: pass --summary mean" in r.output, r
+        assert "Traceback" not in r.output
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "dist", "--summary", "mean", "--format", "json",
+                "--bootstrap", "0", "--min-ratings", "0")
+    assert r.exit_code == 0, r
+    board = json.loads(r.stdout)
+    assert board["summary"] == "mean" and any(n.startswith("rating summary: mean") for n in board["notes"])
+    means = {row["model"]: row["mean_raw"] for row in board["rows"]}
+    # good: .5*5 + .3*9 + .2*4 = 6.0; bad: .5*5 + .3*2 + .2*4 = 3.9 (greedy: both 5)
+    assert means == {"m_good": pytest.approx(6.0), "m_bad": pytest.approx(3.9)}
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "dist", "--calibration", str(greedy_id),
+                "--format", "json", "--bootstrap", "0")
+    assert r.exit_code == 0, r
+    assert {row["model"]: row["mean_raw"] for row in json.loads(r.stdout)["rows"]} == {"m_good": 5.0, "m_bad": 5.0}
+    r = run_cli("--database-url", db_url, "check", "--judge", "dist", "--summary", "mean", "--format", "json")
+    assert r.exit_code in (0, 1), r
+    checks = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "rating_summary"]
+    assert checks and "fitted on the mean summary" in checks[0]["message"]
+    # risk-averse with another k than the fit's is refused too
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "dist", "--summary", "risk-averse", "--risk-k", "2")
+    assert r.exit_code == 2 and "risk-averse (k=2)" in r.output
+
+
+def test_summary_refused_without_distributions(db_url, tmp_path, run_cli):
+    rp, lp = _write_data(tmp_path)
+    for kind, path in (("ratings", rp), ("labels", lp)):
+        assert run_cli("--database-url", db_url, "import", "jsonl", str(path), "--kind", kind).exit_code == 0
+    msg = "--summary mean: 48 of 48 ok ratings"
+    r = _fit(run_cli, db_url, "--judge", "plain", "--summary", "mean")
+    assert r.exit_code == 2 and msg in r.output and "have no stored distribution" in r.output, r
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "plain", "--summary", "risk-averse")
+    assert r.exit_code == 2 and "--summary risk-averse: 48 of 48 ok ratings of judge 'plain'" in r.output, r
+    assert "Traceback" not in r.output
+    # greedy needs none; the comparison is not run and says nothing of distributions it never had
+    r = _fit(run_cli, db_url, "--judge", "plain", "--format", "json")
+    assert r.exit_code == 0, r
+    comp = json.loads(r.stdout)["summaries"]
+    assert comp["available"] is False and comp["n_without_distribution"] == 48 and comp["n_ok"] == 48
+    # the win-rate board refuses verdicts without a distribution (none stored here: no verdict at all)
+    r = run_cli("--database-url", db_url, "leaderboard", "--baseline", "m_bad", "--judge", "plain", "--summary", "mean")
+    assert r.exit_code != 0 and "Traceback" not in r.output
