@@ -126,9 +126,10 @@ def collect(data: Path, log=sys.stderr) -> dict:
         for row in csv.DictReader(f):
             name = row.get("") or row.get("name") or row.get("model")
             published[name] = {k: _float(row.get(k)) for k in ("win_rate", "length_controlled_winrate")}
+    summaries = collect_summaries(data, log)
     print(f"results: collected in {time.perf_counter() - t0:.1f} s", file=log, flush=True)
     return {"fits": fits, "report": report, "transfers": transfers, "board": board, "published": published,
-            "length_position": together, "commands": run.shown}
+            "length_position": together, "commands": run.shown, "summaries": summaries}
 
 
 def collect_length_position(run: Runner, data: Path) -> dict:
@@ -455,6 +456,9 @@ def render(res: dict) -> str:
 
     # ---- win rates
     L.extend(winrate_section(res.get("board") or {}, res.get("published") or {}))
+
+    # ---- rating summaries of the local judge (issue 22; benchmarks/summaries.py)
+    L.extend(summaries_section(res.get("summaries")))
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -866,6 +870,34 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+# ----------------------------------------------------------------------------- rating summaries (issue 22)
+def _summaries_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("judgecal_bench_summaries", REPO / "benchmarks" / "summaries.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def collect_summaries(data: Path, log=sys.stderr) -> dict:
+    """benchmarks/summaries.py's figures (the local judge's greedy / mean / risk-averse summaries on
+    LLMBar and AlpacaEval's concise/verbose pairs); its rating cache is reused, so only the fits run
+    when the cache is complete (about 25 minutes of rating on 2 CPU cores the first time)."""
+    t0 = time.perf_counter()
+    out = _summaries_module().run_all(data, log=lambda s: print(f"results: summaries: {s[:200]}", file=log, flush=True))
+    print(f"results: summaries in {time.perf_counter() - t0:.1f} s", file=log, flush=True)
+    return out
+
+
+def summaries_section(res: dict | None) -> list[str]:
+    """The rating-summaries section (benchmarks/summaries.py renders it), or nothing without it."""
+    if not res or not res.get("rows"):
+        return []
+    text = _summaries_module().section(res["rows"], res.get("spent") or {}, res.get("alpaca_items"), res.get("n_bootstrap"))
+    return [""] + text.rstrip("\n").splitlines()
 
 
 if __name__ == "__main__":
