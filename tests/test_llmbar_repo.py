@@ -6,8 +6,11 @@ section of the report. One import per module (about 4 s); every statistics.json 
 from __future__ import annotations
 
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judgecal.calibrate import llmbar_stats
@@ -95,25 +98,268 @@ def test_reimport_adds_nothing_and_shared_layout_is_the_same_data(repo, data_dir
         assert sum(shared["added"].values()) == 0, (name, shared["added"])
 
 
-def test_report_position_section_all_six_judges(imported, run_cli):
+FAMILIES = {"llmbar/Natural": "Natural", "llmbar/Adversarial_Neighbor": "Adversarial/Neighbor",
+            "llmbar/Adversarial_GPTInst": "Adversarial/GPTInst"}
+POSITION_TITLE = "position consistency and length preference"
+COMPARISON_TITLE = "judge comparison"
+
+
+def _raw_credits(set_dir: Path) -> dict[str, np.ndarray]:
+    """Straight from a set's result.json files, for every pairwise judge/protocol: each pair's
+    agreement credit with the expert label from both orders combined (the mean of the orders'
+    0/1 correctness, a tie 1/2 when they disagree; one order where the other's winner is null;
+    NaN where both are), pairs in dataset.json order (LLMBar's ``label`` is 1 or 2)."""
+    labels = [int(r["label"]) for r in json.loads((set_dir / "dataset.json").read_text())]
+    out = {}
+    for f in sorted(set_dir.glob("evaluators/*/*/result.json")):
+        protocol, judge = f.parent.name, f.parent.parent.name
+        if llmbar.is_rating_protocol(protocol):
+            continue
+        records = json.loads(f.read_text())
+        assert [int(r["label"]) for r in records] == labels, f
+        credit = []
+        for r, label in zip(records, labels):
+            final = r["results"][-1]  # the verdict (a Swap protocol's synthesis stage where there is one)
+            got = [float(int(final[k]["winner"]) == label) for k in ("swap = False", "swap = True")
+                   if final[k]["winner"] is not None]
+            credit.append(np.mean(got) if got else np.nan)
+        out[llmbar.judge_name(judge, protocol)] = np.array(credit)
+    return out
+
+
+def _raw_comparison(set_dir: Path) -> dict:
+    """The judge comparison computed here, independently of judgecal, from the raw verdicts: on
+    the pairs every judge/protocol judged, each one's agreement, rank (ties to the name first)
+    and paired differences to the best."""
+    credits = _raw_credits(set_dir)
+    names = sorted(credits)
+    C = np.vstack([credits[n] for n in names])
+    C = C[:, np.all(np.isfinite(C), axis=0)]
+    means = C.mean(axis=1)
+    order = sorted(range(len(names)), key=lambda i: (-means[i], names[i]))
+    best = order[0]
+    return {"n_pairs": C.shape[1], "best": names[best],
+            "rank": {names[i]: k for k, i in enumerate(order, start=1)},
+            "agreement": dict(zip(names, means)), "diff": {n: C[i] - C[best] for i, n in enumerate(names)},
+            "credit": dict(zip(names, C))}
+
+
+def _f(x, ci=None) -> str:
+    return f"{x:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def _pts(x, ci) -> str:
+    return f"{100 * x:+.1f} [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+
+
+def _terminal_tables(text: str) -> dict[str, list[dict]]:
+    """The rich tables of a terminal report: {title: rows as {header: cell}}, each header and
+    cell joined across the lines it wraps over (a row starts where the first cell is not empty
+    and the line before closed the previous row's first cell: here the first cells never wrap)."""
+    tables, title_lines, headers, rows, body = {}, [], None, None, False
+    for line in text.splitlines():
+        if line.startswith("┏"):
+            headers, rows, body = [], [], False
+            continue
+        if line.startswith("┡"):
+            body = True
+            continue
+        if line.startswith("└"):
+            tables[" ".join(title_lines)] = [dict(zip(headers, (" ".join(c) for c in r))) for r in rows]
+            title_lines, headers, rows = [], None, None
+            continue
+        if headers is None:
+            title_lines = title_lines + [line.strip()] if line.strip() else []
+            continue
+        cells = [c.strip() for c in line.strip().strip("│┃").split("│" if body else "┃")]
+        if not body:
+            headers = cells if not headers else [f"{h} {c}".strip() for h, c in zip(headers, cells)]
+            continue
+        if cells[0]:
+            rows.append([[c] if c else [] for c in cells])
+        else:
+            for frag, c in zip(rows[-1], cells):
+                if c:
+                    frag.append(c)
+    return tables
+
+
+class _HtmlTables(HTMLParser):
+    """{h2 text: rows as {header: cell}} of an HTML report (the table under each heading)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[dict]] = {}
+        self.title = self.cell = self.row = None
+        self.in_h2 = self.in_head = False
+        self.head: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "h2":
+            self.in_h2, self.title = True, ""
+        elif tag == "thead":
+            self.in_head, self.head = True, []
+        elif tag == "tr":
+            self.row = []
+        elif tag in ("td", "th"):
+            self.cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self.in_h2 = False
+            self.tables[self.title] = []
+        elif tag == "thead":
+            self.in_head = False
+        elif tag in ("td", "th") and self.row is not None:
+            self.row.append(self.cell)
+            self.cell = None
+        elif tag == "tr" and self.row is not None:
+            if self.in_head:
+                self.head = self.row
+            elif self.title is not None:
+                self.tables[self.title].append(dict(zip(self.head, self.row)))
+            self.row = None
+
+    def handle_data(self, data):
+        if self.in_h2:
+            self.title += data
+        elif self.cell is not None:
+            self.cell += data
+
+
+def _markdown_tables(text: str) -> dict[str, list[dict]]:
+    """{## heading: rows as {header: cell}} of a Markdown report (the first table under each;
+    cells split at " | ": no cell of these tables holds one)."""
+    tables, title, headers = {}, None, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            title, headers = line[3:], None
+            tables[title] = []
+        elif line.startswith("|") and title is not None:
+            # md_table escapes Markdown's punctuation (\\[, \\-): the text as a reader sees it
+            cells = [re.sub(r"\\(.)", r"\1", c.strip()) for c in line.strip().strip("|").split(" | ")]
+            if headers is None:
+                headers = cells
+            elif not set(line) <= set("|-: "):
+                tables[title].append(dict(zip(headers, cells)))
+        elif not line.strip() and headers is not None:
+            headers, title = None, None
+    return tables
+
+
+def _check_rendered(sec: list[dict], position: dict[str, list[dict]], comparison: dict[str, list[dict]]) -> None:
+    """A rendered position table and judge comparison table ({family: rows as {header: cell}})
+    show, for every judge of every family, what the report's JSON holds: consistency, flip rate
+    and first-position preference with their CIs, agreement a first / b first / both orders /
+    soft average, the rank, the gap to the best with its paired CI and the best named."""
+    for fam in FAMILIES:
+        entries = {e["judge"]: e for e in sec if e["task_family"] == fam}
+        pos = {r["judge"]: r for r in position[fam]}
+        cmp_ = {r["judge"]: r for r in comparison[fam]}
+        assert set(pos) == set(cmp_) == set(entries) and len(entries) == 58, fam
+        assert {j.split("/")[0] for j in pos} == set(JUDGES)
+        for judge, e in entries.items():
+            row, c = pos[judge], e["comparison"]
+            assert row["consistent"] == _f(e["consistent"], e["consistent_ci"]), (fam, judge)
+            assert row["flip rate"] == _f(e["flip_rate"], e["flip_rate_ci"])
+            assert row["first-position preference"] == _f(e["first_position_preference"], e["first_position_preference_ci"])
+            for mode, header in (("ab", "agreement, a first"), ("ba", "agreement, b first"),
+                                 ("combined", "agreement, both orders (tie)"), ("soft", "agreement, soft average")):
+                a = e["expert_agreement"][mode]
+                assert row[header] == f"{_f(a['agreement'], a['ci'])} (n={a['n']})", (fam, judge, mode)
+            assert row["rank"] == f"{c['rank']} of 58"
+            crow = cmp_[judge]
+            assert crow["rank"] == f"{c['rank']} of 58" and crow["best judge of the family"] == c["best"]
+            assert crow["agreement, both orders (pairs compared)"] == f"{c['agreement']:.3f} (n={c['n_pairs']})"
+            if c["rank"] == 1:
+                assert crow["gap to best, points [paired 95% CI]"] == "0 (the best)"
+            else:
+                assert crow["gap to best, points [paired 95% CI]"] == _pts(c["gap_to_best"], c["gap_to_best_ci"])
+                lo, hi = c["gap_to_best_ci"]
+                assert crow["below the best?"] == ("yes: CI below 0" if hi < 0 else "no: CI includes 0")
+
+
+def test_report_position_section_all_six_judges(repo, imported, run_cli, tmp_path):
+    """The report's pairwise section on the whole layout, in all four formats from one run: every
+    judge x protocol of every set with position bias and agreement by order (CIs), and the judge
+    comparison, checked against a comparison computed here from the raw result.json files."""
     url, _ = imported
-    r = run_cli("--database-url", url, "report", "--format", "json", "--bootstrap", "50")
-    assert r.exit_code == 0, r
-    sec = json.loads(r.stdout)["pairwise_judges"]
-    assert {e["task_family"] for e in sec} == {"llmbar/Natural", "llmbar/Adversarial_Neighbor", "llmbar/Adversarial_GPTInst"}
+    out = tmp_path / "report"
+    r = run_cli("--database-url", url, "report", "--out", out, "--bootstrap", "500", "--seed", "0")
+    assert r.exit_code == 0 and "Traceback" not in r.output, r
+    sec = json.loads((out / "report.json").read_text())["pairwise_judges"]
+    assert {e["task_family"] for e in sec} == set(FAMILIES)
     assert {e["judge"].split("/")[0] for e in sec} == set(JUDGES)
     assert len(sec) == 3 * 58  # every pairwise protocol of every judge, per set
+    keys = {"n_verdicts", "n_pairs", "consistent", "consistent_ci", "flip_rate", "flip_rate_ci",
+            "first_position_preference", "first_position_preference_ci", "expert_agreement", "kappa",
+            "llmbar_figures", "comparison", "longer_preferred", "n_length_pairs"}
+    for e in sec:
+        assert keys <= set(e), keys - set(e)
+        for k in ("consistent", "flip_rate", "first_position_preference"):
+            lo, hi = e[f"{k}_ci"]
+            assert lo <= e[k] <= hi, (e["judge"], k)
+        assert set(e["expert_agreement"]) == {"ab", "ba", "combined", "soft"}
+        assert set(e["comparison"]) == {"agreement", "rank", "gap_to_best", "gap_to_best_ci", "n_pairs", "best",
+                                        "n_judges"}
     by = {(e["task_family"], e["judge"]): e for e in sec}
     e = by[("llmbar/Natural", "GPT-4/Vanilla")]
     # statistics.json of GPT-4/Vanilla on Natural: 95 / 96 correct, 93 both, 95 equal
     assert e["expert_agreement"]["ab"]["agreement"] == 0.95 and e["expert_agreement"]["ba"]["agreement"] == 0.96
     assert e["expert_agreement"]["combined"]["agreement"] == pytest.approx(0.955)
     assert e["consistent"] == 0.95 and e["llmbar_figures"]["correct_both"] == "93 / 100 = 93.0%"
-    for fam in ("llmbar/Natural", "llmbar/Adversarial_Neighbor", "llmbar/Adversarial_GPTInst"):
+    for fam in FAMILIES:
         ranks = [x["comparison"]["rank"] for x in sec if x["task_family"] == fam]
         assert ranks == sorted(ranks) and ranks[0] == 1  # best first, then by rank
-    r = run_cli("--database-url", url, "report", "--format", "markdown", "--bootstrap", "0")
-    assert r.exit_code == 0 and "| llmbar/Natural | GPT-4/Vanilla |" in r.stdout and "agreement, b first" in r.stdout
+
+    # the judge comparison against one computed here from the raw verdicts, on Adversarial_Neighbor
+    raw = _raw_comparison(repo / "Dataset" / "LLMBar" / "Adversarial" / "Neighbor")
+    assert raw["n_pairs"] == 133 and raw["best"] == "GPT-4/Metrics_Reference"
+    for judge in raw["rank"]:
+        c = by[("llmbar/Adversarial_Neighbor", judge)]["comparison"]
+        assert (c["rank"], c["best"], c["n_pairs"]) == (raw["rank"][judge], raw["best"], 133), judge
+        assert c["agreement"] == pytest.approx(raw["agreement"][judge], abs=1e-12)
+        assert c["gap_to_best"] == pytest.approx(raw["diff"][judge].mean(), abs=1e-12)
+    assert raw["agreement"]["GPT-4/Metrics_Reference"] == pytest.approx(114.5 / 133)
+    # an independent paired item bootstrap (other resamples, 4000 of them) gives the same CIs to
+    # within Monte Carlo error; an unpaired one would be wider
+    rng = np.random.default_rng(12345)
+    idx = rng.integers(0, 133, (4000, 133))
+    for judge, gap, below in (("ChatGPT/Vanilla", -88.5 / 133, True), ("GPT-4/Metrics", -3 / 133, False)):
+        c = by[("llmbar/Adversarial_Neighbor", judge)]["comparison"]
+        assert c["gap_to_best"] == pytest.approx(gap, abs=1e-12)
+        lo, hi = c["gap_to_best_ci"]
+        ours = np.percentile(raw["diff"][judge][idx].mean(axis=1), [2.5, 97.5])
+        assert lo == pytest.approx(ours[0], abs=0.015) and hi == pytest.approx(ours[1], abs=0.015), (judge, lo, hi, ours)
+        assert lo < gap < hi and (hi < 0) == below and (ours[1] < 0) == below
+        unpaired = np.percentile(raw["credit"][judge][idx].mean(axis=1)
+                                 - raw["credit"][raw["best"]][rng.integers(0, 133, (4000, 133))].mean(axis=1), [2.5, 97.5])
+        assert unpaired[1] - unpaired[0] > hi - lo
+
+    # every format shows it: terminal table (one table per family), Markdown, HTML
+    term = _terminal_tables(r.stdout)
+    fam_of = {f"pairwise judges: {what}: {fam}": (what, fam) for fam in FAMILIES
+              for what in (POSITION_TITLE, "judge comparison (agreement with the experts, paired CIs against the best)")}
+    position = {fam: rows for t, rows in term.items() if t in fam_of and fam_of[t][0] == POSITION_TITLE
+                for fam in [fam_of[t][1]]}
+    comparison = {fam: rows for t, rows in term.items() if t in fam_of and fam_of[t][0] != POSITION_TITLE
+                  for fam in [fam_of[t][1]]}
+    assert set(position) == set(comparison) == set(FAMILIES), list(term)
+    _check_rendered(sec, position, comparison)
+    assert {r_["below the best?"] for r_ in comparison["llmbar/Adversarial_Neighbor"]
+            if r_["judge"] in ("ChatGPT/Vanilla", "GPT-4/Metrics")} == {"yes: CI below 0", "no: CI includes 0"}
+    for tables in (_markdown_tables((out / "report.md").read_text()), _parse_html((out / "report.html").read_text())):
+        pos_rows = tables[f"Pairwise judges: {POSITION_TITLE}"]
+        cmp_rows = tables[f"Pairwise judges: {COMPARISON_TITLE}"]
+        assert len(pos_rows) == len(cmp_rows) == 3 * 58
+        _check_rendered(sec, {f: [x for x in pos_rows if x["task family"] == f] for f in FAMILIES},
+                        {f: [x for x in cmp_rows if x["task family"] == f] for f in FAMILIES})
+
+
+def _parse_html(text: str) -> dict[str, list[dict]]:
+    p = _HtmlTables()
+    p.feed(text)
+    return p.tables
 
 
 # ---- a small excerpt of the real repository (first records of Natural), for bad shapes
@@ -186,9 +432,9 @@ def test_excerpt_null_winner_is_unparsed_and_missing_result_is_named(repo, tmp_p
 
 
 @pytest.mark.postgres
-def test_one_set_on_postgresql_parity_and_reimport(repo, pg_url):
+def test_one_set_on_postgresql_parity_and_reimport(repo, pg_url, imported):
     from judgecal.views import importing
-    from judgecal.views.pairwise_report import repository_figures
+    from judgecal.views.pairwise_report import collect_pairwise, repository_figures
 
     natural = repo / "Dataset" / "LLMBar" / "Natural"
     out = importing.import_llmbar(natural, url=pg_url)
@@ -198,6 +444,21 @@ def test_one_set_on_postgresql_parity_and_reimport(repo, pg_url):
         theirs = json.loads((natural / "evaluators" / "GPT-4" / p / "statistics.json").read_text())
         assert llmbar_stats.compare(repository_figures("llmbar/Natural", llmbar.judge_name("GPT-4", p), pg_url),
                                     theirs) == []
+    # the judge comparison on PostgreSQL: the raw verdicts' figures, and the same CIs as on SQLite
+    sec = collect_pairwise(url=pg_url, n_bootstrap=200)
+    raw = _raw_comparison(natural)
+    assert raw["n_pairs"] == 97 and raw["best"] == "GPT-4/Metrics_Reference" and len(sec) == 58
+    for e in sec:
+        c = e["comparison"]
+        assert (c["rank"], c["best"], c["n_pairs"]) == (raw["rank"][e["judge"]], raw["best"], 97), e["judge"]
+        assert c["gap_to_best"] == pytest.approx(raw["diff"][e["judge"]].mean(), abs=1e-12)
+    on_sqlite = {e["judge"]: e for e in collect_pairwise(["llmbar/Natural"], url=imported[0], n_bootstrap=200)}
+    assert len(on_sqlite) == 58
+    for e in sec:
+        s_ = on_sqlite[e["judge"]]
+        assert e["comparison"] == s_["comparison"] and e["consistent_ci"] == s_["consistent_ci"], e["judge"]
+        assert e["first_position_preference_ci"] == s_["first_position_preference_ci"]
+        assert e["expert_agreement"] == s_["expert_agreement"]
 
 
 def test_cohen_kappa_matches_the_repository_coding():
