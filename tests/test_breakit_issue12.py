@@ -156,24 +156,24 @@ def test_judgebench_scores_that_are_not_finite_numbers_are_errors(tmp_path, sqli
     _one_line_refusal(r, "out.jsonl:2", "judgments[0].judgment.scores[1]")
 
 
-def test_judgebench_conflicting_labels_and_repeats(tmp_path, sqlite_url, run_cli):
+def test_judgebench_conflicting_labels_and_repeats(tmp_path, db_url, run_cli):
     path = tmp_path / "data.jsonl"
     path.write_text(_jb_line("p1", "A>B") + "\n" + _jb_line("p2", "B>A") + "\n" + _jb_line("p1", "B>A") + "\n")
-    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path),
+    _one_line_refusal(run_cli("--database-url", db_url, "import", "judgebench", path),
                       "data.jsonl:3", "pair_id 'p1'", "data.jsonl:1")
     # exact repeats within a file: kept once, with a counted warning; across files (data + outputs) silent
     path.write_text("\n".join([_jb_line("p1"), _jb_line("p1"), _jb_line("p2"), _jb_line("p1")]) + "\n")
     other = tmp_path / "more.jsonl"
     other.write_text(_jb_line("p1") + "\n")
-    out = _json(run_cli("--database-url", sqlite_url, "import", "judgebench", path, other, "--format", "json"))
+    out = _json(run_cli("--database-url", db_url, "import", "judgebench", path, other, "--format", "json"))
     assert out["added"]["expert_label"] == 2 and out["added"]["rating"] == 8  # 2 pairs x 2 answers x 2 orders
     assert [w for w in out["warnings"] if "repeat" in w] == [f"{path}: 2 records repeat a pair already read from this file exactly: kept once"]
     # two pair_ids holding the same question and responses with opposite labels
     path.write_text(_jb_line("p1", "A>B", question="q") + "\n" + _jb_line("p9", "B>A", question="q") + "\n")
-    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
+    _one_line_refusal(run_cli("--database-url", db_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
     # the same response scored differently in the same order by the same judge
     path.write_text(_jb_line("p1") + "\n" + _jb_line("p1", scores=(1.0, 3.0)) + "\n")
-    _one_line_refusal(run_cli("--database-url", sqlite_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
+    _one_line_refusal(run_cli("--database-url", db_url, "import", "judgebench", path), "data.jsonl:2", "data.jsonl:1")
 
 
 def test_judgebench_judge_name_clash_and_missing_judge_model(tmp_path, sqlite_url, run_cli, data_dir):

@@ -26,13 +26,13 @@ def test_autoj_long_family_refused_on_both_dialects(db_url, tmp_path, run_cli):
     assert run_cli("--database-url", db_url, "stats", "--format", "json").stdout.strip() == "[]"
 
 
-def test_autoj_conflicting_duplicate_identical_responses_and_repeats(sqlite_url, tmp_path, run_cli):
-    assert run_cli("--database-url", sqlite_url, "db", "upgrade").exit_code == 0
+def test_autoj_conflicting_duplicate_identical_responses_and_repeats(db_url, tmp_path, run_cli):
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
     f = _autoj(tmp_path, [_row(0), _row(1)])
-    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f))
+    r = run_cli("--database-url", db_url, "import", "autoj", str(f))
     assert r.exit_code != 0 and f"{f}:2" in r.stderr and "line 1" in r.stderr
     f = _autoj(tmp_path, [_row(0), _row(0), _row(2, r1="same", r2="same", prompt="P2")])
-    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f), "--format", "json")
+    r = run_cli("--database-url", db_url, "import", "autoj", str(f), "--format", "json")
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
     assert out["added"]["expert_label"] == 1

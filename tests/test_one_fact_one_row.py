@@ -37,56 +37,72 @@ def _imp(run_cli, url, path, kind):
     return run_cli("--database-url", url, "import", "jsonl", str(path), "--kind", kind, "--format", "json")
 
 
-def _stats(run_cli, url) -> dict:
-    r = run_cli("--database-url", url, "export", "labels", "-", "--format", "jsonl")
-    return r
+def _n(url: str, table: str) -> int:
+    """Rows of ``table`` (0 when the database was never created: a refused first import)."""
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as c:
+            if table not in inspect(c).get_table_names():
+                return 0
+            return c.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()
+    finally:
+        engine.dispose()
 
 
-# ------------------------------------------------------------------ inside one file (parser)
-def test_swapped_label_in_one_file(tmp_path, sqlite_url, run_cli):
+# ------------------------------------------------------------------ inside one file (parser), both dialects
+def test_swapped_label_in_one_file(tmp_path, db_url, run_cli):
     f = _jsonl(tmp_path / "l.jsonl", [_label("x", "y", "a"), _label("y", "x", "a")])
-    r = _imp(run_cli, sqlite_url, f, "labels")
+    r = _imp(run_cli, db_url, f, "labels")
     assert r.exit_code == 2, r
     assert f"{f}:2:" in r.stderr and "conflicts with line 1" in r.stderr and "sides swapped" in r.stderr
+    assert _n(db_url, "expert_label") == _n(db_url, "response") == _n(db_url, "imported_file") == 0
     f = _jsonl(tmp_path / "l2.jsonl", [_label("x", "y", "a"), _label("y", "x", "b"), _label("x", "y", "tie", annotator="z")])
-    r = _imp(run_cli, sqlite_url, f, "labels")
+    r = _imp(run_cli, db_url, f, "labels")
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
     assert out["added"]["expert_label"] == 2  # the agreeing twin is one label
     assert any("repeat an earlier record" in w and "lines 2" in w for w in out["warnings"])
+    assert _n(db_url, "expert_label") == 2
 
 
-def test_swapped_verdicts_and_positions_in_one_file(tmp_path, sqlite_url, run_cli):
+def test_swapped_verdicts_and_positions_in_one_file(tmp_path, db_url, run_cli):
     # (x, y, na) and (y, x, na) are one verdict: contradicting -> refused
     f = _jsonl(tmp_path / "v.jsonl", [_verdict("x", "y", "a"), _verdict("y", "x", "a")])
-    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    r = _imp(run_cli, db_url, f, "verdicts")
     assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    assert _n(db_url, "pairwise_judgment") == _n(db_url, "response") == 0
     # x shown first twice ((x, y, ab) and (y, x, ba)): one verdict; (y, x, ab) is another order shown: a fact of its own
     f = _jsonl(tmp_path / "v2.jsonl", [_verdict("x", "y", "a", position="ab"), _verdict("y", "x", "b", position="ba"),
                                        _verdict("y", "x", "a", position="ab")])
-    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    r = _imp(run_cli, db_url, f, "verdicts")
     assert r.exit_code == 0, r
     assert json.loads(r.stdout)["added"]["pairwise_judgment"] == 2
     f = _jsonl(tmp_path / "v3.jsonl", [_verdict("x", "y", "a", position="ab"), _verdict("y", "x", "a", position="ba")])
-    r = _imp(run_cli, sqlite_url, f, "verdicts")
+    r = _imp(run_cli, db_url, f, "verdicts")
     assert r.exit_code == 2 and f"{f}:2:" in r.stderr, r
+    assert _n(db_url, "pairwise_judgment") == 2 and _n(db_url, "imported_file") == 1
 
 
-def test_reversed_verbosity_pair_in_one_file(tmp_path, sqlite_url, run_cli):
+def test_reversed_verbosity_pair_in_one_file(tmp_path, db_url, run_cli):
     f = _jsonl(tmp_path / "p.jsonl", [_pair("short", "long"), _pair("long", "short")])
-    r = _imp(run_cli, sqlite_url, f, "pairs")
+    r = _imp(run_cli, db_url, f, "pairs")
     assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "roles swapped" in r.stderr, r
+    assert _n(db_url, "verbosity_pair") == _n(db_url, "response") == 0
 
 
-def test_autoj_swapped_pair(tmp_path, sqlite_url, run_cli):
+def test_autoj_swapped_pair(tmp_path, db_url, run_cli):
     rec = {"prompt": "q", "response 1": "one", "response 2": "two", "label": 0, "scenario": "s"}
     f = _jsonl(tmp_path / "autoj.jsonl", [rec, {**rec, "response 1": "two", "response 2": "one", "label": 0}])
-    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f))
+    r = run_cli("--database-url", db_url, "import", "autoj", str(f))
     assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    assert _n(db_url, "expert_label") == 0
     f = _jsonl(tmp_path / "autoj2.jsonl", [rec, {**rec, "response 1": "two", "response 2": "one", "label": 1}])
-    r = run_cli("--database-url", sqlite_url, "import", "autoj", str(f), "--format", "json")
+    r = run_cli("--database-url", db_url, "import", "autoj", str(f), "--format", "json")
     assert r.exit_code == 0, r
     assert json.loads(r.stdout)["added"]["expert_label"] == 1
+    assert _n(db_url, "expert_label") == 1
 
 
 # ------------------------------------------------------------------ against the database (both dialects)
