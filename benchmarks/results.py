@@ -7,7 +7,10 @@ and ChatGPT ratings), store SmolLM2 token lengths, fit every family x judge (``f
 calibration to the adversarial sets (``report --calibration ID --task-family ...``), import
 AlpacaEval's gpt4_1106_preview outputs with its concise/verbose variants and the real annotator
 verdicts of ``alpaca_eval/results``, and build the win-rate leaderboard against
-gpt4_1106_preview (``leaderboard --baseline ... --format json``). Every number of the Markdown
+gpt4_1106_preview (``leaderboard --baseline ... --format json``); into a second fresh database,
+the whole LLMBar repository layout: one ``report`` of every judge x protocol (position bias,
+agreement by order, the judge comparison with paired CIs) and ``report --length-position`` for
+the judges x protocols of :data:`LP_JUDGES` x :data:`LP_PROTOCOLS`. Every number of the Markdown
 written comes from those JSON outputs (or, for AlpacaEval's published figures, from its
 leaderboard.csv); a field the code does not give (any more) shows as a dash.
 
