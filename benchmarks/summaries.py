@@ -101,7 +101,7 @@ def main(argv=None) -> None:
     cache = args.cache or default_cache()
     cache.parent.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{cache}"
-    spent = collect(url, alpaca_items, log=lambda s: print(s, file=sys.stderr, flush=True))
+    spent = collect(url, args.alpaca_items, log=lambda s: print(s, file=sys.stderr, flush=True))
     if args.collect_only:
         print(json.dumps(spent))
         return

@@ -206,3 +206,74 @@ def test_summary_refused_without_distributions(db_url, tmp_path, run_cli):
     # the win-rate board refuses verdicts without a distribution (none stored here: no verdict at all)
     r = run_cli("--database-url", db_url, "leaderboard", "--baseline", "m_bad", "--judge", "plain", "--summary", "mean")
     assert r.exit_code != 0 and "Traceback" not in r.output
+
+
+def test_winrate_board_summaries(db_url, tmp_path, run_cli):
+    """Pairwise verdicts with a distribution: the model's credit under each summary. Every verdict
+    gives the model (side a) P .6, the baseline P .3, a tie P .1: stored preference = mean credit
+    .6 + .1/2 = .65; risk-averse: sd of the credit = sqrt(.6*.35^2 + .1*.15^2 + .3*.65^2) = .45,
+    so .65 - .45 = .20."""
+    rows = []
+    for i in range(30):
+        prompt = f"Task {i}: say something about the number {i}."
+        for sample, dist in ((0, {"probs": {"a": 0.6, "b": 0.3, "tie": 0.1}, "outside": 0.0, "source": "forward"}),):
+            rows.append({"task_family": "t/wr", "prompt": prompt, "model_a": "m1", "response_a": f"Answer {i} " + "x " * (i + 1),
+                         "model_b": "base", "response_b": f"Base {i}", "judge": "pj", "preference": 0.65,
+                         "position": "ab", "baseline": "b", "sample_index": sample, "distribution": dist})
+    # a second judge without distributions (as AlpacaEval's annotations are imported)
+    rows += [{**r, "judge": "plain", "distribution": None} for r in rows]
+    for r in rows:
+        if r["distribution"] is None:
+            del r["distribution"]
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    r = run_cli("--database-url", db_url, "import", "jsonl", str(path), "--kind", "verdicts")
+    assert r.exit_code == 0, r
+    rates = {}
+    for summary in ("greedy", "mean", "risk-averse"):
+        r = run_cli("--database-url", db_url, "leaderboard", "--baseline", "base", "--judge", "pj", "--summary", summary,
+                    "--bootstrap", "0", "--format", "json")
+        assert r.exit_code == 0, r
+        board = json.loads(r.stdout)
+        rates[summary] = {row["model"]: row["win_rate"] for row in board["rows"]}["m1"]
+        assert board["summary"] == label(summary)
+        assert any(n.startswith("rating summary:") for n in board["notes"]) == (summary != "greedy")
+    assert rates["greedy"] == pytest.approx(rates["mean"]) and rates["risk-averse"] == pytest.approx(rates["mean"] * 0.2 / 0.65)
+    r = run_cli("--database-url", db_url, "leaderboard", "--baseline", "base", "--judge", "plain", "--summary", "mean")
+    assert r.exit_code == 2 and "--summary mean: 30 of 30 ok verdicts (pairwise verdicts) of judge 'plain'" in r.output, r
+    assert "Traceback" not in r.output
+
+
+LOCAL_MODEL = __import__("judgecal.config", fromlist=["default_model_dir"]).default_model_dir()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not (LOCAL_MODEL / "config.json").is_file(), reason=f"model folder {LOCAL_MODEL} is absent: run `make model`")
+def test_local_model_end_to_end(db_url, data_dir, run_cli):
+    """The real SmolLM2-135M judge (rate --local) on the first 10 LLMBar Natural items: fit,
+    report and the score board accept --summary and print out-of-sample figures and tie rates."""
+    r = run_cli("--database-url", db_url, "import", "llmbar", str(data_dir / "llmbar" / "Natural"))
+    assert r.exit_code == 0, r
+    r = run_cli("--database-url", db_url, "rate", "--local", "smollm2", "--judge-name", "local", "--task-family",
+                "llmbar/Natural", "--items", "10", "--prompt", "pointwise_fewshot_v1", "--format", "json")
+    assert r.exit_code == 0, r
+    r = run_cli("--database-url", db_url, "fit", "--task-family", "llmbar/Natural", "--judge", "local", "--summary", "mean",
+                "--length-unit", "words", "--folds", "2", "--bootstrap", "50", "--no-nested", "--format", "json")
+    assert r.exit_code == 0, r
+    row = json.loads(r.stdout)
+    comp = row["summaries"]
+    assert row["summary"] == "mean" and comp["available"] and comp["n"] == 10 and comp["folds"] == 2
+    g, m = comp["summaries"]["greedy"], comp["summaries"]["mean"]
+    assert 0.0 <= g["tie_rate"] <= 1.0 and m["tie_rate"] <= g["tie_rate"]  # a mean ties no more often than greedy
+    assert g["figure_cv"] is not None and m["gain_cv"] == pytest.approx(m["figure_cv"] - g["figure_cv"])
+    r = run_cli("--database-url", db_url, "report", "--judge", "local", "--format", "markdown")
+    assert r.exit_code == 0, r
+    assert "rating summaries out of sample (2-fold CV, 10 labelled pairs" in r.stdout and "greedy: ties" in r.stdout
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "local", "--summary", "mean", "--bootstrap", "0",
+                "--min-ratings", "0", "--format", "json")
+    assert r.exit_code == 0, r
+    assert any(n.startswith("rating summary: mean") for n in json.loads(r.stdout)["notes"])
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "local", "--bootstrap", "0")
+    assert r.exit_code == 2 and "fitted on the mean rating summary, not greedy" in r.output
