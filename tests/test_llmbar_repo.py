@@ -185,7 +185,7 @@ def _terminal_tables(text: str) -> dict[str, list[dict]]:
 
 
 class _HtmlTables(HTMLParser):
-    """{h2 text: rows as {header: cell}} of an HTML report (the table under each heading)."""
+    """{h2 / h3 text: rows as {header: cell}} of an HTML page (the table under each heading)."""
 
     def __init__(self):
         super().__init__()
@@ -195,7 +195,7 @@ class _HtmlTables(HTMLParser):
         self.head: list[str] = []
 
     def handle_starttag(self, tag, attrs):
-        if tag == "h2":
+        if tag in ("h2", "h3"):
             self.in_h2, self.title = True, ""
         elif tag == "thead":
             self.in_head, self.head = True, []
@@ -205,7 +205,7 @@ class _HtmlTables(HTMLParser):
             self.cell = ""
 
     def handle_endtag(self, tag):
-        if tag == "h2":
+        if tag in ("h2", "h3"):
             self.in_h2 = False
             self.tables[self.title] = []
         elif tag == "thead":
@@ -354,6 +354,27 @@ def test_report_position_section_all_six_judges(repo, imported, run_cli, tmp_pat
         assert len(pos_rows) == len(cmp_rows) == 3 * 58
         _check_rendered(sec, {f: [x for x in pos_rows if x["task family"] == f] for f in FAMILIES},
                         {f: [x for x in cmp_rows if x["task family"] == f] for f in FAMILIES})
+
+
+def test_serve_calibration_page_shows_the_position_and_comparison_tables(imported):
+    """judgecal serve's calibration page of a pairwise judge shows the report's two pairwise
+    tables (GPT-4/Vanilla on Natural: 95 of 100 pairs consistent; alone, it is its own best)."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    r = TestClient(create_app(imported[0])).get("/calibration", params={"family": "llmbar/Natural",
+                                                                        "judge": "GPT-4/Vanilla", "bootstrap": "50"})
+    assert r.status_code == 200, r.text
+    tables = _parse_html(r.text)
+    (row,) = tables["Pairwise judges"]
+    assert row["judge"] == "GPT-4/Vanilla" and row["consistent"].startswith("0.950 [") and row["rank"] == "1 of 1"
+    assert row["agreement, b first"].startswith("0.960 [") and row["agreement, soft average"].startswith("0.955 [")
+    (best,) = tables["Judge comparison"]
+    assert (best["rank"], best["agreement, both orders (pairs compared)"], best["gap to best, points [paired 95% CI]"],
+            best["best judge of the family"]) == ("1 of 1", "0.955 (n=100)", "0 (the best)", "GPT-4/Vanilla")
 
 
 def _parse_html(text: str) -> dict[str, list[dict]]:

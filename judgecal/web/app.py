@@ -392,7 +392,7 @@ class App:
         if cal is None and (family is None or judge is None):
             raise BadRequest("give family and judge (the newest calibration of the pair), or calibration=ID")
         from judgecal.report.build import entry_facts, entry_title, flag_lines, method_table
-        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
+        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, COMPARISON_COLUMNS, comparison_rows, rows as pw_rows
         from judgecal.views.reporting import make_report
 
         rep, entries, _ = make_report([family] if family else [], judge, [cal] if cal else ["latest"], self.url,
@@ -414,6 +414,7 @@ class App:
                           "flags": flag_lines(e), "scatter": scatter, "hist": hist})
         return self.render("calibration.html.j2", title="Calibration", nav="calibration", entries=shown, report=rep,
                            family=family, judge=judge, pw_cols=PW_COLUMNS, pw_rows=pw_rows(rep.get("pairwise_judges") or []),
+                           cmp_cols=COMPARISON_COLUMNS, cmp_rows=comparison_rows(rep.get("pairwise_judges") or []),
                            json_link=link("/calibration", family=family, judge=judge, calibration=cal,
                                           bootstrap=None if n_boot == 1000 else n_boot, seed=seed or None,
                                           format="json"))
