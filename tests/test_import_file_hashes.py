@@ -113,6 +113,23 @@ def test_alpaca_eval_duplicate_beside_new_files_in_parsing_processes(tmp_path, d
     after = _counts(db_url)
     assert after["pairwise_judgment"] == before["pairwise_judgment"] + 20
     assert after["imported_file"] == before["imported_file"] + 2
+    # the new files (a size no other file has: hashed by the parsing process, not read here) carry their true hash
+    import hashlib
+
+    def true(p: Path) -> tuple:
+        return str(p), hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_size
+
+    phi = res / "phi-2" / ann
+    assert _rows(db_url, "SELECT path, sha256, n_bytes FROM imported_file ORDER BY id") == [
+        true(a / ann), true(phi), true(res / "vicuna-7b" / ann)]
+    assert {f["file"]: f["sha256"] for f in out["files"]}[str(phi)] == true(phi)[1]
+    # the same path with other content (another size): read as before, said so, recorded with its new hash
+    old = true(phi)[1]
+    _slice(real / "phi-2" / ann, phi, 11)
+    out = _json_import(run_cli, db_url, "alpaca-eval", phi)
+    assert [(f["status"], f["before"]["sha256"], f["sha256"]) for f in out["files"]] == [("changed", old, true(phi)[1])]
+    assert out["added"]["pairwise_judgment"] == 1
+    assert any(w.startswith(f"{phi}: this path was imported before with other content") for w in out["warnings"])
 
 
 def test_alpaca_eval_pair_file_already_imported_still_forms_pairs(tmp_path, db_url, run_cli, data_dir):

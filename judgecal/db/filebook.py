@@ -34,6 +34,13 @@ from judgecal.errors import InputError
 from judgecal.importers.records import file_digest
 
 
+def stat_is_file(mode: int) -> bool:
+    """Whether a ``st_mode`` is a regular file's."""
+    import stat
+
+    return stat.S_ISREG(mode)
+
+
 @dataclass
 class FileEntry:
     """One file of an import: ``file`` as given, ``path`` absolute (symbolic links kept),
@@ -43,7 +50,7 @@ class FileEntry:
 
     file: str
     path: str
-    sha256: str
+    sha256: str | None  # None until known: a file no other can equal (:meth:`FileBook.presize`)
     n_bytes: int
     status: str
     first: str | None = None
@@ -77,6 +84,38 @@ class FileBook:
 
     def _where(self, t):
         return (t.c.importer == self.importer) & (t.c.family_option == self.family)
+
+    def presize(self, files: list[str]) -> None:
+        """Give an entry without reading it to each of ``files`` (the files of one import, in
+        their order) that no other content can equal: its size is that of no file this
+        importer recorded with this ``--task-family`` and of no other of ``files`` (a copy has
+        its original's size). Such a file is ``new``, or ``changed`` when its path was imported
+        before; its SHA-256 is taken when it is recorded (:meth:`record`: from the batch, which
+        a parsing process hashed, or read then). The others are left to :meth:`status`."""
+        sizes: dict[str, int] = {}
+        for f in files:
+            try:
+                st = os.stat(f)
+            except OSError:
+                continue  # the importer names the reason
+            if os.path.abspath(f) not in self.entries and stat_is_file(st.st_mode):
+                sizes[f] = st.st_size
+        t = m.ImportedFile.__table__
+        conn = self.session.connection()
+        stored = set(conn.execute(select(t.c.n_bytes).where(self._where(t)).distinct()).scalars())
+        count: dict[int, int] = {}
+        for n in sizes.values():
+            count[n] = count.get(n, 0) + 1
+        for f, n in sizes.items():
+            if n in stored or count[n] > 1:
+                continue
+            path = os.path.abspath(f)
+            entry = FileEntry(file=str(f), path=path, sha256=None, n_bytes=n, status="new")
+            prev = conn.execute(select(t.c.sha256, t.c.created_at).where(self._where(t) & (t.c.path == path))
+                                .order_by(t.c.id.desc()).limit(1)).first()
+            if prev is not None:  # another size: other content
+                entry.status, entry.before = "changed", (prev.sha256, prev.created_at)
+            self.entries[path] = entry
 
     def status(self, file: str) -> FileEntry | None:
         """The entry of ``file`` (looked up once per path: hashed, then asked of the database
@@ -119,15 +158,21 @@ class FileBook:
         got = [self.status(f) for f in files]
         return all(e is not None and e.status == "duplicate" for e in got)
 
-    def record(self, files: list[str]) -> None:
-        """Record the content of each ``new`` or ``changed`` file among ``files`` (once). Raises
-        InputError when another import recorded the same content from another path meanwhile
-        (the caller's transaction is then rolled back: nothing imported)."""
+    def record(self, files: list[str], digests: dict[str, tuple[str, int]] | None = None) -> None:
+        """Record the content of each ``new`` or ``changed`` file among ``files`` (once);
+        ``digests``: {file: (SHA-256, bytes)} a parsing process computed (else read here when
+        not known yet). Raises InputError when another import recorded the same content from
+        another path meanwhile (the caller's transaction is then rolled back: nothing imported)."""
         t = m.ImportedFile.__table__
         for f in files:
             e = self.status(f)
             if e is None or e.recorded or e.status not in ("new", "changed"):
                 continue
+            if e.sha256 is None:
+                got = (digests or {}).get(f) or file_digest(e.path)
+                if got is None:  # gone since it was parsed: nothing to record it by
+                    continue
+                e.sha256, e.n_bytes = got[0], got[1]
             added = q.insert_ignore(self.session, m.ImportedFile, [{
                 "importer": self.importer, "family_option": self.family, "sha256": e.sha256, "path": e.path,
                 "n_bytes": e.n_bytes, "created_at": m.utcnow()}])

@@ -124,7 +124,7 @@ class Writer:
             if book.skips(batch.files):
                 return False
             self._write(batch)
-            book.record(batch.files)
+            book.record(batch.files, batch.digests)
             return True
         self._write(batch)
         return True

@@ -48,6 +48,7 @@ from judgecal.importers.records import (
     Record,
     _JSON_NUMBER,
     check_family,
+    file_digest,
     is_object,
     merge,
 )
@@ -257,21 +258,22 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
 
 
 def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
-            workers: int | None = None, skip: Callable[[Path], bool] | None = None) -> Iterator[ImportBatch]:
+            workers: int | None = None,
+            skip: Callable[[list[Path]], set[Path]] | None = None) -> Iterator[ImportBatch]:
     """One ImportBatch per file, in the order the files are listed (folders expanded, sorted),
     then one with the verbosity pairs of ``pairs``. Files are parsed by up to ``workers``
     processes (None: as many as :func:`judgecal.importers.parallel.map_files` picks; 0: in
-    this process) while the caller writes the batches already parsed. ``skip``: asked once
-    per file, in the listed order, before any is parsed: a file it says yes to is neither
-    parsed nor yielded (a ``--pair`` file is parsed here for its pairs, its batch not
-    yielded); with ``skip``, files are not deduplicated by content here (the caller does it).
+    this process) while the caller writes the batches already parsed. ``skip``: called once
+    with every file to read, in the listed order, before any is parsed; the files it returns
+    are neither parsed nor yielded (a ``--pair`` file is parsed here for its pairs, its batch
+    not yielded); with ``skip``, files are not deduplicated by content here (the caller does it).
     Raises InputError naming FILE:LINE for a bad record (the first bad file in the listed order)."""
     check_family(family)
     notes: list[str] = []
     files = _files(paths, pairs, notes, once=skip is None)
     if notes:
         yield ImportBatch(source="alpaca_eval", warnings=notes)
-    left_out = {p for p in files if skip(p)} if skip is not None else set()
+    left_out = skip(list(files)) if skip is not None else set()
     pair_files = {Path(p) for pair in pairs for p in pair}
     by_file: dict[Path, dict[str, RespRef]] = {}
     for path in files:
@@ -339,6 +341,9 @@ def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[Import
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
             seen[instruction] = ref
     prepare(batch)
+    digest = file_digest(path)  # here, in a parsing process where there is one (judgecal.db.filebook)
+    if digest is not None:
+        batch.digests[str(path)] = tuple(digest)
     if sent is not None:
         batch.mark_sent(sent)
     return batch, seen

@@ -116,6 +116,8 @@ class ImportBatch:
     # SHA-256 up (judgecal.db.filebook) and leaves out a batch whose every file's content was
     # already imported under another path
     files: list[str] = field(default_factory=list)
+    # {file: (SHA-256, bytes)} of files a parsing process hashed (the writer then need not)
+    digests: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def where(self, kind: str, i: int) -> tuple[str | None, int | None]:
         """(file, line) of row ``i`` of ``kind`` ("verdicts", ...), as far as known (error path only)."""
@@ -217,6 +219,7 @@ def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
         for (fam, prompt), extra in b.items.items():
             out.add_item(fam, prompt, **extra)
         out.files.extend(f for f in b.files if f not in out.files)
+        out.digests.update(b.digests)
         out.responses.update(b.responses)
         out.response_meta.update(b.response_meta)
         out.pair_labels.extend(b.pair_labels)

@@ -171,9 +171,10 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
         # a file whose content was imported before from another path is not parsed (a parsing
         # process's later batches may name its responses without their texts): the book is
         # asked about every file, in the listed order, before the first is parsed
-        def skip(path: Path) -> bool:
-            entry = book.status(str(path))
-            return entry is not None and entry.status == "duplicate"
+        def skip(files: list[Path]) -> set[Path]:
+            book.presize([str(p) for p in files])  # files no other can equal are not read here
+            entries = [(p, book.status(str(p))) for p in files]
+            return {p for p, e in entries if e is not None and e.status == "duplicate"}
 
         return alpaca_eval.batches(list(paths), family, list(pairs), workers=workers, skip=skip)
 
