@@ -147,6 +147,19 @@ def test_alpaca_eval_pair_file_already_imported_still_forms_pairs(tmp_path, db_u
     assert _counts(db_url)["response"] == 10
 
 
+def test_alpaca_eval_pair_stored_the_other_way_round_names_file_line(tmp_path, db_url, run_cli, data_dir):
+    real = data_dir / "alpaca_eval"
+    concise = _slice(real / "gpt4_1106_preview_concise.json", tmp_path / "c.json", 3)
+    verbose = _slice(real / "gpt4_1106_preview_verbose.json", tmp_path / "v.json", 3)
+    assert _json_import(run_cli, db_url, "alpaca-eval", "--pair", concise, verbose)["added"]["verbosity_pair"] == 3
+    before = _counts(db_url)
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", "--pair", verbose, concise)
+    assert r.exit_code == 2, r
+    assert r.stderr.startswith(f"error: {verbose}:2: this verbosity pair is already stored with concise and verbose "
+                               "the other way round (imported from alpaca_eval)"), r
+    assert _counts(db_url) == before
+
+
 # ------------------------------------------------------------------ LLMBar
 def test_llmbar_set_folder_copied_under_another_name(tmp_path, db_url, run_cli, data_dir):
     src = data_dir / "llmbar" / "Natural"

@@ -275,7 +275,7 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
         yield ImportBatch(source="alpaca_eval", warnings=notes)
     left_out = skip(list(files)) if skip is not None else set()
     pair_files = {Path(p) for pair in pairs for p in pair}
-    by_file: dict[Path, dict[str, RespRef]] = {}
+    by_file: dict[Path, dict[str, tuple[RespRef, int]]] = {}  # model-outputs file -> {instruction: (response, line)}
     for path in files:
         if path in left_out and path in pair_files:  # its pairs are needed, its records are not written
             seen = parse_file(path, family)[1]
@@ -289,6 +289,7 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
         yield batch
     if pairs:
         batch = ImportBatch(source="alpaca_eval")
+        at = batch.at.setdefault("verbosity_pairs", [])
         for concise, verbose in pairs:
             for p in (concise, verbose):
                 if Path(p) not in by_file:
@@ -297,28 +298,30 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
             common = [k for k in c if k in v]
             if not common:
                 raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))
-            same = [k for k in common if c[k].text == v[k].text and c[k].model == v[k].model]
+            same = [k for k in common if c[k][0].text == v[k][0].text and c[k][0].model == v[k][0].model]
             if len(same) == len(common):
                 raise InputError(f"every response is the same in {verbose}: a verbosity pair needs two different "
                                  "responses (is it the same file twice?)", source=str(concise))
             for k in common:
-                if c[k].text == v[k].text and c[k].model == v[k].model:
+                (cr, line), (vr, _) = c[k], v[k]
+                if cr.text == vr.text and cr.model == vr.model:
                     batch.skip("--pair: the concise and verbose responses are the same response (no pair)",
                                f"{concise} / {verbose}: {k[:60]!r}")
                     continue
-                batch.verbosity_pairs.append((batch.add_response(c[k]), batch.add_response(v[k])))
+                batch.verbosity_pairs.append((batch.add_response(cr), batch.add_response(vr)))
+                at.append((str(concise), line))  # a conflict with a stored pair names the concise file's line
         yield batch
 
 
 def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[ImportBatch, dict[str, RespRef] | None]:
     """One AlpacaEval file: its batch (response lengths and hashes computed,
-    :func:`judgecal.db.ingest.prepare`) and, for a model-outputs file, {instruction: response}
-    (None for an annotations file). ``sent``: the responses this process's earlier batches of
+    :func:`judgecal.db.ingest.prepare`) and, for a model-outputs file, {instruction:
+    (response, line)} (None for an annotations file). ``sent``: the responses this process's earlier batches of
     the same import carried (updated; :meth:`ImportBatch.mark_sent`), None to carry all.
     Raises InputError naming FILE:LINE for a bad record."""
     batch = ImportBatch(source="alpaca_eval", files=[str(path)])
     records = read_json_fields(path, _Record)
-    seen: dict[str, RespRef] | None = None
+    seen: dict[str, tuple[RespRef, int]] | None = None
     if not records:
         batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
         return batch, None
@@ -339,7 +342,7 @@ def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[Import
             ref = batch.add_response(RespRef(family, instruction, f.name("generator"), f.text("output")))
             if instruction in seen:
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
-            seen[instruction] = ref
+            seen[instruction] = (ref, line)
     prepare(batch)
     digest = file_digest(path)  # here, in a parsing process where there is one (judgecal.db.filebook)
     if digest is not None:

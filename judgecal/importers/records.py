@@ -108,7 +108,8 @@ class ImportBatch:
     # where the stored rows came from, for a FILE:LINE message when one conflicts with what the
     # database holds (judgecal.db.ingest): the file, and for "verdicts", "ratings",
     # "pair_labels" and "point_labels" a list parallel to that list: each row's line, or (when
-    # ``origin_index``) the index of its element in the file's JSON array (:func:`array_line`)
+    # ``origin_index``) the index of its element in the file's JSON array (:func:`array_line`),
+    # or a (file, line) pair for rows read from several files (AlpacaEval's --pair batch)
     origin: str | None = None
     origin_index: bool = False
     at: dict[str, list[int]] = field(default_factory=dict)
@@ -122,6 +123,8 @@ class ImportBatch:
     def where(self, kind: str, i: int) -> tuple[str | None, int | None]:
         """(file, line) of row ``i`` of ``kind`` ("verdicts", ...), as far as known (error path only)."""
         marks = self.at.get(kind)
+        if marks is not None and len(marks) == len(getattr(self, kind)) and isinstance(marks[i], tuple):
+            return marks[i]  # rows from several files: (file, line) each
         if self.origin is None or marks is None or len(marks) != len(getattr(self, kind)):
             return self.origin, None
         n = marks[i]
