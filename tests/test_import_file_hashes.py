@@ -290,3 +290,44 @@ def test_generic_same_path_copy_rollback(tmp_path, db_url, run_cli):
     assert _status(_json_import(run_cli, db_url, "csv", csv2, "--kind", "labels")) == {str(csv2): ("duplicate", str(csv))}
     assert _rows(db_url, "SELECT importer, family_option, path FROM imported_file ORDER BY id") == [
         ("jsonl:labels", "", str(f)), ("csv:labels", "", str(csv))]
+
+
+# ------------------------------------------------------------------ empty names (issue 23 item 6)
+def test_blank_names_are_refused_or_filed_under_the_default_with_a_count(tmp_path, db_url, run_cli, data_dir):
+    """A blank name is no name in every importer: refused at FILE:LINE where the name is needed,
+    the documented default with a counted warning where the format has one; never a judge or
+    model named '  '."""
+    # AlpacaEval: an annotator of spaces is no annotator (the file's first named one, counted)
+    recs = [{"instruction": f"q{i}", "output_1": f"b{i}", "generator_1": "base", "output_2": f"m{i}",
+             "generator_2": "m1", "annotator": "judgeX" if i else "  ", "preference": 1.5} for i in range(3)]
+    f = tmp_path / "ann.json"
+    f.write_text(json.dumps(recs))
+    out = _json_import(run_cli, db_url, "alpaca-eval", f)
+    assert any("1 records without an annotator: filed under 'judgeX'" in w for w in out["warnings"]), out
+    # PandaLM: a cmp_key naming a blank model: the two responses' own names
+    rec = json.loads((data_dir / "pandalm" / "testset-v1.json").read_text())[0]
+    p = tmp_path / "pandalm.json"
+    p.write_text(json.dumps([{**rec, "cmp_key": "  _llama-7b"}]))
+    assert _json_import(run_cli, db_url, "pandalm", p)["added"]["expert_label"] == 3
+    assert _rows(db_url, "SELECT name FROM judge ORDER BY name") == [("judgeX",)]
+    models = {m for (m,) in _rows(db_url, "SELECT DISTINCT model FROM response")}
+    assert models == {"base", "m1", "pandalm/response1", "pandalm/response2"}
+    # refused at FILE:LINE: a generic model, a JudgeBench response_model, an Auto-J scenario
+    g = _write_jsonl(tmp_path / "r.jsonl", [{"task_family": "f", "prompt": "p", "model": "  ", "response": "r"}])
+    r = run_cli("--database-url", db_url, "import", "jsonl", g, "--kind", "responses")
+    assert r.exit_code == 2 and f"{g}:1: field 'model' is empty" in r.stderr, r
+    j = _write_jsonl(tmp_path / "jb.jsonl", [_jb("p1", response_model=" ")])
+    r = run_cli("--database-url", db_url, "import", "judgebench", j)
+    assert r.exit_code == 2 and f"{j}:1: field 'response_model' is empty" in r.stderr, r
+    a = _write_jsonl(tmp_path / "aj.jsonl", [{"prompt": "q", "response 1": "x", "response 2": "y", "label": 0,
+                                              "scenario": " "}])
+    r = run_cli("--database-url", db_url, "import", "autoj", a)
+    assert r.exit_code == 2 and f"{a}:1: field 'scenario' is empty" in r.stderr, r
+    # LLMBar: a ratings file without a judge name
+    d = tmp_path / "set"
+    d.mkdir()
+    shutil.copy(data_dir / "llmbar" / "Natural" / "dataset.json", d / "dataset.json")
+    shutil.copy(data_dir / "llmbar" / "Natural" / "ratings_GPT-4.json", d / "ratings_.json")
+    r = run_cli("--database-url", db_url, "import", "llmbar", d)
+    assert r.exit_code == 2 and f"{d / 'ratings_.json'}: the file name gives no judge name" in r.stderr, r
+    assert _rows(db_url, "SELECT name FROM judge ORDER BY name") == [("judgeX",)]
