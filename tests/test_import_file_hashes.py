@@ -331,3 +331,34 @@ def test_blank_names_are_refused_or_filed_under_the_default_with_a_count(tmp_pat
     r = run_cli("--database-url", db_url, "import", "llmbar", d)
     assert r.exit_code == 2 and f"{d / 'ratings_.json'}: the file name gives no judge name" in r.stderr, r
     assert _rows(db_url, "SELECT name FROM judge ORDER BY name") == [("judgeX",)]
+
+
+def test_a_concurrent_import_of_the_same_content_is_refused_not_stored_twice(tmp_path, db_url):
+    """Another import records the same content from another path between this import's look-up
+    and its commit: this one is refused (InputError; its transaction then rolls back)."""
+    from sqlalchemy.orm import Session
+
+    from judgecal.db import engine as eng
+    from judgecal.db import migrate
+    from judgecal.db import models as m
+    from judgecal.db.filebook import FileBook
+    from judgecal.errors import InputError
+    from judgecal.importers.records import file_digest
+
+    f = _write_jsonl(tmp_path / "a.jsonl", [{"task_family": "f", "prompt": "p", "model": "m", "response": "r"}])
+    engine = eng.create(db_url)
+    try:
+        migrate.upgrade(engine, "head")
+        with Session(engine) as s:
+            book = FileBook(s, "jsonl:responses", None)
+            assert book.status(str(f)).status == "new"
+            with Session(engine) as other, other.begin():  # the other import commits first
+                other.add(m.ImportedFile(importer="jsonl:responses", family_option="", sha256=file_digest(f).sha256,
+                                         path="/elsewhere/a.jsonl", n_bytes=f.stat().st_size, created_at=m.utcnow()))
+            with pytest.raises(InputError, match="another import recorded the same content meanwhile, as "
+                                                 "/elsewhere/a.jsonl: nothing was imported"):
+                book.record([str(f)])
+            s.rollback()
+        assert _rows(db_url, "SELECT path FROM imported_file") == [("/elsewhere/a.jsonl",)]
+    finally:
+        engine.dispose()
