@@ -151,3 +151,45 @@ def test_page_renders_in_headless_chromium(gpt4_entry, tmp_path):
     assert colours > 500, f"only {colours} distinct colours"
     # the embedded plot loaded: the penalty curve's orange is on screen
     assert np.sum(np.all(np.abs(img - ORANGE) < 0.08, axis=-1)) > 200
+
+
+@pytest.mark.slow
+def test_summary_keeps_its_verdict_column_at_900_px(gpt4_entry, tmp_path):
+    """In headless Chromium (Selenium) at 900, 1200 and 1600 px: the summary's verdict and
+    warnings columns lie inside the window and the page does not scroll sideways; below
+    1180 px the page says which columns it leaves out (kind, L_ref, p)."""
+    _chromium()
+    if not os.path.exists("/usr/bin/chromedriver"):
+        pytest.skip("chromedriver absent (apt-get install chromium-driver)")
+    pytest.importorskip("selenium")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    html = tmp_path / "report.html"
+    entries = [gpt4_entry, dict(gpt4_entry, task_family="llmbar/Adversarial_Neighbor", judge="ChatGPT-0301")]
+    html.write_text(render_html(build_report(entries), entries, plots=False), encoding="utf-8")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
+                 f"--user-data-dir={tmp_path / 'profile'}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        for width in (900, 1200, 1600):
+            driver.set_window_size(width, 1000)
+            driver.get(html.as_uri())
+            got = driver.execute_script("""
+                const th = [...document.querySelectorAll('table.summary th')];
+                const right = name => th.find(t => t.textContent.trim() == name).getBoundingClientRect().right;
+                const shown = t => getComputedStyle(t).display != 'none';
+                return {view: document.documentElement.clientWidth, page: document.documentElement.scrollWidth,
+                        verdict: right('verdict'), warnings: right('warnings'),
+                        hidden: th.filter(t => !shown(t)).map(t => t.textContent.trim()),
+                        note: shown(document.querySelector('p.narrow-note'))}""")
+            assert got["verdict"] <= got["view"] and got["warnings"] <= got["view"], (width, got)
+            assert got["page"] <= got["view"], (width, got)  # no sideways scrolling of the page
+            narrow = width < 1180
+            assert got["hidden"] == (["kind", "L_ref", "p"] if narrow else []) and got["note"] is narrow, (width, got)
+            driver.save_screenshot(str(tmp_path / f"summary_{width}.png"))
+    finally:
+        driver.quit()

@@ -24,13 +24,29 @@ from judgecal.report.build import (
 from judgecal.report.plots import MAX_POINTS, plot_score_distributions, plot_score_vs_length
 
 TEMPLATE = "report.html.j2"
+#: summary columns the page leaves out in a window narrower than 1180 px (CSS; each entry's
+#: facts line has them), so that the verdict and warnings columns stay in view at 900 px
+NARROW_HIDDEN = ("kind", "L_ref", "p")
 
 
 def _environment():
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    return Environment(loader=PackageLoader("judgecal.report", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("judgecal.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["wbr"] = break_points
+    return env
+
+
+def break_points(text) -> str:
+    """``text`` escaped (Markup), with a line-break opportunity (``<wbr>``) after each ``/``, ``_`` and
+    ``-``: a narrow table wraps ``llmbar/Adversarial_Neighbor`` at its parts, never inside a
+    word or a number."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"([/_-])(?=\w)", r"\1<wbr>", str(escape(text))))
 
 
 def _b64(png: bytes | None) -> str | None:
@@ -102,6 +118,7 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
     template = _environment().get_template(TEMPLATE)
     return template.render(
         boards=_board_views(boards),
+        narrow_hidden=NARROW_HIDDEN,
         report=report,
         titles=[entry_title(e) for e in rep_entries],
         facts=[entry_facts(e) for e in rep_entries],
