@@ -176,6 +176,7 @@ def test_symlinked_alpaca_eval_folder_imports_once(tmp_path, db_url, run_cli):
     out = json.loads(r.stdout)
     assert out["added"]["pairwise_judgment"] == 3
     first = str(res / "m1" / "judgeX" / "annotations.json")
+    assert all(x.get("earlier_in_this_import") for x in out["files"] if x["status"] == "duplicate")
     assert {x["file"]: (x["status"], x.get("already_imported_as")) for x in out["files"]} == {
         first: ("new", None),
         str(res / "m1_copy" / "judgeX" / "annotations.json"): ("duplicate", first),

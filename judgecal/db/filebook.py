@@ -63,6 +63,8 @@ class FileEntry:
         out = {"file": self.file, "sha256": self.sha256, "bytes": self.n_bytes, "status": self.status}
         if self.first is not None:
             out["already_imported_as"] = self.first
+            if self.first_here:
+                out["earlier_in_this_import"] = True
         if self.before is not None:
             out["before"] = {"sha256": self.before[0],
                              "imported_at": self.before[1].isoformat() if self.before[1] is not None else None}

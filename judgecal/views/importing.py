@@ -45,7 +45,8 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
 
     Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}},
     "source": ..., "files": [one dict per file: file, sha256, bytes, status (new | again |
-    changed | duplicate), already_imported_as, before]}."""
+    changed | duplicate), already_imported_as and earlier_in_this_import (duplicate), before
+    (changed): :meth:`judgecal.db.filebook.FileEntry.as_dict`]}."""
     global commits
     engine = get_engine(url)
     book: FileBook | None = None
@@ -107,7 +108,8 @@ def file_lines(result: dict) -> list[str]:
     lines = [f"files: {len(files)} read (content SHA-256): {', '.join(parts)}"]
     for f in files:
         if f["status"] == "duplicate":
-            lines.append(f"already imported as {f['already_imported_as']}: {f['file']} (the same content, "
+            here = ", earlier in this import" if f.get("earlier_in_this_import") else ""
+            lines.append(f"already imported as {f['already_imported_as']}{here}: {f['file']} (the same content, "
                          f"SHA-256 {f['sha256'][:12]}...): nothing from it stored again")
     return lines
 
