@@ -245,12 +245,28 @@ def _board_args(url, *extra):
             "--bootstrap", "0", *extra)
 
 
+def _unidentified_board(run_cli, url, calibration="latest", calibration_from=None):
+    """The score board of a calibration that is NOT identified (both real fits here clip too
+    many scores): the CLI shows no calibrated value for it (issue 23 item 3, asserted here); the
+    guards are read off the library's board with show_unidentified=True."""
+    from judgecal.views.leaderboard import build_leaderboard
+
+    extra = (("--calibration", calibration) if calibration != "latest" else ()) + (
+        ("--calibration-from", calibration_from) if calibration_from else ())
+    cli = _json(run_cli(*_board_args(url, *extra, "--format", "json")))
+    assert all(r["mean_calibrated"] is None and r["rank_calibrated"] is None and "unident" in r["flag_codes"]
+               for r in cli["rows"] if r["mean_raw"] is not None)
+    assert any("is not identified, so no calibrated value is shown" in n for n in cli["notes"])
+    return build_leaderboard(["llmbar/Natural"], "GPT-4", calibration, url, n_bootstrap=0,
+                             calibration_from=calibration_from, show_unidentified=True)
+
+
 def test_the_issue_case_a_strong_calibration_no_longer_lifts_empty_or_constant_answers(guard_db, donor, run_cli):
     """The measured case: GPT-4's Adversarial_Neighbor fit (gamma ~3.9, L_ref 31 words) applied to
     Natural. Without the guards the empty model (raw 0.0) would be calibrated to 10.0 and ranked
     first; now empty and constant answers keep their raw score and rank."""
     assert donor["gamma"] > 3 and donor["short_floor"] == 0.25
-    board = _json(run_cli(*_board_args(guard_db, "--calibration-from", "llmbar/Adversarial_Neighbor", "--format", "json")))
+    board = _unidentified_board(run_cli, guard_db, calibration_from="llmbar/Adversarial_Neighbor")
     rows = _rows(board)
     params = {"gamma": donor["gamma"], "p": donor["p"], "l_ref": donor["l_ref"]}  # the pre-guard function
     unguarded = apply_stored(params, (0, 10), np.zeros(30), np.zeros(30))
@@ -275,7 +291,7 @@ def test_score_leaderboard_own_fit_lifts_none_and_flags_them_in_every_format(nat
     url, fit = natural_db
     assert fit["short_floor"] == 0.25 and fit["gamma"] > 0
     own = ("--calibration", str(fit["id"]))
-    board = _json(run_cli(*_board_args(url, *own, "--format", "json")))
+    board = _unidentified_board(run_cli, url, str(fit["id"]))
     rows = _rows(board)
     cap = fit["gamma"] * LN4 ** fit["p"]
     for m in DEGENERATE:
@@ -419,7 +435,7 @@ def test_a_calibration_stored_before_the_floor_is_applied_as_fitted_and_explaine
         s.commit()
     engine.dispose()
     own = ("--calibration", str(fit["id"]))
-    board = _json(run_cli(*_board_args(old_url, *own, "--format", "json")))
+    board = _unidentified_board(run_cli, old_url, str(fit["id"]))
     assert any(f"calibration {fit['id']} (llmbar/Natural) was fitted before judgecal had the short-side floor" in n
                for n in board["notes"])
     rows = _rows(board)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from judgecal.calibrate.ranking import SCORE_DECIMALS
 from judgecal.report.tables import Col, board_table, markdown_columns, parse_columns, simple_table
 
 #: The score board's columns (level 0: always; 1: when the terminal is wide enough; 2: --wide)
@@ -32,8 +33,8 @@ def _cell(key: str, value) -> str:
         return "; ".join(value) or "-"
     if key == "flag_codes":
         return " ".join(value) or "-"
-    if isinstance(value, float):
-        return f"{value:.1f}" if key == "mean_length" else f"{value:.3f}"
+    if isinstance(value, float):  # means at the precision they are ranked on
+        return f"{value:.1f}" if key == "mean_length" else f"{value:.{SCORE_DECIMALS}f}"
     return str(value)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from judgecal.calibrate.guards import SCORE_NO_GAIN_CODES, SHORT_CODES, model_flags, no_credit
 from judgecal.calibrate.metrics import verbosity_win_rate
 from judgecal.calibrate.penalty import token_entropy
-from judgecal.calibrate.ranking import mean_ci, ranks
+from judgecal.calibrate.ranking import SCORE_DECIMALS, mean_ci, rank_change, shown_ranks
 from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
@@ -46,7 +46,7 @@ def _pick_judge(s, judge: str | None) -> m.Judge:
 def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
                       min_ratings: int = 30, max_unparsed: float = 0.05, n_bootstrap: int = 1000, seed: int = 0,
                       mc_reference: int | None = None, calibration_from: str | None = None, summary: str = "greedy",
-                      risk_k: float = DEFAULT_RISK_K) -> dict:
+                      risk_k: float = DEFAULT_RISK_K, show_unidentified: bool = False) -> dict:
     """The leaderboard as {"judge", "families", "calibrations": {family: id of its own fit},
     "calibrations_from": {family: {"id", "fitted_on": donor family}} (``calibration_from``),
     "stale": {family: True (the data its calibration was fitted on changed since) | False |
@@ -55,10 +55,14 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
 
     Each row: model, n_rated, n_unparsed, n_failed, unparsed_share, mean_raw, mean_raw_ci,
     mean_calibrated, mean_calibrated_ci, rank_raw, rank_calibrated, rank_change (positive =
-    moved up), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
+    moved up; competition ranks on the means as displayed, :data:`judgecal.calibrate.ranking.SCORE_DECIMALS`
+    decimals, so means shown alike share a rank), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
     verbosity_pairs, acc, acc_norm,
     acc_bytes, acc_norm_minus_acc, mc_run, stale_calibration, calibration_freshness_unknown (the
-    family's applied calibration is stale / of unknown freshness), degenerate_answers ([{"code", "message"}] of
+    family's applied calibration is stale / of unknown freshness), calibration_not_identified and
+    not_identified_reasons (["family: reasons"]: the mean_calibrated, its CI, rank and the
+    calibrated verbosity win-rate are then None), fit_at_bound (["family: gamma, p"]),
+    degenerate_answers ([{"code", "message"}] of
     :mod:`judgecal.calibrate.guards`: empty, constant or far-short answers), flags (list of
     strings, the degenerate-answer messages included). ``notes``: board-level notes (a
     calibration stored before the short-side floor is applied as fitted, and said so).
@@ -68,6 +72,10 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     constant, truncated or far-short answers in that family
     (:data:`judgecal.calibrate.guards.SCORE_NO_GAIN_CODES`), earn no length credit (calibrated <=
     raw); the stored short-side floor caps the credit of the other short answers.
+
+    ``show_unidentified``: also show the calibrated column of a family whose applied calibration
+    is not identified (still flagged ``unident``, the note says so): for diagnostics (the guard
+    tests), never for publication; by default such a column is None (nothing from noise).
 
     ``calibration``: "latest" or one id (of the judge; without ``judge``, its judge is used); see
     :func:`_choose_calibrations` for what is applied where and what is refused (UsageError).
@@ -190,6 +198,11 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         }
         fams_of_row = {fam_names[r["family_id"]] for r in ok}
         row["calibration_not_identified"] = any(advice.get(f, {}).get("identified") is False for f in fams_of_row)
+        row["not_identified_reasons"] = [f"{f}: {'; '.join(advice[f]['reasons']) or 'not identified'}"
+                                         for f in sorted(fams_of_row) if advice.get(f, {}).get("identified") is False]
+        if row["calibration_not_identified"] and not show_unidentified:  # no number from a fit its labels do not determine
+            row.update(mean_calibrated=None, mean_calibrated_ci=None, verbosity_win_rate_calibrated=None)
+        row["fit_at_bound"] = [f"{f}: {', '.join(at_bound[f])}" for f in sorted(fams_of_row) if at_bound.get(f)]
         row["advice_keep_raw"] = any(advice.get(f, {}).get("decision") == "keep raw" for f in fams_of_row)
         row["advice_other_method"] = sorted({advice[f]["recommended"] for f in fams_of_row if f in advice
                                              and advice[f].get("decision") == "calibrate"
@@ -198,17 +211,23 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         row["degenerate_answers"] = guard_flags.get(model, [])
         table.append(row)
     rated = [r for r in table if r["mean_raw"] is not None]
-    if rated:
-        rr = ranks([r["mean_raw"] for r in rated])
-        rc = ranks([r["mean_calibrated"] for r in rated])
+    if rated:  # on the displayed means (SCORE_DECIMALS): rows shown alike share a rank; no value, no rank
+        rr = shown_ranks([r["mean_raw"] for r in rated], SCORE_DECIMALS)
+        rc = shown_ranks([r["mean_calibrated"] for r in rated], SCORE_DECIMALS)
         for r, a, b in zip(rated, rr, rc):
-            r.update(rank_raw=int(a), rank_calibrated=int(b), rank_change=int(a - b))
+            r.update(rank_raw=a, rank_calibrated=b, rank_change=rank_change(a, b))
     for r in table:
         r.setdefault("rank_raw", None)
         r.setdefault("rank_calibrated", None)
         r.setdefault("rank_change", None)
         r["flags"], r["flag_codes"] = _flags(r, min_ratings, max_unparsed, at_bound)
-    table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["model"]))
+    table.sort(key=lambda r: (r["rank_calibrated"] is None, r["rank_calibrated"] or 0, r["rank_raw"] is None,
+                              r["rank_raw"] or 0, r["model"]))
+    for fam in sorted(f for f, a in advice.items() if a.get("identified") is False):
+        shown = ("its calibrated values are shown only because show_unidentified was asked (diagnostics, not for "
+                 "publication)" if show_unidentified else "so no calibrated value is shown for its models")
+        notes.append(f"calibration {advice[fam]['calibration']} ({fam}) is not identified, {shown}: "
+                     f"{'; '.join(advice[fam]['reasons']) or 'see judgecal report'}")
     left = {
         "responses whose ratings are all unparsed or failed (no score)": sum(1 for r in rows if r["score"] is None),
         "rated responses without a length in the calibration's unit (kept uncalibrated)":
@@ -307,8 +326,8 @@ FLAG_LEGEND = {
     "unparsed": "unparsed or failed share above --max-unparsed",
     "uncal": "no calibration for this family (calibrated = raw)",
     "transfer": "calibration fitted on another family (--calibration-from)",
-    "bound": "a parameter of the fit sits at its bound",
-    "unident": "calibration not identified (report says why)",
+    "bound": "a parameter of the fit sits at its bound (the flag sentence names it)",
+    "unident": "calibration not identified: no calibrated value (the notes say why)",
     "keep-raw": "the advice for this family is keep raw (its CI does not clear raw)",
     "advice": "the advice is another method than the polylog column applies",
     "stale": "the calibration's data changed since it was fitted",
@@ -341,10 +360,11 @@ def _flags(r: dict, min_ratings: int, max_unparsed: float, at_bound: dict) -> tu
         add("uncalibrated family", "uncal")
     if r.get("transferred"):
         add("calibration from another family", "transfer")
-    if any(at_bound.values()) and r["mean_raw"] is not None:
-        add("fit at bound", "bound")
+    if r.get("fit_at_bound"):
+        add("fit at bound: " + "; ".join(r["fit_at_bound"]), "bound")
     if r.get("calibration_not_identified"):
-        add("calibration not identified", "unident")
+        add("calibration not identified, no calibrated value: " + " | ".join(r.get("not_identified_reasons") or []),
+            "unident")
     if r.get("advice_keep_raw"):
         add("advice: keep raw", "keep-raw")
     for name in r.get("advice_other_method") or []:

@@ -46,6 +46,8 @@ MAX_GLM_WEIGHT = 1000.0
 LC_MIN_SIDE = 5
 #: an answer given verbatim to at least this many instructions of one model earns no brevity credit
 REPEATED_ANSWER = guards.REPEATED_ANSWER
+#: a bootstrap interval of a fitted column at most this wide (points) has no width: it is not shown
+ZERO_WIDTH = 1e-9
 
 
 def _pick_judge(s, judge: str | None) -> m.Judge:
@@ -550,6 +552,7 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     boot_w = item_weights(items, n_bootstrap, seed) if n_bootstrap > 0 else np.zeros((0, len(items)))
     per_model_pred = {}
     board_rows = []
+    no_ci = {"LC": 0, "calibrated": 0}
     all_items = set(gamed_outputs.get(baseline, {})) or set(items)
     all_codes = np.arange(len(items))
     for mm in models:
@@ -562,6 +565,12 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                  else np.take(boot_w, item[sel], axis=1))
         # (an unidentified calibration's NaN column would drop every row: the raw column stands in, its CI unused)
         ci_raw, ci_lc, ci_cal = bootstrap_means(np.stack([pref[sel], p_lc, p_cal[sel] if cal_ok else pref[sel]], 1), w_sel)
+        # a fitted column whose prediction is the same on every instruction (no difficulty term, weights held fixed)
+        # has a zero-width bootstrap interval: it measures nothing, so it is not shown (counted in a note)
+        if ci_lc is not None and ci_lc[1] - ci_lc[0] <= ZERO_WIDTH:
+            ci_lc, no_ci["LC"] = None, no_ci["LC"] + 1
+        if cal_ok and ci_cal is not None and ci_cal[1] - ci_cal[0] <= ZERO_WIDTH:
+            ci_cal, no_ci["calibrated"] = None, no_ci["calibrated"] + 1
         per_model_pred[mm] = {"items": item[sel], "raw": p_smooth[sel], "lc": p_lc, "calibrated": p_cal[sel]}
         n_missing = len(all_items - {items[i] for i in item[sel]})
         flags, codes = [], []
@@ -601,6 +610,11 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                                                                 "C": lc.C},
             "calibrated_strength": theta.get(mm) if cal_ok else None, "flags": flags, "flag_codes": codes,
         })
+    for col, k in no_ci.items():
+        if k:
+            notes.append(f"{col} CI not shown for {k} model(s): the fitted prediction is the same on every instruction "
+                         f"(no instruction difficulty; the fitted weights are held fixed), so the bootstrap over "
+                         f"instructions gives a zero-width interval, which is no measure of uncertainty")
     nb = len(all_items)
     board_rows.append({
         "model": baseline, "win_rate": 50.0, "standard_error": 0.0, "n_wins": 0, "n_wins_base": 0, "n_draws": nb,
