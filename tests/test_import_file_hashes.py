@@ -180,6 +180,28 @@ def test_llmbar_set_folder_copied_under_another_name(tmp_path, db_url, run_cli, 
     assert out["added"]["expert_label"] == 100 and [f["status"] for f in out["files"]] == ["new"] * 3
 
 
+def test_llmbar_repository_set_after_the_shared_layout(db_url, run_cli, data_dir, repo):
+    """The shared layout's dataset.json and ratings files are the repository's own bytes: they are
+    recognised as already imported; the repository's other protocols (65 result files in all
+    here) are new."""
+    shared = data_dir / "llmbar" / "Natural"
+    _json_import(run_cli, db_url, "llmbar", shared)
+    before = _counts(db_url)
+    set_dir = repo / "Dataset" / "LLMBar" / "Natural"
+    out = _json_import(run_cli, db_url, "llmbar", set_dir)
+    status = _status(out)
+    assert {f: s for f, s in status.items() if s[0] == "duplicate"} == {
+        str(set_dir / "dataset.json"): ("duplicate", str(shared / "dataset.json")),
+        str(set_dir / "evaluators/ChatGPT/Rating/result.json"): ("duplicate", str(shared / "ratings_ChatGPT.json")),
+        str(set_dir / "evaluators/GPT-4/Rating/result.json"): ("duplicate", str(shared / "ratings_GPT-4.json"))}
+    assert len(status) == 66 and all(s == ("new", None) for f, s in status.items() if "duplicate" not in s)
+    assert out["added"]["expert_label"] == 0 and out["added"]["response"] == 0
+    after = _counts(db_url)
+    assert after["imported_file"] == before["imported_file"] + 63
+    assert after["rating"] > before["rating"] and after["pairwise_judgment"] > before["pairwise_judgment"]
+    assert _rows(db_url, "SELECT name FROM task_family") == [("llmbar/Natural",)]
+
+
 # ------------------------------------------------------------------ PandaLM
 def test_pandalm_copy_and_changed_content(tmp_path, db_url, run_cli, data_dir):
     a = _slice(data_dir / "pandalm" / "testset-v1.json", tmp_path / "a.json", 20)
