@@ -1,7 +1,10 @@
 """``judgecal import``: parse a file into records, then write them in ONE transaction.
 
 A bad record aborts before anything is written (the parse runs first, over the whole file),
-and a database error rolls the transaction back, so an import is all or nothing."""
+and a database error rolls the transaction back, so an import is all or nothing. Every
+importer's files are looked up and recorded by the SHA-256 of their content in the same
+transaction (:mod:`judgecal.db.filebook`): a content already imported from another path is
+reported in the result's ``files`` ("already imported as FIRST"), not written again."""
 
 from __future__ import annotations
 
@@ -165,7 +168,8 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
     """Import AlpacaEval model_outputs.json / annotations.json files or results folders, and
     verbosity pairs. Family default: ``alpaca_eval``. Files are parsed by up to ``workers``
     processes while earlier ones are written (None: automatic, 0: none;
-    :mod:`judgecal.importers.parallel`)."""
+    :mod:`judgecal.importers.parallel`); a file whose content was imported before from another
+    path (or is an earlier file's of this import: a symbolic link, a copy) is not parsed."""
     alpaca_eval.check_family(family)  # before the database is opened; an empty name is refused, not the default
     given, family = family, "alpaca_eval" if family is None else family
 
