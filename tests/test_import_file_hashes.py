@@ -384,3 +384,21 @@ def test_a_concurrent_import_of_the_same_content_is_refused_not_stored_twice(tmp
         assert _rows(db_url, "SELECT path FROM imported_file") == [("/elsewhere/a.jsonl",)]
     finally:
         engine.dispose()
+
+
+def test_pandalm_label_stored_with_another_value_names_file_line(tmp_path, db_url, run_cli, data_dir):
+    recs = json.loads((data_dir / "pandalm" / "testset-v1.json").read_text())[:3]
+    a = tmp_path / "one" / "testset-v1.json"
+    a.parent.mkdir()
+    a.write_text(json.dumps(recs, indent=4))
+    assert _json_import(run_cli, db_url, "pandalm", a)["added"]["expert_label"] == 9
+    before = _counts(db_url)
+    b = tmp_path / "two" / "testset-v1.json"  # the same file name: the same label source
+    b.parent.mkdir()
+    flipped = {"0": 1, "1": 2, "2": 0}[str(recs[2]["annotator2"])]
+    b.write_text(json.dumps(recs[:2] + [{**recs[2], "annotator2": flipped}], indent=4))
+    r = run_cli("--database-url", db_url, "import", "pandalm", b)
+    line = next(i + 1 for i, t in enumerate(b.read_text().splitlines()) if t == "    {" and i > 2 and
+                b.read_text().splitlines()[i + 1].strip().startswith('"idx": 2'))  # the third record's first line
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: {b}:{line}: this label is already stored with preference"), r
+    assert _counts(db_url) == before
