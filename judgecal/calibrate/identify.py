@@ -28,6 +28,10 @@ A fit with gamma = 0 (at its lower bound, unsigned) is the raw judge: identified
 applied), said as such. p at a bound of its range is a caveat (the seed's stated range of p, default [1.0, 1.5],
 is a modelling choice; p is then set by its bound), listed but not a failure: the decision
 rests on gamma. Source of the rules: issue 18 ("Advice a team can publish on"), docs/calibration.md.
+
+:func:`winrate_identification` applies the same idea to the win-rate penalty fit of the
+calibrated win rate (ties, no length difference, no within-model variation, bound, a Wald CI over
+most of gamma's range; issue 23 "no numbers from noise", docs/calibration.md#win-rate-calibration-identification).
 """
 
 from __future__ import annotations
