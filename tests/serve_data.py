@@ -8,6 +8,9 @@ loaded). Built once per test process."""
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from pathlib import Path
 
 SCRIPT = "<script>alert(1)</script>"
@@ -106,3 +109,89 @@ def demo_db(tmp_path_factory, data_dir: Path) -> dict:
         folder = tmp_path_factory.mktemp("serve")
         _cache["sqlite"] = fill(f"sqlite:///{folder / 'serve.db'}", data_dir, folder / "files")
     return _cache["sqlite"]
+
+
+# ---------------------------------------------------------------- the `make demo` database
+#: ``make demo``'s commands (Makefile, target demo) on the same real inputs, smaller where the
+#: demo is slow: the LLMBar fits on Natural only (the demo: 3 sets x 2 judges) with 20
+#: bootstrap resamples (the demo: 500); mc scores 20 ARC-Easy items (the demo: 100). The local
+#: judge's steps ("local judge": token lengths, rating 4 AlpacaEval and 14 LLMBar Natural items
+#: with ``--local``, its fit and score board) take minutes on 2 CPU cores and run only when
+#: asked (:func:`demo_like_db`). ``{D}``: the data folder, ``{OUT}``: the demo's output folder.
+#: Steps marked "model" and "local judge" need the pulled SmolLM2 model.
+DEMO_STEPS: list[tuple[str, list[str]]] = [
+    ("", ["db", "upgrade"]),
+    ("", ["import", "llmbar", "{D}/llmbar/Natural"]),
+    ("", ["import", "llmbar", "{D}/llmbar/Adversarial_Neighbor"]),
+    ("", ["import", "llmbar", "{D}/llmbar/Adversarial_GPTInst"]),
+    ("", ["import", "pandalm", "{D}/pandalm/testset-v1.json"]),
+    ("", ["import", "alpaca-eval", "{D}/alpaca_eval/gpt4_1106_preview.json", "--pair",
+          "{D}/alpaca_eval/gpt4_1106_preview_concise.json", "{D}/alpaca_eval/gpt4_1106_preview_verbose.json"]),
+    ("", ["import", "alpaca-eval", "{D}/alpaca_eval/results"]),
+    ("local judge", ["lengths", "--tokenizer", "smollm2"]),
+    ("local judge", ["rate", "--local", "smollm2", "--prompt", "pointwise_fewshot_v1", "--task-family", "alpaca_eval",
+               "--model-filter", "gpt4_1106_preview_*", "--items", "4"]),
+    ("local judge", ["rate", "--local", "smollm2", "--prompt", "pointwise_fewshot_v1", "--task-family", "llmbar/Natural",
+                     "--items", "14"]),
+    ("", ["stats"]),
+    ("", ["fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--bootstrap", "20", "--seed", "0"]),
+    ("", ["fit", "--task-family", "llmbar/Natural", "--judge", "ChatGPT", "--bootstrap", "20", "--seed", "0"]),
+    ("local judge", ["fit", "--task-family", "llmbar/Natural", "--judge", "smollm2-135m-instruct", "--verbosity-family",
+                     "alpaca_eval", "--bootstrap", "20", "--seed", "0"]),
+    ("", ["report", "--out", "{OUT}/report", "--bootstrap", "50"]),
+    ("local judge", ["leaderboard", "--judge", "smollm2-135m-instruct", "--task-family", "alpaca_eval", "--task-family",
+               "llmbar/Natural", "--calibration-from", "llmbar/Natural", "--bootstrap", "50"]),
+    ("", ["leaderboard", "--baseline", "gpt4_1106_preview", "--task-family", "alpaca_eval", "--lc-weights",
+          "{D}/alpaca_eval/length_controlled_v1_weights.csv", "--compare-to", "{D}/alpaca_eval/leaderboard.csv",
+          "--compare-column", "length_controlled_winrate", "--bootstrap", "50"]),
+    ("may fail", ["check", "--judge", "GPT-4", "--max-verbosity-winrate", "0.55", "--min-agreement-gain", "-0.05"]),
+    ("model", ["mc", "score", "--model", "smollm2", "--task", "{D}/mc/arc_easy.jsonl", "--limit", "20"]),
+]
+
+
+def build_demo(url: str, data_dir: Path, out: Path, *, model: bool, local_judge: bool = False) -> dict:
+    """Run :data:`DEMO_STEPS` in-process through judgecal's entry point into the database at
+    ``url`` (``model``: also the mc step, which needs the local model; ``local_judge``: also the
+    local judge's steps). A step that fails, other than those the demo itself lets fail, raises
+    AssertionError with its output. Returns {"url", "out", "ran": [step names], "skipped": [...]}."""
+    from click.testing import CliRunner
+
+    from judgecal.cli import main
+
+    out.mkdir(parents=True, exist_ok=True)
+    ran, skipped = [], []
+    for kind, args in DEMO_STEPS:
+        argv = ["--database-url", url] + [a.replace("{D}", str(data_dir)).replace("{OUT}", str(out)) for a in args]
+        name = " ".join(args[:2])
+        if (kind == "model" and not model) or (kind == "local judge" and not (model and local_judge)):
+            skipped.append(name)
+            continue
+        runner = CliRunner()
+        t0 = time.monotonic()
+        with runner.isolation() as streams:
+            code = 0
+            try:
+                main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            text = streams[0].getvalue().decode() + streams[1].getvalue().decode()
+        if os.environ.get("JUDGECAL_DEMO_TIMES"):
+            print(f"demo step {name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        assert "Traceback" not in text, (name, text[-3000:])
+        assert code == 0 or kind == "may fail", (name, code, text[-3000:])
+        ran.append(name)
+    return {"url": url, "out": out, "ran": ran, "skipped": skipped}
+
+
+def demo_like_db(tmp_path_factory, data_dir: Path) -> dict:
+    """The ``make demo`` database (:func:`build_demo`, SQLite), built once per test process; the
+    mc step runs where the model is pulled, the local judge's steps only with
+    ``JUDGECAL_DEMO_LOCAL_JUDGE=1`` (minutes)."""
+    if "demo" not in _cache:
+        from judgecal import config
+
+        folder = tmp_path_factory.mktemp("make_demo")
+        model = (config.default_model_dir() / "config.json").is_file()
+        _cache["demo"] = build_demo(f"sqlite:///{folder / 'judgecal.db'}", data_dir, folder / "out", model=model,
+                                    local_judge=os.environ.get("JUDGECAL_DEMO_LOCAL_JUDGE") == "1")
+    return _cache["demo"]

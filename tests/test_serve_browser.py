@@ -34,12 +34,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, data_dir):
+def _need_browser() -> None:
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
         pytest.skip(f"Chromium or chromedriver absent ({CHROMIUM}, {CHROMEDRIVER}: apt-get install chromium chromium-driver)")
     pytest.importorskip("selenium")
-    demo = sd.demo_db(tmp_path_factory, data_dir)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, data_dir):
+    _need_browser()
+    yield from _serve(tmp_path_factory, sd.demo_db(tmp_path_factory, data_dir))
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory, data_dir):
+    """The real server over the ``make demo`` database (tests/serve_data.py build_demo: the
+    demo's commands on the same real inputs)."""
+    _need_browser()
+    yield from _serve(tmp_path_factory, sd.demo_like_db(tmp_path_factory, data_dir))
+
+
+def _serve(tmp_path_factory, demo: dict):
     port = _free_port()
     log = tmp_path_factory.mktemp("serve_log") / "serve.log"
     env = {**os.environ, "JUDGECAL_SERVE_TOKEN": TOKEN}
@@ -199,3 +214,81 @@ def test_hostile_page_shows_text_and_runs_nothing(server, browser, shots):
             assert "hostile <b>family</b>" in browser.find_element(By.TAG_NAME, "h1").text
         else:
             assert sd.SCRIPT in text
+
+
+AE = "weighted_alpaca_eval_gpt4_turbo"
+#: every page of the ``make demo`` database that the test opens (name: path), screenshots
+#: saved as ``demo_<name>.png``
+DEMO_PAGES = {
+    "overview": "/",
+    "leaderboard_choose": "/leaderboard",
+    "leaderboard_gpt4": "/leaderboard?judge=GPT-4&bootstrap=100",
+    "leaderboard_chatgpt_natural": "/leaderboard?judge=ChatGPT&family=llmbar/Natural&bootstrap=100",
+    "winrates_choose": "/winrates",
+    "winrates": f"/winrates?baseline={sd.BASELINE}&family=alpaca_eval&judge={AE}&bootstrap=100",
+    "calibrations": "/calibration",
+    "calibration_gpt4": "/calibration?family=llmbar/Natural&judge=GPT-4&bootstrap=50",
+    "calibration_chatgpt": "/calibration?family=llmbar/Natural&judge=ChatGPT&bootstrap=50",
+    "audit_choose": "/audit",
+    "audit_gpt4_flips": "/audit?family=llmbar/Natural&judge=GPT-4&filter=flips",
+    "audit_gpt4_neighbor": "/audit?family=llmbar/Adversarial_Neighbor&judge=GPT-4&filter=disagree",
+    "audit_alpaca_eval": f"/audit?family=alpaca_eval&judge={AE}&per_page=5",
+    "ratings": "/ratings?family=llmbar/Adversarial_GPTInst&judge=ChatGPT",
+    "mc": "/mc",
+}
+#: the families and models of the demo database the overview must list
+DEMO_FAMILIES = ("llmbar/Natural", "llmbar/Adversarial_Neighbor", "llmbar/Adversarial_GPTInst", "pandalm", "alpaca_eval")
+
+NARROW = """
+    const th = [...document.querySelectorAll('table.summary th')];
+    const v = th.find(t => t.textContent.trim() == 'verdict');
+    return {view: document.documentElement.clientWidth, page: document.documentElement.scrollWidth,
+            verdict: v ? v.getBoundingClientRect().right : null}"""
+
+
+def test_make_demo_database_in_chromium(demo_server, browser, shots):
+    """``judgecal serve`` on the ``make demo`` database: every page of :data:`DEMO_PAGES` loads
+    with no console error and a screenshot, the overview lists the demo's five task families,
+    the 26-model win-rate board shows every model, and the static report the demo writes
+    (``report --out``) shows its leaderboards and, at 900 px, its summary's verdict column."""
+    from selenium.webdriver.common.by import By
+
+    base, demo = demo_server["base"], demo_server["demo"]
+    browser.get(f"{base}/?token={TOKEN}")
+    for name, path in DEMO_PAGES.items():
+        _visit(browser, base + path, shots, f"demo_{name}")
+        assert browser.find_element(By.TAG_NAME, "h1").text, name
+        main = browser.find_element(By.TAG_NAME, "main").text
+        assert not browser.find_elements(By.CSS_SELECTOR, "p.error-message"), (name, main[:300])  # not an error page
+        if name == "overview":
+            for fam in DEMO_FAMILIES:
+                assert fam in main
+        if name == "winrates":
+            models = browser.find_elements(By.CSS_SELECTOR, "table.board tbody tr")
+            assert len(models) == 26  # the 25 models of the results folder and the baseline
+            assert browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+        if name.startswith("leaderboard_") and name != "leaderboard_choose":
+            assert browser.find_elements(By.CSS_SELECTOR, "table.board tbody tr")
+        if name.startswith("calibration_"):
+            assert len(browser.find_elements(By.CSS_SELECTOR, "div.plots img")) == 2
+            assert browser.execute_script("return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        if name.startswith("audit_") and name != "audit_choose":
+            assert browser.find_elements(By.CSS_SELECTOR, "article.pair") or "no pair" in main.lower(), name
+        if name == "mc" and "mc score" in demo["ran"]:
+            assert "arc_easy" in main
+    # the static report of the demo, opened as a file
+    report = Path(demo["out"]) / "report" / "report.html"
+    for width in (1400, 900):
+        browser.set_window_size(width, 1000)
+        browser.get(report.as_uri())
+        assert not _severe(browser)
+        got = browser.execute_script(NARROW)
+        assert got["verdict"] is not None and got["verdict"] <= got["view"] and got["page"] <= got["view"], (width, got)
+        height = browser.execute_script("return Math.min(document.documentElement.scrollHeight, 9000)")
+        browser.set_window_size(width, max(700, int(height)))
+        browser.save_screenshot(str(shots / f"demo_report_{width}.png"))
+    browser.set_window_size(1400, 1000)
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert "Win rates against gpt4_1106_preview" in text and "Score leaderboard" in text
+    expected = [f"demo_{n}.png" for n in DEMO_PAGES] + ["demo_report_1400.png", "demo_report_900.png"]
+    assert sorted(p.name for p in shots.glob("demo_*.png")) == sorted(expected)
