@@ -201,3 +201,30 @@ def test_only_unparsed_verdicts_are_counted_in_the_errors(tmp_path, run_cli):
     assert r.exit_code != 0 and "no usable verdicts of judge 'J' against baseline 'base' in fam (left out: 15 verdict unparsed)" in r.stderr
     r = run_cli("report", env=env)
     assert r.exit_code != 0 and "(stored, but none usable: 15 unparsed)" in r.stderr
+
+
+def test_several_verdicts_per_answer_beside_left_out_ones(tmp_path, run_cli):
+    """Two samples per (model, item), one of them unparsed for one item: the win rate averages
+    each (model, item)'s usable verdicts (db.verdicts.baseline_verdicts reads the content keys
+    with the verdicts; the rows it keeps are a subset of those it read)."""
+    env = {"JUDGECAL_DATABASE_URL": f"sqlite:///{tmp_path / 'multi.db'}"}
+    run_cli("db", "upgrade", env=env)
+    rows = []
+    for i in range(8):
+        for k in (0, 1):
+            rec = {"task_family": "fam", "prompt": f"P{i}", "model_a": "m1", "response_a": f"m1 answer {i}",
+                   "model_b": "base", "response_b": f"baseline answer {i} longer", "judge": "J", "baseline": "b",
+                   "sample_index": k, "preference": 1.0 if (i + k) % 4 else 0.0}
+            if i == 0 and k == 1:
+                rec.pop("preference")  # stored as unparsed: left out
+            rows.append(json.dumps(rec))
+    (tmp_path / "m.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert run_cli("import", "jsonl", tmp_path / "m.jsonl", "--kind", "verdicts", env=env).exit_code == 0
+    r = run_cli("leaderboard", "--baseline", "base", "--bootstrap", "0", "--format", "json", env=env)
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    # per item: i=0 -> its one usable verdict 0.0; otherwise the mean of (i % 4 != 0) and ((i + 1) % 4 != 0)
+    per_item = [0.0] + [((i % 4 != 0) + ((i + 1) % 4 != 0)) / 2 for i in range(1, 8)]
+    m1 = next(row for row in out["rows"] if row["model"] == "m1")
+    assert np.isclose(m1["win_rate"], 100 * sum(per_item) / 8) and m1["n_items"] == 8
+    assert out["left_out"] == {"verdict unparsed": 1}

@@ -66,8 +66,8 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     non-baseline models, of the baseline against itself, and unparsed/failed/pending ones are
     counted in ``left_out`` with their reason (in the content order of their first verdict).
 
-    One query, the answers' lengths and word counts read with the verdicts and each verdict
-    oriented in SQL (which side is the baseline's). Where a (model, item) has several verdicts,
+    One query, the answers' lengths, word counts and content keys (:func:`content_keys`' order)
+    read with the verdicts and each verdict oriented in SQL (which side is the baseline's). Where a (model, item) has several verdicts,
     the answers that stand for it are those of its first verdict in content order (item, both
     answers' model and text SHA-256, sample, position), never row ids or the dialect's order.
     Lengths in ``unit`` (tokens: under ``tokenizer``).
@@ -84,7 +84,8 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
         select(PJ.id, PJ.status, PJ.preference, case((a_base, 1), else_=0), case((RB.model == baseline, 1), else_=0),
                mine(RA.model, RB.model), m.Item.prompt_sha256, mine(RA.text_sha256, RB.text_sha256),
                mine(RA.id, RB.id), mine(RB.id, RA.id), mine(RA.n_chars, RB.n_chars), mine(RB.n_chars, RA.n_chars),
-               mine(RA.n_words, RB.n_words), PJ.distribution if summary != "greedy" else PJ.id)
+               mine(RA.n_words, RB.n_words), PJ.distribution if summary != "greedy" else PJ.id,
+               RA.model, RA.text_sha256, RB.model, RB.text_sha256, PJ.sample_index, PJ.position)
         .join(RA, RA.id == PJ.response_a_id)
         .join(RB, RB.id == PJ.response_b_id)
         .join(m.Item, m.Item.id == RA.item_id)
@@ -94,8 +95,12 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     found = s.connection().execute(q).all()
     if not found:
         return out
-    pid, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words, dists = zip(*found)
+    (_ids, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words, dists,
+     ma, sa, mb, sb, sample, pos) = zip(*found)
     n = len(found)
+
+    def key(i: int, item=item) -> tuple:  # content_keys' order of verdict row i (of all rows), read with them
+        return (item[i], ma[i], sa[i], mb[i], sb[i], sample[i], pos[i])
     flip = np.array(a_b, dtype=bool)  # the baseline's answer is a: P(model preferred) = 1 - P(a preferred)
     b_b = np.array(b_b, dtype=bool)
     p = np.array(pref, dtype=float)  # None -> NaN
@@ -114,7 +119,6 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     use = (flip != b_b) & ok & ~np.isnan(p)
     left = np.flatnonzero(~use).tolist()
     if left:
-        key = content_keys(s, [pid[i] for i in left])
         counts: dict[str, int] = {}
         first: dict[str, tuple] = {}
         for i in left:
@@ -122,8 +126,8 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
                       if not (flip[i] or b_b[i]) else f"verdict {status[i]}" if status[i] != "ok"
                       else "verdict without a preference")
             counts[reason] = counts.get(reason, 0) + 1
-            if reason not in first or key[pid[i]] < first[reason]:
-                first[reason] = key[pid[i]]
+            if reason not in first or key(i) < first[reason]:
+                first[reason] = key(i)
         out.left_out = {reason: counts[reason] for reason in sorted(counts, key=first.__getitem__)}
     u = np.flatnonzero(use)
     if not u.size:
@@ -146,9 +150,8 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     multi = np.flatnonzero(sizes > 1).tolist()
     if multi:
         members = {g: order[starts[g]:starts[g] + sizes[g]].tolist() for g in multi}
-        key = content_keys(s, [pid[int(u[j])] for g in multi for j in members[g]])
         for g in multi:
-            rep[g] = min(members[g], key=lambda j: key[pid[int(u[j])]])
+            rep[g] = min(members[g], key=lambda j: key(int(u[j])))
             mean[g] = math.fsum(pv[members[g]].tolist()) / int(sizes[g])
     out.model, out.item, out.pref, out.n_verdicts = mc[rep], ic[rep], mean, sizes.astype(np.int64)
     at = u[rep]
