@@ -129,14 +129,18 @@ def _refuse_summary(chosen: list[tuple], summary: str | None, risk_k: float) -> 
 
 
 def collect_boards(families=None, judge: str | None = None, url: str | None = None, n_bootstrap: int = 1000,
-                   seed: int = 0, step=None) -> dict:
+                   seed: int = 0, step=None, summary: str | None = None, risk_k: float = 1.0,
+                   calibration="latest") -> dict:
     """The leaderboards of the HTML report, built by the functions ``judgecal leaderboard`` and
     ``judgecal serve`` call: {"score": [:func:`judgecal.views.leaderboard.build_leaderboard`
     board per judge with ratings, each with its newest calibrations], "winrates":
     [:func:`judgecal.views.winrates.build_winrate_board` board per (task family, judge,
     baseline) with pairwise verdicts against a baseline], "notes": [one line per board that
     could not be built, saying why]}. ``families`` / ``judge``: the report's own filters (a
-    judge by name, model or id, as everywhere); ``n_bootstrap`` / ``seed``: the boards' CIs."""
+    judge by name, model or id, as everywhere); ``n_bootstrap`` / ``seed``: the boards' CIs;
+    ``summary`` / ``risk_k``: the rating summary of both boards (None: greedy); ``calibration``:
+    the report's own choice of entries: the score boards always apply each family's newest
+    calibration, and a note says so when the report was given calibration ids."""
     from judgecal.views.browse import baselines, choices
     from judgecal.views.leaderboard import build_leaderboard
     from judgecal.views.winrates import build_winrate_board
@@ -150,12 +154,17 @@ def collect_boards(families=None, judge: str | None = None, url: str | None = No
             judge_id = q.judge_by_name(s, judge).id
         engine.dispose()
     out: dict = {"score": [], "winrates": [], "notes": []}
+    summary = summary or "greedy"
+    if str(calibration) != "latest":
+        out["notes"].append("the score boards apply each task family's newest calibration; the calibration ids given "
+                            "to the report choose its entries above, not the boards")
     for j in choices(url)["judges"]:
         if not j["ratings"] or (judge_id is not None and j["id"] != judge_id):
             continue
         step(f"score leaderboard of judge {j['label']}")
         try:
-            out["score"].append(build_leaderboard(families, j["ref"], "latest", url, n_bootstrap=n_bootstrap, seed=seed))
+            out["score"].append(build_leaderboard(families, j["ref"], "latest", url, n_bootstrap=n_bootstrap, seed=seed,
+                                                 summary=summary, risk_k=risk_k))
         except JudgecalError as exc:
             out["notes"].append(f"score leaderboard of judge {j['label']}: not built: {str(exc).splitlines()[0]}")
     for b in baselines(url):
@@ -164,7 +173,8 @@ def collect_boards(families=None, judge: str | None = None, url: str | None = No
         step(f"win rates against {b['model']} ({b['task_family']}, judge {b['judge']})")
         try:
             out["winrates"].append(build_winrate_board(b["model"], [b["task_family"]], b["judge_ref"], url,
-                                                       n_bootstrap=n_bootstrap, seed=seed))
+                                                       n_bootstrap=n_bootstrap, seed=seed, summary=summary,
+                                                       risk_k=risk_k))
         except JudgecalError as exc:
             out["notes"].append(f"win rates against {b['model']} ({b['task_family']}, judge {b['judge']}): not built: "
                                 f"{str(exc).splitlines()[0]}")
@@ -214,7 +224,8 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
                                                  length_position=length_position)
     boards = None
     if out_dir is not None and "html" in formats:
-        boards = collect_boards(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step)
+        boards = collect_boards(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step, summary=summary,
+                                risk_k=risk_k, calibration=calibration)
     if not entries and not report["pairwise_judges"] and not (boards and (boards["score"] or boards["winrates"])):
         engine = get_engine(url)
         with session_scope(engine) as s:
