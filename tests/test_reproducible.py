@@ -147,7 +147,10 @@ def test_a_reference_is_complete(way_a):
     assert {e["task_family"] for e in entries} == {f"llmbar/{n}" for n in FAMILIES}
     assert all(e["fitted"] and e["params"]["gamma_ci"] for e in entries)
     assert [e["kind"] for e in res["transfer"]["entries"]] == ["transfer"]
-    assert res["leaderboard"]["rows"] and all(r["mean_calibrated_ci"] for r in res["leaderboard"]["rows"])
+    rows = res["leaderboard"]["rows"]
+    assert rows and all(r["mean_raw_ci"] for r in rows)
+    # a calibrated figure exactly where the applied calibrations are identified (issue 23: none from noise)
+    assert all(bool(r["mean_calibrated_ci"]) != r["calibration_not_identified"] for r in rows)
 
 
 @pytest.mark.postgres

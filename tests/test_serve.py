@@ -110,7 +110,10 @@ def test_score_board_equals_the_cli(client, demo, run_cli):
     assert len(rated) == 2
     for row in rated:  # the page's cells are the CLI table's strings of the same figures
         assert f"<td>{row['model']}</td>" in html
-        assert f">{row['mean_raw']:.3f}<" in html and f">{row['mean_calibrated']:.3f}<" in html
+        # an unidentified calibration shows no calibrated mean (issue 23): the cell is '-', the row flagged
+        cal = "-" if row["calibration_not_identified"] else f"{row['mean_calibrated']:.3f}"
+        assert (row["mean_calibrated"] is None) == row["calibration_not_identified"]
+        assert f">{row['mean_raw']:.3f}<" in html and f">{cal}<" in html
         lo, hi = row["mean_raw_ci"]
         assert f"[{lo:.2f}, {hi:.2f}]" in html
     assert "<svg" in html and "mean judge score" in html
