@@ -77,6 +77,21 @@ def test_llmbar_repository_layout_every_set(tmp_path):
     one = llmbar.parse_any(root / "Dataset" / "LLMBar" / "Adversarial" / "Manual")
     assert {ref.family for ref in one.responses} == {"llmbar/Adversarial_Manual"}
     assert len(llmbar.parse_any(root / "Dataset" / "LLMBar").pair_labels) == 7
+    # the Adversarial folder and the Dataset folder name the sets as the root does (never llmbar/Manual)
+    assert [f for _, f in llmbar.set_folders(root / "Dataset" / "LLMBar" / "Adversarial")] == [
+        "llmbar/Adversarial_GPTOut", "llmbar/Adversarial_Manual"]
+    assert [f for _, f in llmbar.set_folders(root / "Dataset")] == [
+        "llmbar/Adversarial_GPTOut", "llmbar/Adversarial_Manual", "llmbar/Natural"]
+
+
+def test_llmbar_empty_statistics_is_not_counted_as_parity(tmp_path, sqlite_url, run_cli):
+    root = _write_llmbar_repo(tmp_path / "LLMBar")
+    (root / "Dataset" / "LLMBar" / "Natural" / "evaluators" / "GPT-4" / "Rating" / "statistics.json").write_text("{}")
+    r = run_cli("--database-url", sqlite_url, "import", "llmbar", root, "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["llmbar_statistics"]["compared"] == 2
+    assert any("an empty object, no figure in it" in w for w in out["warnings"])
 
 
 def test_llmbar_statistics_mismatch_is_a_warning(tmp_path):

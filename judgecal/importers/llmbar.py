@@ -113,15 +113,20 @@ def set_name(folder: Path) -> str:
 
 def set_folders(root: Path) -> list[tuple[Path, str]]:
     """(set folder, default family) of every LLMBar set under ``root``: a set folder itself, the
-    repository's ``Dataset/LLMBar`` folder, or the repository root. Empty when none is found."""
+    repository's ``Dataset/LLMBar/Adversarial``, ``Dataset/LLMBar`` or ``Dataset`` folder, or the
+    repository root (the adversarial sets are ``llmbar/Adversarial_<set>`` from every level).
+    Empty when none is found."""
     root = Path(root)
     if (root / "dataset.json").is_file():
         return [(root, set_name(root))]
-    base = root / "Dataset" / "LLMBar" if (root / "Dataset" / "LLMBar").is_dir() else root
+    base = (root / "Dataset" / "LLMBar" if (root / "Dataset" / "LLMBar").is_dir()
+            else root / "LLMBar" if (root / "LLMBar").is_dir() and root.name == "Dataset" else root)
+    # the repository's Adversarial folder itself: its sets are Adversarial_<set>, as from the root
+    prefix = "Adversarial_" if base.name == "Adversarial" else ""
     out = []
     for d in sorted(base.iterdir()) if base.is_dir() else []:
         if (d / "dataset.json").is_file():
-            out.append((d, f"llmbar/{d.name}"))
+            out.append((d, f"llmbar/{prefix}{d.name}"))
         elif d.is_dir() and d.name == "Adversarial":
             out += [(a, f"llmbar/Adversarial_{a.name}") for a in sorted(d.iterdir()) if (a / "dataset.json").is_file()]
     return out
@@ -359,6 +364,9 @@ def _check_statistics(batch: ImportBatch, stats: Path, spec: JudgeSpec, judge: s
         return
     if not isinstance(data, dict):
         batch.warnings.append(f"{stats}: not a JSON object: LLMBar's own figures were not compared")
+        return
+    if not data:  # nothing to compare is not parity
+        batch.warnings.append(f"{stats}: an empty object, no figure in it: LLMBar's own figures were not compared")
         return
     ours = llmbar_stats.repository_statistics(labels, win_false, win_true)
     theirs = dict(data)
