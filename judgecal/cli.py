@@ -546,7 +546,7 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
               help="Write report.html, report.json and report.md into this folder (html needs it).")
 @click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
-              help="Resamples for figures computed at report time (transfer and verbosity-only entries).")
+              help="Bootstrap resamples for every figure computed at report time: transfer and verbosity-only entries, the pairwise section's CIs (position consistency, first-position preference, agreements, the judge comparison's paired gaps) and the HTML report's boards.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--length-position", is_flag=True,
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
