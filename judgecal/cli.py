@@ -546,7 +546,8 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
               help="Write report.html, report.json and report.md into this folder (html needs it).")
 @click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
-              help="Bootstrap resamples for every figure computed at report time: transfer and verbosity-only entries, the pairwise section's CIs (position consistency, first-position preference, agreements, the judge comparison's paired gaps) and the HTML report's boards.")
+              callback=lambda ctx, param, v: _enough_resamples(v),
+              help="Bootstrap resamples for every figure computed at report time (0: no CIs; at least 20 otherwise): transfer and verbosity-only entries, the pairwise section's CIs (position consistency, first-position preference, agreements, the judge comparison's paired gaps) and the HTML report's boards.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--length-position", is_flag=True,
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
@@ -1058,6 +1059,15 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
         err.print(f"wrote {n} {kind} rows to standard output", highlight=False)
     else:
         click.echo(f"wrote {n} {kind} rows to {file}")
+
+
+def _enough_resamples(n: int) -> int:
+    """--bootstrap of report: 0 (no CIs) or at least 20 resamples (1 to 19 cannot place a 95%
+    percentile interval: with one resample the 'CI' is that resample, often beside the figure)."""
+    if 0 < n < 20:
+        raise click.BadParameter(f"{n} resamples cannot give a 95% interval: give 0 (no CIs) or at least 20",
+                                 param_hint="--bootstrap")
+    return n
 
 
 # ---------------------------------------------------------------- serve
