@@ -51,6 +51,17 @@ def _nothing_added(out: dict) -> bool:
     return not any(out["added"].values())
 
 
+def _copy_is_duplicate(run_cli, db_url: str, src: Path, dst: Path, *args: str) -> dict:
+    """Copy ``src`` to ``dst``, import the copy with ``args`` (importer and options): asserts it is
+    reported as a duplicate of ``src`` and that no row was added; returns the import's JSON."""
+    before = _counts(db_url)
+    shutil.copy(src, dst)
+    out = _json_import(run_cli, db_url, *args[:1], dst, *args[1:])
+    assert _nothing_added(out) and _status(out) == {str(dst): ("duplicate", str(src))}
+    assert _counts(db_url) == before
+    return out
+
+
 def _slice(src: Path, dst: Path, n: int) -> Path:
     """The first ``n`` records of a real JSON array file, as a JSON file of its own."""
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -207,12 +218,8 @@ def test_pandalm_copy_and_changed_content(tmp_path, db_url, run_cli, data_dir):
     a = _slice(data_dir / "pandalm" / "testset-v1.json", tmp_path / "a.json", 20)
     out = _json_import(run_cli, db_url, "pandalm", a)
     assert out["added"]["expert_label"] == 60  # three annotators a record
+    _copy_is_duplicate(run_cli, db_url, a, tmp_path / "b.json", "pandalm")
     before = _counts(db_url)
-    b = tmp_path / "b.json"
-    shutil.copy(a, b)
-    out = _json_import(run_cli, db_url, "pandalm", b)
-    assert _nothing_added(out) and _status(out) == {str(b): ("duplicate", str(a))}
-    assert _counts(db_url) == before
     # the same path with other content (five more records): read as before, and said so
     _slice(data_dir / "pandalm" / "testset-v1.json", a, 25)
     out = _json_import(run_cli, db_url, "pandalm", a)
@@ -269,12 +276,7 @@ def test_autoj_copy_not_stored_twice(tmp_path, db_url, run_cli):
             for i in range(5)]
     f = _write_jsonl(tmp_path / "testdata_pairwise.jsonl", recs)
     assert _json_import(run_cli, db_url, "autoj", f)["added"]["expert_label"] == 5
-    before = _counts(db_url)
-    copy = tmp_path / "renamed.jsonl"
-    shutil.copy(f, copy)
-    out = _json_import(run_cli, db_url, "autoj", copy)
-    assert _nothing_added(out) and _status(out) == {str(copy): ("duplicate", str(f))}
-    assert _counts(db_url) == before
+    _copy_is_duplicate(run_cli, db_url, f, tmp_path / "renamed.jsonl", "autoj")
     # a pair label stored with another value (the same file name: the label's source) names FILE:LINE
     (tmp_path / "v2").mkdir()
     g = _write_jsonl(tmp_path / "v2" / "testdata_pairwise.jsonl", [recs[0], {**recs[1], "label": 0}])
