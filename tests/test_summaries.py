@@ -101,7 +101,7 @@ def _dist(center: int) -> dict:
     return {"probs": p, "outside": 0.01, "source": "forward"}
 
 
-def _write_data(tmp_path):
+def _write_data(tmp_path, family="t/sum"):
     """Responses, ratings (judge 'dist' with distributions, judge 'plain' without) and expert
     labels: every pair is a greedy tie (5 and 5); the expert-preferred answer's distribution leans
     up (mean 5.3 + ...), the other's down."""
@@ -111,14 +111,15 @@ def _write_data(tmp_path):
         good, bad = f"A prime above {10 * i} is" + " fine" * (i % 5 + 1), "I do not know" + " really" * (i % 7 + 3)
         for model, text, center in (("m_good", good, 9), ("m_bad", bad, 2)):
             for judge, dist in (("dist", _dist(center)), ("plain", None)):
-                r = {"task_family": "t/sum", "prompt": prompt, "model": model, "response": text, "judge": judge,
+                r = {"task_family": family, "prompt": prompt, "model": model, "response": text, "judge": judge,
                      "scale_min": 1, "scale_max": 10, "score": 5}
                 if dist is not None:
                     r["distribution"] = dist
                 ratings.append(r)
-        labels.append({"task_family": "t/sum", "prompt": prompt, "model_a": "m_good", "response_a": good,
+        labels.append({"task_family": family, "prompt": prompt, "model_a": "m_good", "response_a": good,
                        "model_b": "m_bad", "response_b": bad, "preference": "a"})
-    rp, lp = tmp_path / "ratings.jsonl", tmp_path / "labels.jsonl"
+    tag = family.replace("/", "_")
+    rp, lp = tmp_path / f"ratings_{tag}.jsonl", tmp_path / f"labels_{tag}.jsonl"
     rp.write_text("".join(json.dumps(r) + "\n" for r in ratings), encoding="utf-8")
     lp.write_text("".join(json.dumps(r) + "\n" for r in labels), encoding="utf-8")
     return rp, lp
@@ -186,6 +187,73 @@ def test_summaries_through_fit_report_check_and_boards(db_url, tmp_path, run_cli
     # risk-averse with another k than the fit's is refused too
     r = run_cli("--database-url", db_url, "leaderboard", "--judge", "dist", "--summary", "risk-averse", "--risk-k", "2")
     assert r.exit_code == 2 and "risk-averse (k=2)" in r.output
+
+
+def test_transfer_reads_the_summary_the_calibration_was_fitted_on(db_url, tmp_path, run_cli):
+    """A calibration fitted on the mean of t/sum applied to t/other (same construction): the
+    target is read as means (raw agreement 1.0: the means order every pair as the expert does),
+    not as greedy scores (0.5: every pair a tie), in check and in the report; a greedy fit's
+    transfer reads greedy scores; a mean fit's transfer to a family without distributions is
+    refused with the count."""
+    for fam in ("t/sum", "t/other"):
+        for kind, path in zip(("ratings", "labels"), _write_data(tmp_path, fam)):
+            assert run_cli("--database-url", db_url, "import", "jsonl", str(path), "--kind", kind).exit_code == 0
+    r = _fit(run_cli, db_url, "--judge", "dist", "--summary", "mean", "--format", "json")
+    assert r.exit_code == 0, r
+    mean_id = json.loads(r.stdout)["id"]
+    r = run_cli("--database-url", db_url, "report", "--calibration", str(mean_id), "--task-family", "t/other",
+                "--summary", "mean", "--bootstrap", "100", "--format", "json")
+    assert r.exit_code == 0, r
+    (entry,) = [e for e in json.loads(r.stdout)["entries"] if e["kind"] == "transfer"]
+    assert entry["rating_summary"] == "mean" and entry["source_family"] == "t/sum" and entry["n"] == 24
+    assert entry["methods"]["raw"]["agreement"] == 1.0  # greedy scores would tie every pair: 0.5
+    assert "rating summary: this calibration is fitted on the mean summary" in entry["notes"]
+    r = run_cli("--database-url", db_url, "report", "--calibration", str(mean_id), "--task-family", "t/other",
+                "--summary", "mean", "--bootstrap", "100", "--format", "markdown")
+    assert r.exit_code == 0 and "fitted on the mean summary" in r.stdout, r
+    r = run_cli("--database-url", db_url, "check", "--calibration", str(mean_id), "--task-family", "t/sum",
+                "--task-family", "t/other", "--summary", "mean", "--format", "json")
+    assert r.exit_code in (0, 1), r
+    (tr,) = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "transfer"]
+    assert tr["task_family"] == "t/other" and "Traceback" not in r.output
+    # the same through the view: the target's raw agreement under the mean, and under greedy for a greedy fit
+    from judgecal.db.engine import get_engine, session_scope
+    from judgecal.db import models as m
+    from judgecal.views.fitting import transfer_evaluation
+
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        row = s.get(m.Calibration, mean_id)
+        s.expunge(row)
+    engine.dispose()
+    ev = transfer_evaluation(row, "t/sum", "dist", "t/other", n_bootstrap=100, url=db_url)
+    assert ev["summary"] == "mean" and ev["methods"]["raw"]["agreement"] == 1.0
+    r = _fit(run_cli, db_url, "--judge", "dist", "--format", "json")
+    greedy_id = json.loads(r.stdout)["id"]
+    engine = get_engine(db_url)
+    with session_scope(engine) as s:
+        grow = s.get(m.Calibration, greedy_id)
+        s.expunge(grow)
+    engine.dispose()
+    ev = transfer_evaluation(grow, "t/sum", "dist", "t/other", n_bootstrap=100, url=db_url)
+    assert ev["summary"] == "greedy" and ev["methods"]["raw"]["agreement"] == 0.5
+    # a target whose ratings have no distribution: the plain judge's fit on the mean is refused at the fit
+    # already; a mean fit applied to a family the dist judge rated without distributions is refused
+    rows = [json.loads(x) for x in (tmp_path / "ratings_t_other.jsonl").read_text().splitlines()]
+    for x in rows:
+        x["task_family"] = "t/nodist"
+        x.pop("distribution", None)
+    lab = [json.loads(x) for x in (tmp_path / "labels_t_other.jsonl").read_text().splitlines()]
+    for x in lab:
+        x["task_family"] = "t/nodist"
+    (tmp_path / "nd_r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    (tmp_path / "nd_l.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lab))
+    for kind, name in (("ratings", "nd_r.jsonl"), ("labels", "nd_l.jsonl")):
+        assert run_cli("--database-url", db_url, "import", "jsonl", str(tmp_path / name), "--kind", kind).exit_code == 0
+    r = run_cli("--database-url", db_url, "check", "--calibration", str(mean_id), "--task-family", "t/sum",
+                "--task-family", "t/nodist", "--summary", "mean")
+    assert r.exit_code == 2 and "--summary mean: 48 of 48 ok ratings of judge 'dist' in 't/nodist'" in r.output, r
+    assert "Traceback" not in r.output
 
 
 def test_summary_refused_without_distributions(db_url, tmp_path, run_cli):

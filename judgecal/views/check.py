@@ -47,9 +47,10 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
 
     Raises NotFoundError when no calibration matches (nothing to gate on), UsageError when the
     calibration named by id is not of ``judge``, is fitted on another summary, or a transfer
-    target cannot be evaluated."""
+    target cannot be evaluated (transfers read the summary the calibration was fitted on: a
+    target whose ok ratings lack the distribution it needs is refused)."""
     from judgecal.calibrate.summaries import check_summary
-    from judgecal.errors import NotFoundError, UsageError
+    from judgecal.errors import NotFoundError
     from judgecal.views.fitting import fit_row, refuse_summary_mismatch
 
     check_summary(summary, risk_k)
@@ -66,9 +67,6 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
     for row, fam, _ in chosen:
         refuse_summary_mismatch(row, summary, risk_k, fam)
-    if targets and summary != "greedy":
-        raise UsageError(f"--summary {summary}: transfer evaluation reads greedy scores only; check the transfer "
-                         f"with --summary greedy and a calibration fitted on greedy scores")
     checks = []
 
     def add(fam, jud, name, value, threshold, ok, message):

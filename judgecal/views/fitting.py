@@ -159,9 +159,11 @@ def evaluate_family(
                                                  verbosity_family_id=vfam_id, url=url, summary=summary, risk_k=risk_k,
                                                  with_summaries=True)
     n_ok = rows.status_counts.get("ok", 0)
-    if summary != "greedy" and rows.no_distribution:
+    try:
+        refuse_without_distribution((rows, family), summary=summary, judge=judge)
+    except UsageError:
         engine.dispose()
-        raise UsageError(missing_message(rows.no_distribution, n_ok, summary, f"of judge {judge!r} in {family!r}"))
+        raise
     with session_scope(engine) as s:
         keys = answer_keys(s, rows.score)
     if not rows.score:
@@ -450,8 +452,14 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
     expert labels: :func:`judgecal.calibrate.transfer.evaluate_transfer` with the baselines
     refitted on the source. Lengths in the calibration's unit are computed where missing.
 
+    Both families are read under the rating summary the calibration was fitted on
+    (:func:`fitted_summary`: greedy scores, or the mean / risk-averse summary of each rating's
+    stored distribution), so a penalty fitted on means is never applied to greedy scores; the
+    result names it (``summary``, ``risk_k``).
+
     Raises UsageError when the calibration cannot be applied (pointwise target labels, no
-    labelled pair of the target rated by the judge, the density exemption without texts)."""
+    labelled pair of the target rated by the judge, the density exemption without texts, ok
+    ratings of either family without the distribution a non-greedy summary needs)."""
     from judgecal.calibrate.baselines import FitContext
     from judgecal.calibrate.evaluate import _clean
     from judgecal.calibrate.transfer import evaluate_transfer
@@ -463,11 +471,13 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
         tgt_id = q.family_id(s, target_family)
         src_id = row.task_family_id
     unit, tok = row.length_unit, row.tokenizer
-    _, tpair, tpoint, _, tinfo = _load_inputs(engine, tgt_id, row.judge_id, length_unit=unit, tokenizer=tok,
-                                              density=False, verbosity_family_id=None, url=url)
-    _, spair, _, _, _ = _load_inputs(engine, src_id, row.judge_id, length_unit=unit, tokenizer=tok,
-                                     density=False, verbosity_family_id=None, url=url)
+    summ, k = fitted_summary(row)
+    load = dict(length_unit=unit, tokenizer=tok, density=False, verbosity_family_id=None, url=url, summary=summ,
+                risk_k=k)
+    trows, tpair, tpoint, _, tinfo = _load_inputs(engine, tgt_id, row.judge_id, **load)
+    srows, spair, _, _, _ = _load_inputs(engine, src_id, row.judge_id, **load)
     engine.dispose()
+    refuse_without_distribution((trows, target_family), (srows, source_family), summary=summ, judge=judge)
     if tpair is None:
         what = "only pointwise expert labels" if tpoint is not None else "no expert-labelled pair"
         raise UsageError(f"calibration {row.id} cannot be evaluated on {target_family!r}: the family has {what} "
@@ -498,6 +508,7 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
                            recommended=recommended)
     ev["source_family"] = source_family
     ev["target_family"] = target_family
+    ev["summary"], ev["risk_k"] = summ, k  # as evaluate_family's: the report's entry names it
     ev["calibration_id"] = row.id
     ev["source_objective"] = row.objective
     ident = (row.metrics or {}).get("identification")
@@ -513,6 +524,17 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
     return _clean(ev)
 
 
+def refuse_without_distribution(*family_rows, summary: str, judge: str) -> None:
+    """UsageError when ``summary`` is not greedy and some ok rating of a family has no stored
+    distribution; ``family_rows``: (FamilyRows, family name) pairs."""
+    if summary == "greedy":
+        return
+    for rows, family in family_rows:
+        if rows.no_distribution:
+            raise UsageError(missing_message(rows.no_distribution, rows.status_counts.get("ok", 0), summary,
+                                             f"of judge {judge!r} in {family!r}"))
+
+
 def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: int, engine_url: str | None) -> dict:
     """The source fit's recommended method (nested selection) refitted on the whole source family
     exactly as the selection defined it (its length unit, bounds and L_ref), and the target's
@@ -524,6 +546,7 @@ def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: in
 
     unit = sel.get("recommended_unit") or row.length_unit
     units = [row.length_unit] + ([unit] if unit != row.length_unit else [])
+    summ, k = fitted_summary(row)
     engine = get_engine(engine_url)
     variants, targets = {}, {}
     try:
@@ -533,10 +556,10 @@ def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: in
                 from judgecal.tokens import canonical_name
 
                 tok = canonical_name("smollm2")
-            _, sp, _, _, _ = _load_inputs(engine, src_id, row.judge_id, length_unit=u, tokenizer=tok, density=False,
-                                          verbosity_family_id=None, url=engine_url)
-            _, tp, _, _, _ = _load_inputs(engine, tgt_id, row.judge_id, length_unit=u, tokenizer=tok, density=False,
-                                          verbosity_family_id=None, url=engine_url)
+            load = dict(length_unit=u, tokenizer=tok, density=False, verbosity_family_id=None, url=engine_url,
+                        summary=summ, risk_k=k)
+            _, sp, _, _, _ = _load_inputs(engine, src_id, row.judge_id, **load)
+            _, tp, _, _, _ = _load_inputs(engine, tgt_id, row.judge_id, **load)
             variants[u], targets[u] = sp, tp
     finally:
         engine.dispose()

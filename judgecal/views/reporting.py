@@ -59,7 +59,8 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
 
     ``summary`` (None: each calibration as it was fitted): the rating summary asked for
     (:mod:`judgecal.calibrate.summaries`); a calibration fitted on another one is refused
-    (UsageError), and the verbosity-only entries read that summary.
+    (UsageError), and the verbosity-only entries read that summary. Transfer entries read the
+    summary their calibration was fitted on (:func:`judgecal.views.fitting.transfer_evaluation`).
 
     ``calibration`` "latest" (or an empty list): the newest calibration per (family, judge),
     then verbosity-only entries for families that have concise/verbose pairs rated by a judge
@@ -98,8 +99,6 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
         chosen = load_calibrations(None, None, ids, url)
         refuse_out_of_scope(chosen, None, judge, url)  # --judge by name, model or id, as everywhere
         _refuse_summary(chosen, summary, risk_k)
-        if summary not in (None, "greedy") and any(t != fam for _, fam, _ in chosen for t in families or []):
-            raise UsageError(f"--summary {summary}: transfer evaluation reads greedy scores only")
         stale = staleness(chosen, url)
         for row, fam, jname in chosen:
             targets = list(families or [])
