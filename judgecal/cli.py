@@ -16,7 +16,7 @@ from rich.console import Console
 
 from judgecal import __version__
 from judgecal.cliopts import StrictGroup
-from judgecal.errors import JudgecalError
+from judgecal.errors import JudgecalError, raised_by_interrupt
 from judgecal.secrets import scrub
 
 # wide tables stay readable in logs and pipes (rich would use 80 columns there)
@@ -1183,6 +1183,23 @@ def _run(argv: list[str] | None, committed, late: list) -> int:
             return 0
         err.print("aborted" if isinstance(exc, click.exceptions.Abort) else "interrupted", highlight=False)
         return 130
+    except Exception as exc:  # noqa: BLE001 - an error raised while a Ctrl-C unwound is the Ctrl-C
+        if not raised_by_interrupt(exc):
+            return _failed(exc)
+        if committed():
+            warn(_AFTER_COMMIT)
+            return 0
+        err.print("interrupted", highlight=False)
+        return 130
+    if late:
+        warn(_AFTER_COMMIT)
+    return 0
+
+
+def _failed(exc: Exception) -> int:
+    """One line on stderr for ``exc``; the exit status."""
+    try:
+        raise exc
     except click.ClickException as exc:
         err.print(f"error: {scrub(exc.format_message())}", highlight=False, markup=False)
         return exc.exit_code
@@ -1199,9 +1216,6 @@ def _run(argv: list[str] | None, committed, late: list) -> int:
         msg = scrub(f"{exc.__class__.__name__}: {exc}".splitlines()[0])
         err.print(f"error: unexpected {msg} (set JUDGECAL_DEBUG=1 for a traceback)", highlight=False, markup=False)
         return 1
-    if late:
-        warn(_AFTER_COMMIT)
-    return 0
 
 
 # every command's --help ends with a worked example (judgecal/cliexamples.py; a test keeps them complete)

@@ -14,6 +14,21 @@ class JudgecalError(Exception):
     exit_code = 2
 
 
+def raised_by_interrupt(exc: BaseException) -> bool:
+    """True when ``exc`` was raised while a Ctrl-C (KeyboardInterrupt) was being handled: a
+    database driver interrupted mid-statement fails its cleanup (SQLAlchemy's "Can't reconnect
+    until invalid transaction is rolled back"), which hides the interrupt behind an error that
+    is none of the user's doing."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 class UsageError(JudgecalError):
     """A bad option value or combination of options."""
 
