@@ -19,10 +19,13 @@ from sqlalchemy.engine import Connection
 
 @dataclass(frozen=True)
 class Loss:
-    """``sql`` counts the rows that lose something; ``what`` says what (after the count)."""
+    """``sql`` counts the rows that lose something; ``what`` says what (after the count);
+    ``deletes``: the table whose counted rows are deleted (not only changed), so that undoing
+    the initial revision afterwards counts only the rows still left there."""
 
     sql: str
     what: str
+    deletes: str | None = None
 
 
 # the preference migration 0002's upgrade writes back from a verdict (a = 1, b = 0, tie = 0.5)
@@ -35,7 +38,7 @@ LOSSES: dict[str, list[Loss]] = {
         Loss("SELECT COUNT(*) FROM imported_file",
              "imported files' content hashes are deleted (imported_file dropped; the imported records are kept, "
              "but a later import of one of those files' content under another name or through a symbolic link "
-             "is no longer recognised as already imported)"),
+             "is no longer recognised as already imported)", deletes="imported_file"),
     ],
     # 0004 (rating.distribution, pairwise_judgment.distribution): the columns are dropped
     "0004": [
@@ -57,7 +60,7 @@ LOSSES: dict[str, list[Loss]] = {
     "0002": [
         Loss("SELECT COUNT(*) FROM pairwise_judgment WHERE position = 'na'",
              "pairwise verdicts without a recorded order (position 'na': imported AlpacaEval, LLMBar and "
-             "generic verdicts) are deleted"),
+             "generic verdicts) are deleted", deletes="pairwise_judgment"),
         Loss(f"SELECT COUNT(*) FROM pairwise_judgment WHERE position <> 'na' AND preference IS NOT NULL "
              f"AND NOT ({_REFILLED})",
              "pairwise verdicts lose a soft preference that `db upgrade` cannot refill from the verdict"),
@@ -90,6 +93,7 @@ def count(conn: Connection, revisions: list[str]) -> list[Counted]:
     """What undoing ``revisions`` (newest first, as a downgrade runs them) loses, as counted
     now; only the losses with rows. Undoing the initial revision counts every table's rows."""
     found: list[Counted] = []
+    deleted: dict[str, int] = {}  # rows a later revision's undoing deletes first, by table
     for rev in revisions:
         if rev not in LOSSES:  # pragma: no cover - tests/test_migration_roundtrip.py keeps the registry complete
             raise KeyError(f"migration {rev} has no entry in judgecal.db.migration_losses.LOSSES")
@@ -97,9 +101,14 @@ def count(conn: Connection, revisions: list[str]) -> list[Counted]:
             n = int(conn.execute(text(loss.sql)).scalar_one())
             if n:
                 found.append(Counted(rev, n, loss.what))
+                if loss.deletes:
+                    deleted[loss.deletes] = deleted.get(loss.deletes, 0) + n
         if rev == INITIAL:
+            # the rows still there when the initial revision is undone: each row is counted once
+            # (an 'na' verdict deleted undoing 0002 is not deleted again with its table; the
+            # imported_file table is dropped undoing 0005, not 0001)
             for table in sorted(set(inspect(conn).get_table_names()) - {"alembic_version"}):
-                n = int(conn.execute(text(f'SELECT COUNT(*) FROM "{table}"')).scalar_one())
-                if n:
+                n = int(conn.execute(text(f'SELECT COUNT(*) FROM "{table}"')).scalar_one()) - deleted.get(table, 0)
+                if n > 0:
                     found.append(Counted(rev, n, f"rows of table {table} are deleted (the table is dropped)"))
     return found
