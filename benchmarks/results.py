@@ -606,13 +606,13 @@ def judge_comparison_section(res: dict) -> list[str]:
     for fam in by_set:
         entries = sorted(by_set[fam], key=lambda e: (num((e.get("comparison") or {}).get("rank")) or 10 ** 6,
                                                      e.get("judge") or ""))
-        best = next((e for e in entries if (e.get("comparison") or {}).get("rank") == 1), None)
+        best = next((e for e in entries if (e.get("comparison") or {}).get("best") == e.get("judge")), None)
         below, level, biased = [], [], []
         rows = []
         for e in entries:
             c = e.get("comparison") or {}
             ci = ci_of(c.get("gap_to_best_ci"))
-            if c.get("rank") == 1:
+            if c and c.get("best") == e.get("judge"):  # an equal agreement shares rank 1 but is compared with it
                 gap, flag = "0 (the best)", DASH
             elif not c:
                 gap, flag = DASH, DASH

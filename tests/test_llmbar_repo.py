@@ -129,7 +129,7 @@ def _raw_credits(set_dir: Path) -> dict[str, np.ndarray]:
 
 def _raw_comparison(set_dir: Path) -> dict:
     """The judge comparison computed here, independently of judgecal, from the raw verdicts: on
-    the pairs every judge/protocol judged, each one's agreement, rank (ties to the name first)
+    the pairs every judge/protocol judged, each one's agreement, rank (equal agreements share one; the best is the name first)
     and paired differences to the best."""
     credits = _raw_credits(set_dir)
     names = sorted(credits)
@@ -139,7 +139,7 @@ def _raw_comparison(set_dir: Path) -> dict:
     order = sorted(range(len(names)), key=lambda i: (-means[i], names[i]))
     best = order[0]
     return {"n_pairs": C.shape[1], "best": names[best],
-            "rank": {names[i]: k for k, i in enumerate(order, start=1)},
+            "rank": {names[i]: 1 + int(np.sum(means > means[i] + 1e-12)) for i in order},  # competition ranks
             "agreement": dict(zip(names, means)), "diff": {n: C[i] - C[best] for i, n in enumerate(names)},
             "credit": dict(zip(names, C))}
 
@@ -271,7 +271,7 @@ def _check_rendered(sec: list[dict], position: dict[str, list[dict]], comparison
             crow = cmp_[judge]
             assert crow["rank"] == f"{c['rank']} of 58" and crow["best judge of the family"] == c["best"]
             assert crow["agreement, both orders (pairs compared)"] == f"{c['agreement']:.3f} (n={c['n_pairs']})"
-            if c["rank"] == 1:
+            if judge == c["best"]:
                 assert crow["gap to best, points [paired 95% CI]"] == "0 (the best)"
             else:
                 assert crow["gap to best, points [paired 95% CI]"] == _pts(c["gap_to_best"], c["gap_to_best_ci"])
@@ -311,6 +311,9 @@ def test_report_position_section_all_six_judges(repo, imported, run_cli, tmp_pat
     for fam in FAMILIES:
         ranks = [x["comparison"]["rank"] for x in sec if x["task_family"] == fam]
         assert ranks == sorted(ranks) and ranks[0] == 1  # best first, then by rank
+        agree = [x["comparison"]["agreement"] for x in sec if x["task_family"] == fam]
+        for k in range(1, len(ranks)):  # competition ranks: equal agreements share one, the next skips
+            assert ranks[k] == (ranks[k - 1] if abs(agree[k] - agree[k - 1]) <= 1e-12 else k + 1), (fam, k)
 
     # the judge comparison against one computed here from the raw verdicts, on Adversarial_Neighbor
     raw = _raw_comparison(repo / "Dataset" / "LLMBar" / "Adversarial" / "Neighbor")

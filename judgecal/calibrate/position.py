@@ -95,14 +95,19 @@ def cohen_kappa_binary(outcome, pref) -> float | None:
     return None if not np.isfinite(k) else k
 
 
+RANK_TOL = 1e-12  # two agreements closer than this (float rounding of equal credit sums) are equal
+
+
 def compare_judges(credit_by_judge: dict[str, np.ndarray], n_bootstrap: int = 1000, seed: int = 0) -> dict:
     """Rank judges by mean agreement credit over the same pairs and compare each with the best.
 
     Args: credit_by_judge: {judge: credit per pair, shape (n,), the SAME n pairs in the same
         order for every judge; NaN entries leave that pair out for every judge}.
-    Returns: {"n_pairs", "best": judge name, "rows": {judge: {"agreement", "rank" (1 = best),
-        "gap_to_best", "gap_to_best_ci" (paired 95% CI of judge minus best; None for the best
-        or without resamples)}}}. Ties in agreement go to the judge named first (sorted names).
+    Returns: {"n_pairs", "best": judge name, "rows": {judge: {"agreement", "rank" (1 = best;
+        competition ranks: judges with equal agreement share a rank, the next rank skips, as
+        1, 2, 2, 4), "gap_to_best", "gap_to_best_ci" (paired 95% CI of judge minus best; None
+        for the best or without resamples)}}}. The best of several with equal agreement is the
+        judge named first (sorted names); rows are in (rank, name) order.
     """
     names = sorted(credit_by_judge)
     if not names:
@@ -123,7 +128,8 @@ def compare_judges(credit_by_judge: dict[str, np.ndarray], n_bootstrap: int = 10
         for b in range(n_bootstrap):
             W[b] = np.bincount(idx[b], minlength=n)
     rows = {}
-    for rank, i in enumerate(order, start=1):
+    for i in order:
+        rank = 1 + int(np.sum(means > means[i] + RANK_TOL))  # agreements equal up to rounding share a rank
         d = C[i] - C[best]
         ci = None
         if W is not None and i != best:

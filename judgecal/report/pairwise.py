@@ -81,7 +81,7 @@ def comparison_rows(section: list[dict]) -> list[list[str]]:
         if not c:
             continue
         agreement = f"{c['agreement']:.3f} (n={c['n_pairs']})"
-        if c["rank"] == 1:
+        if e["judge"] == c["best"]:  # another judge of equal agreement shares rank 1 but is compared with it
             gap, below = "0 (the best)", "-"
         else:
             gap, below = _pts(c["gap_to_best"], c["gap_to_best_ci"]), _below(c["gap_to_best_ci"])
