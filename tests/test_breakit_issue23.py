@@ -3,6 +3,7 @@ where the database is involved."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -90,3 +91,71 @@ def test_interrupted_upgrade_changes_nothing(db_url, run_cli):
         assert r.exit_code == 0 and "at revision 0005" in r.stdout, r
     finally:
         engine.dispose()
+
+
+# ------------------------------------------------------------------ leaderboard --lc-weights
+BASELINE = "gpt4_1106_preview"
+
+
+def _alpaca_subset(tmp_path, data_dir, db_url, run_cli, *, gamed_verdicts: bool = False) -> None:
+    """The real annotations of a few AlpacaEval models (and, with ``gamed_verdicts``, two of them
+    again under the names of the gamed baselines, so that the judge's own verdicts on them exist)."""
+    import shutil
+
+    res = data_dir / "alpaca_eval" / "results"
+    folders = [res / n for n in (BASELINE, "claude-2", "gpt4_gamed")]
+    if gamed_verdicts:
+        for src, name in (("alpaca-7b_verbose", f"{BASELINE}_verbose"), ("alpaca-7b_concise", f"{BASELINE}_concise")):
+            dst = tmp_path / "results" / name
+            shutil.copytree(res / src, dst)
+            folders.append(dst)
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", *folders)
+    assert r.exit_code == 0, r
+
+
+def _weights(tmp_path, data_dir):
+    src = (data_dir / "alpaca_eval" / "length_controlled_v1_weights.csv").read_text()
+    assert f"\n{BASELINE}_verbose,-1.58" in src
+    mod = tmp_path / "my_weights.csv"
+    mod.write_text(src.replace(f"\n{BASELINE}_verbose,-1.58", f"\n{BASELINE}_verbose,-5.58"))
+    return mod
+
+
+def test_lc_weights_named_in_the_title_and_the_calibration_strength(tmp_path, data_dir, db_url, run_cli):
+    """`leaderboard --lc-weights FILE` moved LC and the calibrated column while the title still said
+    'LC regulariser: AlpacaEval (packaged)' and the strength note 'of the packaged AlpacaEval
+    regulariser' (in table and Markdown; JSON's strength_from too)."""
+    _alpaca_subset(tmp_path, data_dir, db_url, run_cli)
+    mod = _weights(tmp_path, data_dir)
+    base = ["--database-url", db_url, "leaderboard", "--baseline", BASELINE, "--bootstrap", "0"]
+    plain = json.loads(run_cli(*base, "--format", "json").stdout)
+    r = run_cli(*base, "--format", "json", "--lc-weights", mod)
+    assert r.exit_code == 0, r
+    board = json.loads(r.stdout)
+    assert board["calibration"]["gamma"] != pytest.approx(plain["calibration"]["gamma"])  # the file changed it
+    assert "packaged AlpacaEval regulariser" not in board["calibration"]["strength_from"]
+    assert str(mod) in board["calibration"]["strength_from"] and board["lc"]["weights_file"] == str(mod)
+    assert plain["lc"]["weights_file"] is None
+    for fmt in ("table", "markdown"):
+        r = run_cli(*base, "--format", fmt, "--lc-weights", mod)
+        assert r.exit_code == 0, r
+        out = " ".join(r.output.split())
+        assert "(packaged)" not in out and "packaged AlpacaEval regulariser" not in out, out
+        assert f"LC regulariser: AlpacaEval (GLM weights from {mod})" in out, out
+        r = run_cli(*base, "--format", fmt)
+        assert "LC regulariser: AlpacaEval (packaged)" in " ".join(r.output.split())
+
+
+def test_lc_weights_refused_where_the_regulariser_does_not_use_them(tmp_path, data_dir, db_url, run_cli):
+    """--lc-weights with --lc-regulariser none or verdicts (or auto choosing the judge's verdicts)
+    was silently ignored."""
+    _alpaca_subset(tmp_path, data_dir, db_url, run_cli, gamed_verdicts=True)
+    mod = _weights(tmp_path, data_dir)
+    base = ["--database-url", db_url, "leaderboard", "--baseline", BASELINE, "--bootstrap", "0", "--lc-weights", mod]
+    for reg in ("none", "verdicts", "auto"):
+        r = run_cli(*base, "--lc-regulariser", reg)
+        assert r.exit_code == 2 and "--lc-weights" in r.stderr and "--lc-regulariser alpaca-eval" in r.stderr, (reg, r)
+        assert "Traceback" not in r.output
+    r = run_cli(*base, "--lc-regulariser", "alpaca-eval", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["lc"]["weights_file"] == str(mod), r

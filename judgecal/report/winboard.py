@@ -56,10 +56,13 @@ def title(board: dict) -> str:
     """One line naming family, judge, baseline, unit and the fitted penalty."""
     c = board["calibration"]
     reg = board["lc"]["regulariser_source"]
+    if reg == "alpaca-eval":  # AlpacaEval's, its GLM weights packaged or from --lc-weights FILE
+        reg = (f"AlpacaEval (GLM weights from {board['lc']['weights_file']})" if board["lc"].get("weights_file")
+               else "AlpacaEval (packaged)")
     fit = (f"gamma {c['gamma']:.3f}, p {c['p']:.2f}" if c.get("identified", True)
            else "not identified (no values; the notes say why)")
     return (f"win rates vs {board['baseline']}: {board['task_family']}, judge {board['judge']}; LC regulariser: "
-            f"{'AlpacaEval (packaged)' if reg == 'alpaca-eval' else reg}; calibrated: "
+            f"{reg}; calibrated: "
             f"{fit}, length in {board['length_unit']}, L_ref = baseline's answer, "
             f"short-side floor {c['short_floor']:g}; sorted by {board['sort_by']}")
 

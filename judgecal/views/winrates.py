@@ -299,6 +299,9 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
         raise UsageError(f"--lc-regulariser must be one of {', '.join(REGULARISERS)}")
     if sort_by not in SORT_COLUMNS:
         raise UsageError(f"--sort-by must be one of {', '.join(SORT_COLUMNS)}")
+    if lc_weights and lc_regulariser in ("verdicts", "none"):
+        raise UsageError(f"--lc-weights replaces the GLM weights of AlpacaEval's regulariser; --lc-regulariser "
+                         f"{lc_regulariser} does not use them (drop --lc-weights, or give --lc-regulariser alpaca-eval)")
     weights = read_weights(Path(lc_weights)) if lc_weights else None
     external, no_score = read_ranking(Path(compare_to), compare_column) if compare_to else (None, {})
     engine = get_engine(url)
@@ -420,6 +423,11 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
     if choice == "auto":
         choice = "verdicts" if have_gamed else ("alpaca-eval" if alpaca_ok else "none")
     gamed: list[tuple] = []
+    if weights is not None and choice != "alpaca-eval":  # auto chose another regulariser
+        used = (f"the judge's verdicts on the gamed baselines {' and '.join(gamed_models)} (in the database)"
+                if choice == "verdicts" else "none (not AlpacaEval's baseline on its instructions)")
+        raise UsageError(f"--lc-weights replaces the GLM weights of AlpacaEval's regulariser, but --lc-regulariser auto "
+                         f"uses {used} here: drop --lc-weights, or give --lc-regulariser alpaca-eval")
     if choice == "verdicts":
         if not have_gamed:
             raise UsageError(f"--lc-regulariser verdicts: no verdicts of {' and '.join(g for g in gamed_models if g not in mcode)} "
@@ -498,7 +506,10 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                 lm_g.append([packaged.lengths[g][k] for k in keys]), lb_g.append([packaged.lengths[ref.BASELINE][k] for k in keys])
             ref_rows = (np.concatenate(gm), np.concatenate(yy), np.concatenate(lm_g).astype(float),
                         np.concatenate(lb_g).astype(float), np.concatenate(dd))
-            strength_from = "the gamed baselines' soft verdicts of the packaged AlpacaEval regulariser (characters)"
+            strength_from = ("the gamed baselines' soft verdicts of the packaged AlpacaEval regulariser (characters)"
+                             if weights is None else
+                             f"the gamed baselines' soft verdicts of the AlpacaEval regulariser with the GLM weights "
+                             f"from {weights_path} (--lc-weights; characters)")
         if ref_rows is not None:
             ref_fit = fit_penalty(ref_rows[0], ref_rows[1], ref_rows[2], ref_rows[3], ref_rows[4], 2, p_bounds,
                                   short_floor, signed)
@@ -692,7 +703,9 @@ def _compute(data, baseline, fam, judge_name, length_unit, tokenizer, unit_len, 
                         "strength_from": strength_from, "pool_dependent": cal_pool, "converged": converged,
                         "at_bound": at_bound, "identified": cal_ok, "identification": ident},
         "rank_decimals": WIN_RATE_DECIMALS,
-        "lc": {"regulariser": reg_label, "regulariser_source": choice, "gamed_baselines": gamed_models if choice == "verdicts"
+        "lc": {"regulariser": reg_label, "regulariser_source": choice,
+               "weights_file": str(weights_path) if weights is not None and choice == "alpaca-eval" else None,
+               "gamed_baselines": gamed_models if choice == "verdicts"
                else (list(ref.GAMED) if choice == "alpaca-eval" else []), "lambda": glm_lc.GAMED_LAMBDA,
                "difficulty": diff_source, "length_unit": "chars"},
         "n_bootstrap": n_bootstrap, "seed": seed,
