@@ -1,0 +1,112 @@
+"""SQLite bulk inserts (issue 20): several rows per INSERT statement give the same rows, ids
+and counts as one statement per row, and a new database gets 16 KiB pages."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from judgecal.db import engine as eng
+from judgecal.db import migrate
+from judgecal.db import models as m
+from judgecal.db import queries as q
+from judgecal.db.engine import session_scope
+
+
+def _db(tmp_path, name="b.db"):
+    url = f"sqlite:///{tmp_path / name}"
+    e = eng.create(url)
+    migrate.upgrade(e, "head")
+    return e
+
+
+def _setup(session) -> tuple[int, list[int]]:
+    q.insert_ignore(session, m.TaskFamily, [{"name": "f", "l_ref": None, "created_at": m.utcnow()}])
+    fid = q.family_id(session, "f")
+    now = m.utcnow()
+    q.insert_ignore(session, m.Item, [{"task_family_id": fid, "prompt": f"p{i}", "prompt_sha256": f"{i:064x}",
+                                       "external_id": None, "reference": None, "source": "t", "created_at": now}
+                                      for i in range(5)])
+    return fid, sorted(session.connection().exec_driver_sql("SELECT id FROM item").scalars())
+
+
+NOW = m.utcnow()
+
+
+def _rows(items: list[int], n: int, now=NOW) -> list[tuple]:
+    # duplicates of earlier rows (same natural key, other text) in the same group and in later ones
+    rows = []
+    for k in range(n):
+        j = k if k % 7 else k // 2  # every 7th row repeats the key of an earlier one
+        rows.append((items[j % len(items)], f"model{j}", f"text {k} é", f"{j:064x}", k, k + 1, k % 5, now))
+    return rows
+
+
+COLS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
+
+
+@pytest.mark.parametrize("n", [1, 5, 63, 64, 65, 200, 5001])
+@pytest.mark.parametrize("chunk", [7, 5000])
+def test_multi_row_inserts_equal_one_row_statements(tmp_path, monkeypatch, n, chunk):
+    stored = {}
+    multi = q._SQLITE_ROWS_PER_INSERT
+    for group in (1, multi):
+        monkeypatch.setattr(q, "_SQLITE_ROWS_PER_INSERT", group)
+        e = _db(tmp_path, f"g{group}.db")
+        with session_scope(e) as s:
+            _, items = _setup(s)
+            rows = _rows(items, n)
+            added = q.insert_ignore_rows(s, m.Response, COLS, rows, chunk=chunk)
+            again = q.insert_ignore_rows(s, m.Response, COLS, rows, chunk=chunk)
+            got = s.connection().exec_driver_sql(
+                "SELECT id, item_id, model, text, text_sha256, n_bytes, n_chars, n_words, created_at FROM response "
+                "ORDER BY id").all()
+        e.dispose()
+        keys = {(r[0], r[1], r[3]) for r in rows}
+        assert added == len(keys) == len(got)
+        assert again == 0
+        stored[group] = [tuple(r) for r in got]
+    assert multi > 1 and stored[1] == stored[multi]
+
+
+def test_multi_row_insert_refuses_a_bad_row_like_one_row_statements(tmp_path):
+    e = _db(tmp_path)
+    with pytest.raises(Exception, match="CHECK constraint failed"):
+        with session_scope(e) as s:
+            q.insert_ignore(s, m.Judge, [{"judge_key": "k", "name": "j", "model": "j", "endpoint": "e",
+                                          "prompt_name": "p", "prompt_sha256": "0" * 64, "mode": "pairwise",
+                                          "params": {}, "scale_min": 0.0, "scale_max": 1.0,
+                                          "created_at": m.utcnow()}])
+            jid = s.connection().exec_driver_sql("SELECT id FROM judge").scalar_one()
+            _, items = _setup(s)
+            q.insert_ignore_rows(s, m.Response, COLS, _rows(items, 2))
+            ra, rb = s.connection().exec_driver_sql("SELECT id FROM response ORDER BY id").scalars()
+            now = m.utcnow()
+            rows = [(ra, rb, jid, k, "ab", "ok", "a", 1.0, None, 0, now) for k in range(100)]
+            rows[70] = (ra, rb, jid, 70, "ab", "ok", "a", 1.5, None, 0, now)  # preference outside [0, 1]
+            q.insert_ignore_rows(s, m.PairwiseJudgment, ("response_a_id", "response_b_id", "judge_id", "sample_index",
+                                                         "position", "status", "verdict", "preference", "source", "attempts",
+                                                         "created_at"), rows)
+    with session_scope(e) as s:  # rolled back: nothing of the transaction stored
+        assert s.connection().exec_driver_sql("SELECT count(*) FROM pairwise_judgment").scalar_one() == 0
+        assert s.connection().exec_driver_sql("SELECT count(*) FROM response").scalar_one() == 0
+    e.dispose()
+
+
+def test_new_database_gets_16k_pages_existing_keeps_its_own(tmp_path):
+    e = _db(tmp_path)
+    e.dispose()
+    con = sqlite3.connect(tmp_path / "b.db")
+    assert con.execute("PRAGMA page_size").fetchone()[0] == eng.SQLITE_PAGE_SIZE == 16384
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    old = sqlite3.connect(tmp_path / "old.db")
+    old.execute("CREATE TABLE t (x)")
+    old.commit()
+    old.close()
+    e = eng.create(f"sqlite:///{tmp_path / 'old.db'}")
+    with e.connect() as c:
+        assert c.exec_driver_sql("PRAGMA page_size").scalar_one() == 4096
+        assert c.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+    e.dispose()
