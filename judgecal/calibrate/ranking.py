@@ -33,6 +33,29 @@ def mean_ci(values, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95)
     return mean, [float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))]
 
 
+def mean_cis(columns, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95) -> list[tuple[float, list[float] | None]]:
+    """:func:`mean_ci` of each of ``columns`` (sequences of one length n, e.g. a model's raw and
+    calibrated scores), equal to calling it on each: the same seed draws the same resamples for
+    the same n, so they are drawn once and every column is averaged over them."""
+    vs = [np.asarray(c, dtype=float) for c in columns]
+    if not vs or len({v.size for v in vs}) != 1 or vs[0].size < 2 or n_bootstrap <= 0:
+        return [mean_ci(v, n_bootstrap, seed, level) for v in vs]
+    n = vs[0].size
+    rng = np.random.default_rng(seed)
+    block = max(1, 1_000_000 // n)  # mean_ci's blocks: the same draws in the same order
+    means: list[list[np.ndarray]] = [[] for _ in vs]
+    for start in range(0, n_bootstrap, block):
+        idx = rng.integers(0, n, (min(block, n_bootstrap - start), n))
+        for out, v in zip(means, vs):
+            out.append(v[idx].mean(axis=1))
+    alpha = (1 - level) / 2
+    res = []
+    for v, ms in zip(vs, means):
+        ms = np.concatenate(ms)
+        res.append((float(v.mean()), [float(np.quantile(ms, alpha)), float(np.quantile(ms, 1 - alpha))]))
+    return res
+
+
 #: Decimals the win-rate boards show (percent) and rank on.
 WIN_RATE_DECIMALS = 2
 #: Decimals the score board shows its mean judge scores with and ranks on.

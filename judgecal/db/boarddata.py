@@ -12,12 +12,24 @@ from sqlalchemy.orm import Session, aliased
 from judgecal.db import models as m
 from judgecal.db.fitdata import LENGTH_COLUMNS
 
+#: Rows fetched at a time where a board streams the ratings (a server-side cursor on PostgreSQL).
+YIELD_PER = 20000
+
+
+def _streamed(s: Session, q):
+    """The rows of Core select ``q`` in the session's transaction, fetched :data:`YIELD_PER` at a
+    time (a server-side cursor on PostgreSQL: memory bounded by the batch, not the result)."""
+    for part in s.connection().execute(q.execution_options(yield_per=YIELD_PER)).partitions():
+        yield from part
+
 
 def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: str = "greedy",
                     risk_k: float = 1.0) -> list[dict]:
     """One dict per response of the families with at least one finished rating by the judge:
     response_id, family_id, family (name), model, item_sha256, text_sha256, score (mean of ok
-    ratings or None), n_ok, n_unparsed, n_failed, n_no_distribution.
+    ratings or None), n_ok, n_unparsed, n_failed, n_no_distribution, and the response's item_id
+    and stored lengths n_words, n_chars, n_bytes (read with the ratings in the same query, so
+    that the board needs no second lookup of every answer by id: :func:`unit_lengths`).
 
     ``summary`` (:mod:`judgecal.calibrate.summaries`): each ok rating counts as its greedy score
     or the mean / risk-averse (``risk_k``) summary of its stored distribution; an ok rating
@@ -31,7 +43,8 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
     q = (
         select(m.Response.id, m.Item.task_family_id, m.TaskFamily.name, m.Response.model, m.Item.prompt_sha256,
                m.Response.text_sha256, m.Rating.status, m.Rating.score,
-               m.Rating.distribution if summary != "greedy" else m.Rating.id)
+               m.Rating.distribution if summary != "greedy" else m.Rating.id,
+               m.Response.item_id, m.Response.n_words, m.Response.n_chars, m.Response.n_bytes)
         .join(m.Response, m.Response.id == m.Rating.response_id)
         .join(m.Item, m.Item.id == m.Response.item_id)
         .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
@@ -39,12 +52,13 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
     )
     by_resp: dict[int, dict] = {}
     ok: dict[int, list[float]] = defaultdict(list)
-    for rid, fid, fam, model, item_sha, text_sha, status, score, dist in s.execute(q):
+    for rid, fid, fam, model, item_sha, text_sha, status, score, dist, item_id, words, chars, nbytes in _streamed(s, q):
         r = by_resp.get(rid)
         if r is None:
             r = by_resp[rid] = {"response_id": rid, "family_id": fid, "family": fam, "model": model,
                                 "item_sha256": item_sha, "text_sha256": text_sha, "score": None,
-                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0, "n_no_distribution": 0}
+                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0, "n_no_distribution": 0,
+                                "item_id": item_id, "n_words": words, "n_chars": chars, "n_bytes": nbytes}
         if status in ("ok", "unparsed", "failed"):
             r[f"n_{status}"] += 1
         if status == "ok" and score is not None and summary != "greedy":
@@ -56,6 +70,26 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
     for rid, scores in ok.items():
         by_resp[rid]["score"] = math.fsum(scores) / len(scores)
     return sorted(by_resp.values(), key=lambda r: (r["model"], r["family"], r["item_sha256"], r["text_sha256"]))
+
+
+def unit_lengths(s: Session, rows: list[dict], family_id: int, judge_id: int, unit: str,
+                 tokenizer: str | None) -> dict[int, float]:
+    """:func:`lengths` of the ``rows`` of :func:`rated_responses` (those of one family), without
+    looking each id up again: words, characters and bytes are the stored lengths read with the
+    ratings; tokens are read in one query over the family's responses rated by the judge (a join,
+    not ``IN`` lists of ids). The same {response id: float} as :func:`lengths` of their ids."""
+    if unit != "tokens":
+        col = {"words": "n_words", "chars": "n_chars", "bytes": "n_bytes"}[unit]
+        return {r["response_id"]: float(r[col]) for r in rows}
+    want = {r["response_id"] for r in rows}
+    rated = select(m.Rating.response_id).where(m.Rating.judge_id == judge_id)
+    q = (select(m.TokenLength.response_id, m.TokenLength.n_tokens)
+         .join(m.Response, m.Response.id == m.TokenLength.response_id)
+         .join(m.Item, m.Item.id == m.Response.item_id)
+         .where(m.TokenLength.tokenizer == tokenizer, m.Item.task_family_id == family_id,
+                m.TokenLength.response_id.in_(rated)))
+    found = {r: float(n) for r, n in _streamed(s, q) if r in want}
+    return {r["response_id"]: found[r["response_id"]] for r in rows if r["response_id"] in found}
 
 
 def lengths(s: Session, response_ids: list[int], unit: str, tokenizer: str | None) -> dict[int, float]:

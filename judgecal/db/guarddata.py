@@ -26,3 +26,28 @@ def answer_keys(s: Session, response_ids) -> dict[int, tuple[str, int, str, int]
         for rid, model, item_id, text, words in s.execute(q):
             out[rid] = (model, item_id, template_key(text), int(words))
     return out
+
+
+def rated_template_keys(s: Session, family_ids: list[int], judge_id: int) -> dict[int, str]:
+    """{response id: :func:`judgecal.calibrate.guards.template_key` of its text} for every response
+    of the families with an ok rating with a score by the judge (what the score board's guards
+    read, with :func:`judgecal.db.boarddata.rated_responses` giving the model, item and word
+    count). One query (the responses joined to the judge's ratings, not ``IN`` lists of ids), the
+    texts streamed and only their keys kept; the key is computed once per distinct text (by its
+    stored SHA-256), so an answer repeated across items costs one normalisation."""
+    from judgecal.calibrate.guards import template_key
+    from judgecal.db.boarddata import _streamed
+
+    rated = select(m.Rating.response_id).where(m.Rating.judge_id == judge_id, m.Rating.status == "ok",
+                                               m.Rating.score.is_not(None))
+    q = (select(m.Response.id, m.Response.text_sha256, m.Response.text)
+         .join(m.Item, m.Item.id == m.Response.item_id)
+         .where(m.Item.task_family_id.in_(family_ids), m.Response.id.in_(rated)))
+    out: dict[int, str] = {}
+    by_sha: dict[str, str] = {}
+    for rid, sha, text in _streamed(s, q):
+        key = by_sha.get(sha)
+        if key is None:
+            key = by_sha[sha] = template_key(text)
+        out[rid] = key
+    return out

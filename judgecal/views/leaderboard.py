@@ -15,12 +15,12 @@ import numpy as np
 from judgecal.calibrate.guards import SCORE_NO_GAIN_CODES, SHORT_CODES, model_flags, no_credit
 from judgecal.calibrate.metrics import verbosity_win_rate
 from judgecal.calibrate.penalty import token_entropy
-from judgecal.calibrate.ranking import SCORE_DECIMALS, mean_ci, rank_change, shown_ranks
+from judgecal.calibrate.ranking import SCORE_DECIMALS, mean_cis, rank_change, shown_ranks
 from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.db.guarddata import answer_keys
+from judgecal.db.guarddata import rated_template_keys
 from judgecal.errors import NotFoundError, UsageError
 from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message, summary_note
 from judgecal.calibrate.summaries import label as summary_label
@@ -96,7 +96,11 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         lacking = sum(r["n_no_distribution"] for r in rows)
         if lacking:
             raise UsageError(missing_message(lacking, sum(r["n_ok"] for r in rows), summary, f"of judge {jrow.name!r}"))
-        rated = {r["family_id"] for r in rows if r["score"] is not None}
+        scored_of: dict[int, list[dict]] = defaultdict(list)  # family id: its scored rows, in rows' order
+        for r in rows:
+            if r["score"] is not None:
+                scored_of[r["family_id"]].append(r)
+        rated = set(scored_of)
         cals, transferred, donor_name = _choose_calibrations(jrow, fam_ids, fam_names, rated, explicit,
                                                              calibration_from, url)
         for fid, cal in cals.items():
@@ -104,19 +108,21 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         calibrated = {}
         length_of: dict[int, float] = {}
         unit_of_family = {}
-        keys = answer_keys(s, [r["response_id"] for r in rows if r["score"] is not None])
+        # the guards read per scored response its model, item id, template key and n_words (what
+        # db/guarddata.answer_keys gives): the first three from the rows, the keys from one query of the texts
+        template = rated_template_keys(s, fam_ids, jrow.id) if rated else {}
         guard_flags: dict[str, list[dict]] = defaultdict(list)
         notes: list[str] = [summary_note(summary, risk_k)] if summary != "greedy" else []
         unrated = [fam_names[f] for f in fam_ids if f not in rated]
         if unrated:  # never an empty board without a word
             notes.append(f"judge {jrow.name!r} has no scored rating in {', '.join(unrated)} (see `judgecal stats`)")
         for fid in fam_ids:
-            frows = [r for r in rows if r["family_id"] == fid and r["score"] is not None]
+            frows = scored_of.get(fid, [])
             cal = cals.get(fid)
             unit, tok = (cal.length_unit, cal.tokenizer) if cal else ("words", None)
             unit_of_family[fid] = unit
             ids = [r["response_id"] for r in frows]
-            lens = boarddata.lengths(s, ids, unit, tok)
+            lens = boarddata.unit_lengths(s, frows, fid, jrow.id, unit, tok)
             if cal is not None and unit == "tokens" and len(lens) < len(set(ids)):  # fill, never skip silently
                 from judgecal.tokens import fill_lengths
 
@@ -124,20 +130,21 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 lens = boarddata.lengths(s, ids, unit, tok)
             length_of.update(lens)
             before = {mo: len(v) for mo, v in guard_flags.items()}
-            _guard_family(frows, keys, lens, cal, fam_names[fid] if len(fam_ids) > 1 else None, guard_flags)
+            _guard_family(frows, template, lens, cal, fam_names[fid] if len(fam_ids) > 1 else None, guard_flags)
             flagged_here = {mo for mo, v in guard_flags.items()
                             if any(f["code"] in SCORE_NO_GAIN_CODES for f in v[before.get(mo, 0):])}
             if cal is None or not frows:
                 continue
-            have = [r for r in frows if r["response_id"] in lens]
+            have = frows if len(lens) == len(frows) else [r for r in frows if r["response_id"] in lens]
             dens = None
             if cal.density_exemption:
                 txt = boarddata.texts(s, [r["response_id"] for r in have])
                 dens = [token_entropy(txt[r["response_id"]]) for r in have]
-            guard = no_credit([keys[r["response_id"]][0] for r in have], [keys[r["response_id"]][1] for r in have],
-                              [keys[r["response_id"]][2] for r in have], [keys[r["response_id"]][3] for r in have])
+            models = [r["model"] for r in have]
+            guard = no_credit(models, [r["item_id"] for r in have], [template[r["response_id"]] for r in have],
+                              [r["n_words"] for r in have])
             # a model flagged for empty, constant, truncated or far-short answers in this family gains nothing
-            guard = guard | np.array([keys[r["response_id"]][0] in flagged_here for r in have], dtype=bool)
+            guard = guard | np.array([mo in flagged_here for mo in models], dtype=bool)
             out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens,
                                     no_credit=guard)
             calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
@@ -164,8 +171,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     by_model: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_model[r["model"]].append(r)
-    score_of = {r["response_id"]: r["score"] for r in rows if r["score"] is not None}
-    model_of = {r["response_id"]: r["model"] for r in rows}
+    in_pairs = {i for pair in vpairs for i in pair}  # the verbosity pairs' answers: all that score_of/model_of serve
+    score_of = {r["response_id"]: r["score"] for r in rows if r["score"] is not None and r["response_id"] in in_pairs}
+    model_of = {r["response_id"]: r["model"] for r in rows if r["response_id"] in in_pairs}
     table = []
     for model in sorted(set(by_model) | set(mc)):
         rs = by_model.get(model, [])
@@ -173,11 +181,11 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         n_unp = sum(r["n_unparsed"] for r in rs)
         n_fail = sum(r["n_failed"] for r in rs)
         n_calls = sum(r["n_ok"] for r in rs) + n_unp + n_fail
-        raw_mean, raw_ci = mean_ci([r["score"] for r in ok], n_bootstrap, seed)
         cal_vals = [calibrated.get(r["response_id"], r["score"]) for r in ok]
-        cal_mean, cal_ci = mean_ci(cal_vals, n_bootstrap, seed)
+        (raw_mean, raw_ci), (cal_mean, cal_ci) = mean_cis([[r["score"] for r in ok], cal_vals], n_bootstrap, seed)
         lens = [length_of[r["response_id"]] for r in ok if r["response_id"] in length_of]
-        units = sorted({unit_of_family[r["family_id"]] for r in ok})
+        ok_fams = {r["family_id"] for r in ok}
+        units = sorted({unit_of_family[f] for f in ok_fams})
         mine = [(c, v) for c, v in vpairs if c in score_of and v in score_of
                 and model in (model_of[c], model_of[v])]
         vwr = verbosity_win_rate([score_of[c] for c, _ in mine], [score_of[v] for _, v in mine]) if mine else None
@@ -191,12 +199,11 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "mean_length": float(np.mean(lens)) if lens else None, "length_unit": "/".join(units) or None,
             "verbosity_win_rate": vwr, "verbosity_win_rate_calibrated": vwr_cal, "verbosity_pairs": len(mine),
             "uncalibrated": bool(ok) and any(r["response_id"] not in calibrated for r in ok),
-            "transferred": bool(ok) and any(r["family_id"] in transferred for r in ok),
-            "stale_calibration": bool(ok) and any(stale_of.get(r["family_id"]) is True for r in ok),
-            "calibration_freshness_unknown": bool(ok) and any(r["family_id"] in stale_of and stale_of[r["family_id"]] is None
-                                                              for r in ok),
+            "transferred": bool(ok) and any(f in transferred for f in ok_fams),
+            "stale_calibration": bool(ok) and any(stale_of.get(f) is True for f in ok_fams),
+            "calibration_freshness_unknown": bool(ok) and any(f in stale_of and stale_of[f] is None for f in ok_fams),
         }
-        fams_of_row = {fam_names[r["family_id"]] for r in ok}
+        fams_of_row = {fam_names[f] for f in ok_fams}
         row["calibration_not_identified"] = any(advice.get(f, {}).get("identified") is False for f in fams_of_row)
         row["not_identified_reasons"] = [f"{f}: {'; '.join(advice[f]['reasons']) or 'not identified'}"
                                          for f in sorted(fams_of_row) if advice.get(f, {}).get("identified") is False]
@@ -394,13 +401,13 @@ def _advice(cal) -> dict:
             "recommended": sel.get("recommended"), "reason": sel.get("reason")}
 
 
-def _guard_family(frows: list[dict], keys: dict, lens: dict, cal, family: str | None, out: dict) -> None:
+def _guard_family(frows: list[dict], template: dict, lens: dict, cal, family: str | None, out: dict) -> None:
     """Add each model's degenerate-answer flags (:func:`judgecal.calibrate.guards.model_flags`)
     of one family's rated responses to ``out`` ({model: [{"code", "message"}]}); far-short is
     measured against the family's calibration's L_ref and floor (uncalibrated: the median
     length, the default L_ref, and the default floor). ``family`` prefixes the messages when
     the board shows several families."""
-    have = [r for r in frows if r["response_id"] in keys and r["response_id"] in lens]
+    have = [r for r in frows if r["response_id"] in template and r["response_id"] in lens]
     if not have:
         return
     from judgecal.calibrate.fit import default_l_ref
@@ -409,8 +416,8 @@ def _guard_family(frows: list[dict], keys: dict, lens: dict, cal, family: str | 
     le = [lens[r["response_id"]] for r in have]
     l_ref = cal.l_ref if cal is not None else default_l_ref(le)
     stored = (cal.params or {}).get("short_floor") if cal is not None else None
-    k = [keys[r["response_id"]] for r in have]
-    per_model = model_flags([x[0] for x in k], [x[1] for x in k], [x[2] for x in k], [x[3] for x in k], le, l_ref,
+    per_model = model_flags([r["model"] for r in have], [r["item_id"] for r in have],
+                            [template[r["response_id"]] for r in have], [r["n_words"] for r in have], le, l_ref,
                             floor=stored or DEFAULT_SHORT_FLOOR, floor_applied=cal is None or stored is not None,
                             far_short_gains=False)
     for model, flags in per_model.items():
