@@ -98,6 +98,7 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     (_ids, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words, dists,
      ma, sa, mb, sb, sample, pos) = zip(*found)
     n = len(found)
+    item_rows = item
 
     def key(i: int, item=item) -> tuple:  # content_keys' order of verdict row i (of all rows), read with them
         return (item[i], ma[i], sa[i], mb[i], sb[i], sample[i], pos[i])
@@ -147,12 +148,31 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     sizes = np.diff(np.r_[starts, sg.size])
     rep = order[starts]  # the verdict that stands for each (model, item): its first in content order
     mean = pv[rep]
-    multi = np.flatnonzero(sizes > 1).tolist()
-    if multi:
-        members = {g: order[starts[g]:starts[g] + sizes[g]].tolist() for g in multi}
-        for g in multi:
-            rep[g] = min(members[g], key=lambda j: key(int(u[j])))
-            mean[g] = math.fsum(pv[members[g]].tolist()) / int(sizes[g])
+    multi = np.flatnonzero(sizes > 1)
+    if multi.size:
+        # each group's first verdict in content order, without a tuple per verdict: its members' content
+        # keys as codes (each column's distinct values in Python's order), sorted by group then key
+        # (np.lexsort is stable: equal keys keep the members' order, as min() did)
+        at_member = np.flatnonzero(np.repeat(sizes > 1, sizes))  # positions in `order` of the members
+        members = order[at_member]  # their index in u
+        rows = u[members].tolist()  # their index in the query's rows
+        gid = np.repeat(np.arange(sizes.size), sizes)[at_member]
+
+        def coded(column) -> np.ndarray:
+            values = [column[i] for i in rows]
+            rank = {v: k for k, v in enumerate(sorted(set(values)))}
+            return np.fromiter(map(rank.__getitem__, values), dtype=np.int64, count=len(values))
+
+        by_key = np.lexsort([coded(c) for c in (pos, sample, sb, mb, sa, ma, item_rows)] + [gid])
+        firsts = np.flatnonzero(np.r_[True, gid[by_key][1:] != gid[by_key][:-1]])
+        rep[multi] = members[by_key[firsts]]
+        # the mean of each group's preferences: math.fsum (exact, then rounded once); for two values that
+        # is their IEEE sum, rounded once too
+        two = multi[sizes[multi] == 2]
+        first_of = starts[two]
+        mean[two] = (pv[order[first_of]] + pv[order[first_of + 1]]) / 2
+        for g in multi[sizes[multi] > 2].tolist():
+            mean[g] = math.fsum(pv[order[starts[g]:starts[g] + sizes[g]]].tolist()) / int(sizes[g])
     out.model, out.item, out.pref, out.n_verdicts = mc[rep], ic[rep], mean, sizes.astype(np.int64)
     at = u[rep]
     col = lambda values, dtype: np.array(values, dtype=dtype)[at]  # noqa: E731
