@@ -110,3 +110,26 @@ def test_new_database_gets_16k_pages_existing_keeps_its_own(tmp_path):
         assert c.exec_driver_sql("PRAGMA page_size").scalar_one() == 4096
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
     e.dispose()
+
+
+def test_alpaca_eval_file_hashed_from_the_bytes_parsed(tmp_path, monkeypatch):
+    """An annotations file's content hash (imported_file) comes from the bytes parsed, not a
+    second read of the file; a BOM is part of the content hashed."""
+    import hashlib
+    import json
+
+    from judgecal.importers import alpaca_eval
+
+    recs = [{"instruction": f"q{i}", "output_1": f"base {i}", "generator_1": "base", "output_2": f"model {i} é",
+             "generator_2": "m", "annotator": "ann", "preference": 1.25, "raw_completion": None} for i in range(3)]
+    data = b"\xef\xbb\xbf" + json.dumps(recs).encode()
+    path = tmp_path / "annotations.json"
+    path.write_bytes(data)
+
+    def no_second_read(p):
+        raise AssertionError(f"{p} read again to hash it")
+
+    monkeypatch.setattr(alpaca_eval, "file_digest", no_second_read)
+    batch, _ = alpaca_eval.parse_file(path, "alpaca_eval")
+    assert batch.digests[str(path)] == (hashlib.sha256(data).hexdigest(), len(data))
+    assert len(batch.verdicts) == 3

@@ -344,7 +344,9 @@ def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[Import
                 raise f.fail("instruction appears twice in this file (one output per instruction expected)")
             seen[instruction] = (ref, line)
     prepare(batch)
-    digest = file_digest(path)  # here, in a parsing process where there is one (judgecal.db.filebook)
+    # here, in a parsing process where there is one (judgecal.db.filebook); of the bytes parsed when they were
+    # read once (the fast path), else read again
+    digest = records.digest if getattr(records, "digest", None) is not None else file_digest(path)
     if digest is not None:
         batch.digests[str(path)] = tuple(digest)
     if sent is not None:

@@ -17,6 +17,7 @@ another shape) is decoded by Python's json module alone.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from judgecal.importers.records import Record, read_bytes, read_json_array
+from judgecal.importers.records import FileDigest, Record, read_bytes, read_json_array
 
 _WS = re.compile(rb"[ \t\r\n]*")
 _BOM = b"\xef\xbb\xbf"
@@ -36,10 +37,12 @@ class JsonArray:
     """The elements of a JSON array file (``objects``) and their 1-based lines (``line(k)``),
     counted only when first asked for (an import that reports nothing never needs them)."""
 
-    def __init__(self, objects: list[Any], lines: list[int] | None = None, data: bytes | None = None):
+    def __init__(self, objects: list[Any], lines: list[int] | None = None, data: bytes | None = None,
+                 digest: FileDigest | None = None):
         self.objects = objects
         self._lines = lines
         self._data = data
+        self.digest = digest  # SHA-256 and size of the bytes parsed (None: not computed)
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -82,6 +85,7 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
     :func:`~judgecal.importers.records.read_json_array` (InputError naming FILE:LINE), which
     reads any file this fast path cannot."""
     data = read_bytes(path)
+    digest = FileDigest(hashlib.sha256(data).hexdigest(), len(data))  # the file's content as parsed, read once
     if data.startswith(_BOM):
         data = data[len(_BOM):]
     if not data.isascii():
@@ -90,7 +94,7 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
         except UnicodeDecodeError:
             return _reference(path)
     try:  # the whole file in one call: every element an object of the schema's shape
-        return JsonArray(msgspec.json.Decoder(list[schema]).decode(data), data=data)
+        return JsonArray(msgspec.json.Decoder(list[schema]).decode(data), data=data, digest=digest)
     except msgspec.ValidationError:
         pass  # an element of another shape: element by element below
     except (msgspec.DecodeError, RecursionError, MemoryError):
@@ -110,7 +114,7 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
             except (ValueError, RecursionError):
                 return _reference(path)
         out.append(record)
-    return JsonArray(out, data=data)
+    return JsonArray(out, data=data, digest=digest)
 
 
 def _reference(path: Path) -> JsonArray:
