@@ -129,24 +129,26 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
                 fill_lengths(tok, url, response_ids=[i for i in ids if i not in lens])
                 lens = boarddata.lengths(s, ids, unit, tok)
             length_of.update(lens)
+            # the family's scored rows with a length, as columns (the guards and the calibration read them)
+            have = frows if len(lens) == len(frows) else [r for r in frows if r["response_id"] in lens]
+            models, items = [r["model"] for r in have], [r["item_id"] for r in have]
+            tkeys, words = [template.get(r["response_id"]) for r in have], [r["n_words"] for r in have]
+            le = [lens[r["response_id"]] for r in have]
             before = {mo: len(v) for mo, v in guard_flags.items()}
-            _guard_family(frows, template, lens, cal, fam_names[fid] if len(fam_ids) > 1 else None, guard_flags)
+            _guard_family(models, items, tkeys, words, le, cal, fam_names[fid] if len(fam_ids) > 1 else None,
+                          guard_flags)
             flagged_here = {mo for mo, v in guard_flags.items()
                             if any(f["code"] in SCORE_NO_GAIN_CODES for f in v[before.get(mo, 0):])}
             if cal is None or not frows:
                 continue
-            have = frows if len(lens) == len(frows) else [r for r in frows if r["response_id"] in lens]
             dens = None
             if cal.density_exemption:
                 txt = boarddata.texts(s, [r["response_id"] for r in have])
                 dens = [token_entropy(txt[r["response_id"]]) for r in have]
-            models = [r["model"] for r in have]
-            guard = no_credit(models, [r["item_id"] for r in have], [template[r["response_id"]] for r in have],
-                              [r["n_words"] for r in have])
+            guard = no_credit(models, items, tkeys, words)  # every scored answer has its template key
             # a model flagged for empty, constant, truncated or far-short answers in this family gains nothing
             guard = guard | np.array([mo in flagged_here for mo in models], dtype=bool)
-            out = apply_calibration(cal, [r["score"] for r in have], [lens[r["response_id"]] for r in have], dens,
-                                    no_credit=guard)
+            out = apply_calibration(cal, [r["score"] for r in have], le, dens, no_credit=guard)
             calibrated.update({r["response_id"]: float(v) for r, v in zip(have, out)})
             if (cal.params or {}).get("short_floor") is None:
                 notes.append(f"calibration {cal.id} ({fam_names[fid]}) was fitted before judgecal had the short-side "
@@ -401,23 +403,25 @@ def _advice(cal) -> dict:
             "recommended": sel.get("recommended"), "reason": sel.get("reason")}
 
 
-def _guard_family(frows: list[dict], template: dict, lens: dict, cal, family: str | None, out: dict) -> None:
+def _guard_family(models: list, items: list, tkeys: list, words: list, le: list, cal, family: str | None,
+                  out: dict) -> None:
     """Add each model's degenerate-answer flags (:func:`judgecal.calibrate.guards.model_flags`)
-    of one family's rated responses to ``out`` ({model: [{"code", "message"}]}); far-short is
-    measured against the family's calibration's L_ref and floor (uncalibrated: the median
-    length, the default L_ref, and the default floor). ``family`` prefixes the messages when
-    the board shows several families."""
-    have = [r for r in frows if r["response_id"] in template and r["response_id"] in lens]
-    if not have:
+    of one family's rated responses with a length (columns: model, item id, template key, n_words,
+    length; a row without a template key is left out) to ``out`` ({model: [{"code", "message"}]});
+    far-short is measured against the family's calibration's L_ref and floor (uncalibrated: the
+    median length, the default L_ref, and the default floor). ``family`` prefixes the messages
+    when the board shows several families."""
+    if None in tkeys:
+        keep = [i for i, k in enumerate(tkeys) if k is not None]
+        models, items, tkeys, words, le = ([col[i] for i in keep] for col in (models, items, tkeys, words, le))
+    if not models:
         return
     from judgecal.calibrate.fit import default_l_ref
     from judgecal.calibrate.penalty import DEFAULT_SHORT_FLOOR
 
-    le = [lens[r["response_id"]] for r in have]
     l_ref = cal.l_ref if cal is not None else default_l_ref(le)
     stored = (cal.params or {}).get("short_floor") if cal is not None else None
-    per_model = model_flags([r["model"] for r in have], [r["item_id"] for r in have],
-                            [template[r["response_id"]] for r in have], [r["n_words"] for r in have], le, l_ref,
+    per_model = model_flags(models, items, tkeys, words, le, l_ref,
                             floor=stored or DEFAULT_SHORT_FLOOR, floor_applied=cal is None or stored is not None,
                             far_short_gains=False)
     for model, flags in per_model.items():
