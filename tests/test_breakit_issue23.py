@@ -159,3 +159,32 @@ def test_lc_weights_refused_where_the_regulariser_does_not_use_them(tmp_path, da
         assert "Traceback" not in r.output
     r = run_cli(*base, "--lc-regulariser", "alpaca-eval", "--format", "json")
     assert r.exit_code == 0 and json.loads(r.stdout)["lc"]["weights_file"] == str(mod), r
+
+
+# ------------------------------------------------------------------ hostile names in terminal tables
+def test_newline_in_a_name_stays_on_its_row_in_terminal_tables(tmp_path, db_url, run_cli):
+    """A model named "gpt-5\\nclaude-9" was printed on two lines of the leaderboard's model column
+    (the second line reading as another model's row, without numbers); tabs and escapes were
+    already shown as <U+XXXX>: the newline now is too, in every terminal table."""
+    rows = []
+    for i in range(3):
+        for model, score in (("gpt-5\nclaude-9", 7), ("plain", 5)):
+            rows.append({"task_family": "fam", "prompt": f"P{i}", "model": model, "response": f"{model} {i}",
+                         "judge": "J", "scale_min": 1, "scale_max": 10, "score": score})
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "J", "--bootstrap", "0", "--columns", "model,raw")
+    assert r.exit_code == 0, r
+    assert "gpt-5<U+000A>" in r.stdout, r.stdout  # (the column may fold it further on)
+    assert not any(line.strip("│ ").startswith("claude-9") for line in r.stdout.splitlines()), r.stdout
+    from judgecal.report.render_text import _table
+    from judgecal.report.tables import simple_table
+    from rich.console import Console
+
+    for table in (_table("t", ["model", "x"], [["a\nb", "0.5 [0.1, 0.9]"]], width=20),
+                  simple_table("t", ["model", "x"], [["a\nb", 1.5]])):
+        con = Console(record=True, width=60)
+        con.print(table)
+        assert "a<U+000A>b" in con.export_text()

@@ -62,6 +62,9 @@ def _fitted_widths(columns: list[str], rows: list[list[str]], width: int) -> lis
 
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None,
            width: int = 120) -> Table:
+    # user text made visible first (a newline in a name is <U+000A>, not a second line that reads
+    # as another row); the newlines added below for the layout are the only ones kept
+    rows = [[visible(c) for c in r] for r in rows]
     sizes = _fitted_widths(columns, rows, width)
     if any(sizes[i] < max(len(r[i]) for r in rows) for i in range(1, len(columns)) if rows):
         # too narrow for "value [low, high]" on one line: the CI goes under the value, whole
@@ -73,7 +76,7 @@ def _table(title: str, columns: list[str], rows: list[list[str]], caption: str |
         table.add_column(Text(visible(col)), overflow="fold", width=sizes[i],
                          justify="left" if i == 0 or col in TEXT_COLUMNS else "right")
     for row in rows:
-        table.add_row(*[Text(visible(c, keep_newlines=True)) for c in row])
+        table.add_row(*[Text(c) for c in row])
     return table
 
 

@@ -19,7 +19,7 @@ def simple_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[obj
     for col in columns:
         table.add_column(Text(visible(col)), overflow="fold")
     for row in rows:
-        table.add_row(*[Text(visible(_fmt(v), keep_newlines=True)) for v in row])
+        table.add_row(*[Text(visible(_fmt(v))) for v in row])
     return table
 
 
@@ -186,7 +186,7 @@ def board_table(title: str, cols: Sequence[Col], cells: Sequence[Sequence[str]],
         table.add_column(Text(visible(c.header)), justify="right" if c.kind == "num" else "left",
                          overflow="fold", width=size[i])
     for row in cells:
-        table.add_row(*[Text(visible(row[i], keep_newlines=True)) for i in shown])
+        table.add_row(*[Text(visible(row[i])) for i in shown])
     notes = []
     if hidden:
         notes.append(f"columns not shown at {width} characters: {', '.join(hidden)} (--wide shows them, "
