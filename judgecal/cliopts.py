@@ -145,6 +145,12 @@ STR_LIMITS = {
     "tokenizer": (496, "token_length.tokenizer (with its 'hf:' prefix)"),
     "verdict_prefix": (200, "judge.params verdict_prefix"),
 }
+#: options that name something (a judge, a family, a model, an annotator): an empty or blank
+#: value names nothing and is refused, never read as "option not given" (`check --judge ""`
+#: checked every judge, `leaderboard --task-family ""` every family, `rate --judge-name ""`
+#: used the model name)
+NAME_PARAMS = ("judge", "judge_name", "families", "task_families", "verbosity_family",
+               "baseline", "annotator", "calibration_from")  # (import --task-family and rate --model-filter: their own message)
 #: options whose value is an endpoint URL: http(s) with a host
 URL_PARAMS = ("base_url",)
 
@@ -194,6 +200,9 @@ def check_limits(ctx: click.Context, params) -> None:
                 if "\x00" in v:
                     raise click.BadParameter("a NUL character cannot be stored (PostgreSQL refuses it)", ctx=ctx,
                                              param=param)
+                if param.name in NAME_PARAMS and not v.strip():
+                    raise click.BadParameter(f"{v!r} is empty: it names nothing (give a name, or leave the option out)",
+                                             ctx=ctx, param=param)
                 limit = STR_LIMITS.get(param.name)
                 if limit and len(v) > limit[0]:
                     raise click.BadParameter(f"{v[:40]!r}... is {len(v)} characters; at most {limit[0]} are stored "

@@ -188,3 +188,24 @@ def test_newline_in_a_name_stays_on_its_row_in_terminal_tables(tmp_path, db_url,
         con = Console(record=True, width=60)
         con.print(table)
         assert "a<U+000A>b" in con.export_text()
+
+
+# ------------------------------------------------------------------ empty names
+@pytest.mark.parametrize("args", [
+    ("check", "--judge", ""),                      # checked every judge
+    ("check", "--task-family", " "),
+    ("leaderboard", "--task-family", ""),          # every family
+    ("leaderboard", "--judge", ""),
+    ("leaderboard", "--calibration-from", ""),
+    ("leaderboard", "--baseline", ""),
+    ("report", "--judge", ""),
+    ("fit", "--task-family", "fam", "--judge", "J", "--verbosity-family", ""),
+    ("export", "ratings", "-", "--judge", ""),
+    ("rate", "--judge", "x", "--base-url", "http://127.0.0.1:9/v1", "--judge-name", ""),  # used the model name
+    ("rate", "--judge", "\t", "--base-url", "http://127.0.0.1:9/v1"),
+])
+def test_an_empty_name_is_refused_not_read_as_absent(db_url, run_cli, args):
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", db_url, *args)
+    assert r.exit_code == 2, r
+    assert "is empty: it names nothing" in r.stderr and "Traceback" not in r.output, r

@@ -387,7 +387,7 @@ def test_model_filter_one_meaning_on_both_dialects(db_url, tmp_path, pattern, ex
 @pytest.mark.parametrize("opts,message", [
     (("--model-filter", ""), "error: --model-filter '': an empty filter matches no model name"),
     (("--model-filter", "  "), "error: --model-filter '  ': an empty filter matches no model name"),
-    (("--judge", " "), "error: --judge needs the judge model's name"),
+    (("--judge", " "), "error: Invalid value for '--judge': ' ' is empty: it names nothing"),
 ])
 def test_empty_filter_or_judge_is_refused(tmp_path, run_cli, opts, message):
     with StubServer() as s:
