@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from judgecal import __version__
 from judgecal.cliopts import StrictGroup
@@ -65,8 +66,18 @@ def emit_json(data) -> None:
     click.echo(json.dumps(_json_safe(data), indent=2, default=str, ensure_ascii=False, allow_nan=False))
 
 
+def _line(message: str) -> str:
+    """A message as one visible line: secrets masked, control and bidi characters (a newline or
+    an escape sequence in a file name) shown as <U+XXXX>, so that a name cannot forge a line or
+    recolour the terminal."""
+    from judgecal.report.visible import visible
+
+    return visible(scrub(message))
+
+
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+    # the message as plain text: a file named "[bold]x.jsonl" is named as it is, not read as markup
+    err.print(Text.assemble(("warning:", "yellow"), " ", _line(message)), highlight=False)
 
 
 class Ctx:
@@ -1201,20 +1212,20 @@ def _failed(exc: Exception) -> int:
     try:
         raise exc
     except click.ClickException as exc:
-        err.print(f"error: {scrub(exc.format_message())}", highlight=False, markup=False)
+        err.print(f"error: {_line(exc.format_message())}", highlight=False, markup=False)
         return exc.exit_code
     except JudgecalError as exc:
-        err.print(f"error: {scrub(str(exc))}", highlight=False, markup=False)
+        err.print(f"error: {_line(str(exc))}", highlight=False, markup=False)
         return exc.exit_code
     except OSError as exc:  # unwritable output folder, missing file, full disk...
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        err.print(f"error: {scrub(where + (exc.strerror or str(exc)))}", highlight=False, markup=False)
+        err.print(f"error: {_line(where + (exc.strerror or str(exc)))}", highlight=False, markup=False)
         return 2
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
         if os.environ.get("JUDGECAL_DEBUG"):
             raise
         msg = scrub(f"{exc.__class__.__name__}: {exc}".splitlines()[0])
-        err.print(f"error: unexpected {msg} (set JUDGECAL_DEBUG=1 for a traceback)", highlight=False, markup=False)
+        err.print(f"error: unexpected {_line(msg)} (set JUDGECAL_DEBUG=1 for a traceback)", highlight=False, markup=False)
         return 1
 
 

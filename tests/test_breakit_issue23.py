@@ -209,3 +209,27 @@ def test_an_empty_name_is_refused_not_read_as_absent(db_url, run_cli, args):
     r = run_cli("--database-url", db_url, *args)
     assert r.exit_code == 2, r
     assert "is empty: it names nothing" in r.stderr and "Traceback" not in r.output, r
+
+
+# ------------------------------------------------------------------ hostile file names in messages
+def test_file_names_in_warnings_and_errors_are_shown_as_they_are(tmp_path, db_url, run_cli):
+    """A warning read its message as rich markup: the file '[bold]big.jsonl' was named 'big.jsonl'
+    (the wrong file); an error or warning printed a newline or an escape sequence of a file name
+    raw, forging a second line ('imported ...: all fine') or recolouring the terminal."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    rec = {"task_family": "fam", "prompt": "L", "model_a": "X", "response_a": "x", "model_b": "Y", "response_b": "y",
+           "preference": "tie"}
+    marked = tmp_path / "[bold]big.jsonl"
+    marked.write_text(json.dumps(rec) + "\n" + json.dumps(rec) + "\n")  # an exact repeat: a warning naming the file
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "labels", marked)
+    assert r.exit_code == 0, r
+    assert "warning: " in r.stderr and "[bold]big.jsonl: 1 record(s) repeat" in r.stderr, r.stderr
+    forged = tmp_path / "x\nimported jsonl:labels: all fine\x1b[32m.jsonl"
+    forged.write_text(json.dumps({**rec, "preference": "sideways"}) + "\n")
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "labels", forged)
+    assert r.exit_code == 2, r
+    assert r.stderr.count("\n") == 1 and "\x1b" not in r.stderr, r.stderr
+    assert "x<U+000A>imported jsonl:labels: all fine<U+001B>[32m.jsonl:1:" in r.stderr, r.stderr
+    forged.rename(tmp_path / "y\u202e.jsonl")
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "labels", tmp_path / "y\u202e.jsonl")
+    assert r.exit_code == 2 and "\u202e" not in r.stderr and "y<U+202E>.jsonl:1:" in r.stderr, r.stderr
