@@ -151,6 +151,10 @@ STR_LIMITS = {
 #: used the model name)
 NAME_PARAMS = ("judge", "judge_name", "families", "task_families", "verbosity_family",
                "baseline", "annotator", "calibration_from")  # (import --task-family and rate --model-filter: their own message)
+#: options whose value is a calibration id (or 'latest'): digits 0-9 only, an int column's range
+#: (`--calibration 9223372036854775808` ended in "unexpected OverflowError" on SQLite and
+#: "unexpected DataError" on PostgreSQL; `--calibration ²` in "unexpected ValueError")
+ID_PARAMS = ("calibration", "calibrations")
 #: options whose value is an endpoint URL: http(s) with a host
 URL_PARAMS = ("base_url",)
 
@@ -200,6 +204,13 @@ def check_limits(ctx: click.Context, params) -> None:
                 if "\x00" in v:
                     raise click.BadParameter("a NUL character cannot be stored (PostgreSQL refuses it)", ctx=ctx,
                                              param=param)
+                if param.name in ID_PARAMS and v != "latest" and v.isdigit():
+                    if not v.isascii():
+                        raise click.BadParameter(f"{v!r} is not a calibration id: write it with the digits 0-9",
+                                                 ctx=ctx, param=param)
+                    if int(v) > INT_MAX:
+                        raise click.BadParameter(f"{v} is not a calibration id (ids are at most {INT_MAX}, what the "
+                                                 "database stores)", ctx=ctx, param=param)
                 if param.name in NAME_PARAMS and not v.strip():
                     raise click.BadParameter(f"{v!r} is empty: it names nothing (give a name, or leave the option out)",
                                              ctx=ctx, param=param)

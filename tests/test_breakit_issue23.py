@@ -233,3 +233,19 @@ def test_file_names_in_warnings_and_errors_are_shown_as_they_are(tmp_path, db_ur
     forged.rename(tmp_path / "y\u202e.jsonl")
     r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "labels", tmp_path / "y\u202e.jsonl")
     assert r.exit_code == 2 and "\u202e" not in r.stderr and "y<U+202E>.jsonl:1:" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ calibration ids at their limits
+@pytest.mark.parametrize("value, says", [
+    ("9223372036854775808", "is not a calibration id (ids are at most 2147483647"),  # unexpected OverflowError / DataError
+    ("2147483648", "is not a calibration id (ids are at most 2147483647"),
+    ("\u00b2", "is not a calibration id: write it with the digits 0-9"),            # unexpected ValueError (int('²'))
+    ("\u0661", "is not a calibration id: write it with the digits 0-9"),
+])
+@pytest.mark.parametrize("command", [("report",), ("check",), ("leaderboard", "--judge", "J"),
+                                     ("export", "leaderboard", "-", "--judge", "J")])
+def test_calibration_id_out_of_range_or_not_ascii_is_refused(db_url, run_cli, command, value, says):
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    r = run_cli("--database-url", db_url, *command, "--calibration", value)
+    assert r.exit_code == 2 and says in r.stderr, r
+    assert "unexpected" not in r.stderr
