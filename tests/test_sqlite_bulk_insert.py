@@ -44,11 +44,31 @@ def _rows(items: list[int], n: int, now=NOW) -> list[tuple]:
 
 
 COLS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
+VCOLS = ("response_a_id", "response_b_id", "judge_id", "sample_index", "position", "status", "verdict", "preference",
+         "source", "attempts", "created_at")
+
+
+def _judge(session) -> int:
+    q.insert_ignore(session, m.Judge, [{"judge_key": "k", "name": "j", "model": "j", "endpoint": "e",
+                                        "prompt_name": "p", "prompt_sha256": "0" * 64, "mode": "pairwise",
+                                        "params": {}, "scale_min": 0.0, "scale_max": 1.0, "created_at": NOW}])
+    return session.connection().exec_driver_sql("SELECT id FROM judge").scalar_one()
+
+
+def _verdicts(ra: int, rb: int, jid: int, n: int) -> list[tuple]:
+    rows = []
+    for k in range(n):
+        j = k if k % 7 else k // 2  # every 7th row repeats the key of an earlier one (another value)
+        rows.append((ra, rb, jid, j, ("ab", "ba", "na")[j % 3], "ok", ("a", "b", "tie")[k % 3], (k % 11) / 10,
+                     f"src {k} é", 0, NOW))
+    return rows
 
 
 @pytest.mark.parametrize("n", [1, 5, 63, 64, 65, 200, 5001])
 @pytest.mark.parametrize("chunk", [7, 5000])
 def test_multi_row_inserts_equal_one_row_statements(tmp_path, monkeypatch, n, chunk):
+    """pairwise_judgment (CHECK constraints: several rows per INSERT) and response (none: one
+    row per INSERT) store the same rows, ids and counts either way."""
     stored = {}
     multi = q._SQLITE_ROWS_PER_INSERT
     for group in (1, multi):
@@ -56,17 +76,21 @@ def test_multi_row_inserts_equal_one_row_statements(tmp_path, monkeypatch, n, ch
         e = _db(tmp_path, f"g{group}.db")
         with session_scope(e) as s:
             _, items = _setup(s)
-            rows = _rows(items, n)
-            added = q.insert_ignore_rows(s, m.Response, COLS, rows, chunk=chunk)
-            again = q.insert_ignore_rows(s, m.Response, COLS, rows, chunk=chunk)
+            rows = _rows(items, max(2, min(n, 300)))
+            added_r = q.insert_ignore_rows(s, m.Response, COLS, rows, chunk=chunk)
+            ra, rb = s.connection().exec_driver_sql("SELECT id FROM response ORDER BY id LIMIT 2").scalars()
+            vrows = _verdicts(ra, rb, _judge(s), n)
+            added = q.insert_ignore_rows(s, m.PairwiseJudgment, VCOLS, vrows, chunk=chunk)
+            again = q.insert_ignore_rows(s, m.PairwiseJudgment, VCOLS, vrows, chunk=chunk)
             got = s.connection().exec_driver_sql(
-                "SELECT id, item_id, model, text, text_sha256, n_bytes, n_chars, n_words, created_at FROM response "
-                "ORDER BY id").all()
+                "SELECT id, response_a_id, response_b_id, judge_id, sample_index, position, status, verdict, "
+                "preference, source, attempts, created_at FROM pairwise_judgment ORDER BY id").all()
+            resp = s.connection().exec_driver_sql("SELECT * FROM response ORDER BY id").all()
         e.dispose()
-        keys = {(r[0], r[1], r[3]) for r in rows}
-        assert added == len(keys) == len(got)
+        assert added == len({(r[3], r[4]) for r in vrows}) == len(got)
         assert again == 0
-        stored[group] = [tuple(r) for r in got]
+        assert added_r == len({(r[0], r[1], r[3]) for r in rows}) == len(resp)
+        stored[group] = ([tuple(r) for r in got], [tuple(r) for r in resp])
     assert multi > 1 and stored[1] == stored[multi]
 
 

@@ -10,7 +10,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import JSON, Float, select
+from sqlalchemy import JSON, CheckConstraint, Float, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -116,12 +116,15 @@ def _sqlite_executemany(conn, table, cols: list[str], rows: Sequence[tuple], chu
     head = f'INSERT INTO "{table.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES '
     one = f'({", ".join(values)})'
     sql = f"{head}{one} ON CONFLICT DO NOTHING"
-    # several rows per statement (a multi-row VALUES): SQLite evaluates a CHECK's IN list by
-    # building a small table of its values once per statement run, i.e. once per row of an
-    # executemany of one-row statements; pairwise_judgment's five CHECKs (three IN lists) were
-    # most of its insert time. The rows go in in the same order, each conflict is skipped as
-    # before, and rowcount still counts the rows inserted.
-    group = max(1, min(_SQLITE_ROWS_PER_INSERT, _SQLITE_MAX_PARAMS // max(len(keep), 1)))
+    # several rows per statement (a multi-row VALUES) into a table with CHECK constraints:
+    # SQLite evaluates a CHECK's IN list by building a small table of its values once per
+    # statement run, i.e. once per row of an executemany of one-row statements;
+    # pairwise_judgment's five CHECKs (three IN lists) were most of its insert time. The rows
+    # go in in the same order, each conflict is skipped as before, and rowcount still counts
+    # the rows inserted. A table without CHECKs keeps one row per statement: measured, long
+    # texts (response) went in slower several to a statement (docs/performance.md)
+    checked = any(isinstance(c, CheckConstraint) for c in table.constraints)
+    group = max(1, min(_SQLITE_ROWS_PER_INSERT, _SQLITE_MAX_PARAMS // max(len(keep), 1))) if checked else 1
     multi = f"{head}{', '.join([one] * group)} ON CONFLICT DO NOTHING" if group > 1 else None
     cur = conn.connection.driver_connection.cursor()
     added = 0
