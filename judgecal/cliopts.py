@@ -185,6 +185,20 @@ def check_url(value: str) -> str | None:
     return None
 
 
+def _judge_reference(ctx: click.Context, param, value: str) -> str:
+    """A ``--judge`` value as the library reads it: ``id:N`` only with the digits 0-9 and within
+    an int column (``id:²`` ended in "unexpected ValueError"); a name of other digits (a judge
+    named "²" or "١") is a name, never an id (``name:`` prefixed: it cannot be read as one)."""
+    if value[:3].lower() == "id:":
+        number = value[3:].strip()
+        if not (number.isascii() and number.isdigit()) or int(number) > INT_MAX:
+            raise click.BadParameter(f"{value!r}: id: takes a judge's id, written with the digits 0-9, at most "
+                                     f"{INT_MAX} (e.g. id:5)", ctx=ctx, param=param)
+    elif value.isdigit() and not value.isascii():
+        return "name:" + value
+    return value
+
+
 def check_limits(ctx: click.Context, params) -> None:
     """Refuse (click.BadParameter, exit 2) an option value that no database judgecal writes to
     could hold: an integer outside PostgreSQL's int4 (or :data:`INT_RANGES`), a string with NUL
@@ -192,6 +206,9 @@ def check_limits(ctx: click.Context, params) -> None:
     for param in params:
         if param.name not in ctx.params or param.is_eager:
             continue
+        if (param.name == "judge" and isinstance(ctx.params[param.name], str)
+                and "ID" in (getattr(param, "metavar", None) or "")):  # a reference (NAME|ID), not rate's MODEL
+            ctx.params[param.name] = _judge_reference(ctx, param, ctx.params[param.name])
         for v in _values(ctx.params[param.name]):
             if isinstance(v, bool) or v is None:
                 continue

@@ -249,3 +249,24 @@ def test_calibration_id_out_of_range_or_not_ascii_is_refused(db_url, run_cli, co
     r = run_cli("--database-url", db_url, *command, "--calibration", value)
     assert r.exit_code == 2 and says in r.stderr, r
     assert "unexpected" not in r.stderr
+
+
+# ------------------------------------------------------------------ judge references of other digits
+def test_judge_reference_with_non_ascii_digits(tmp_path, db_url, run_cli):
+    """`--judge id:²` and `--judge ²` (a judge may be named so) ended in "unexpected ValueError:
+    invalid literal for int()" ('²'.isdigit() is true); now id: takes the digits 0-9 only and a
+    name of other digits is looked up as a name. rate's --judge (the model name sent) is untouched."""
+    rows = [{"task_family": "fam", "prompt": f"P{i}", "model": "m", "response": f"answer {i}", "judge": "\u00b2",
+             "scale_min": 1, "scale_max": 10, "score": 5} for i in range(3)]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    for ref in ("id:\u00b2", "id:\u0661", "id:2147483648"):
+        r = run_cli("--database-url", db_url, "fit", "--list", "--judge", ref)
+        assert r.exit_code == 2 and "written with the digits 0-9" in r.stderr and "unexpected" not in r.stderr, r
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "\u00b2", "--bootstrap", "0", "--format", "json")
+    assert r.exit_code == 0, r
+    assert json.loads(r.stdout)["judge"] == "\u00b2"
+    r = run_cli("--database-url", db_url, "leaderboard", "--judge", "\u0662", "--bootstrap", "0")
+    assert r.exit_code == 2 and "no judge named" in r.stderr and "unexpected" not in r.stderr, r
