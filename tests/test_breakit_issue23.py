@@ -270,3 +270,24 @@ def test_judge_reference_with_non_ascii_digits(tmp_path, db_url, run_cli):
     assert json.loads(r.stdout)["judge"] == "\u00b2"
     r = run_cli("--database-url", db_url, "leaderboard", "--judge", "\u0662", "--bootstrap", "0")
     assert r.exit_code == 2 and "no judge named" in r.stderr and "unexpected" not in r.stderr, r
+
+
+# ------------------------------------------------------------------ win-rate options that did nothing
+def test_win_rate_options_without_their_partner_are_refused(tmp_path, db_url, run_cli):
+    """`leaderboard --baseline B --compare-column X` without --compare-to, and `--tokenizer T`
+    without --length-unit tokens, printed the board as if they were not given (exit 0)."""
+    rows = [{"task_family": "fam", "prompt": f"P{i}", "model_a": mm, "response_a": f"{mm} answer {i} " + "x" * (i % 9),
+             "model_b": "base", "response_b": f"baseline {i}", "judge": "WJ", "preference": float((i + k) % 2),
+             "baseline": "b"} for i in range(12) for k, mm in enumerate(("m1", "m2"))]
+    f = tmp_path / "v.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "verdicts", f).exit_code == 0
+    base = ["--database-url", db_url, "leaderboard", "--baseline", "base", "--bootstrap", "0"]
+    r = run_cli(*base, "--compare-column", "score")
+    assert r.exit_code == 2 and "--compare-to" in r.stderr, r
+    for extra in ((), ("--length-unit", "words")):
+        r = run_cli(*base, "--tokenizer", "words", *extra)
+        assert r.exit_code == 2 and "applies to --length-unit tokens" in r.stderr, r
+    r = run_cli(*base, "--tokenizer", "words", "--length-unit", "tokens", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["tokenizer"] == "words", r

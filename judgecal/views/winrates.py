@@ -299,6 +299,12 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
         raise UsageError(f"--lc-regulariser must be one of {', '.join(REGULARISERS)}")
     if sort_by not in SORT_COLUMNS:
         raise UsageError(f"--sort-by must be one of {', '.join(SORT_COLUMNS)}")
+    if compare_column is not None and not compare_to:
+        raise UsageError(f"--compare-column {compare_column!r} names a column of --compare-to FILE.csv, which is not "
+                         "given: give --compare-to too, or drop --compare-column")
+    if tokenizer and length_unit != "tokens":
+        raise UsageError(f"--tokenizer {tokenizer!r} applies to --length-unit tokens, not {length_unit}: give "
+                         "--length-unit tokens, or drop --tokenizer")
     if lc_weights and lc_regulariser in ("verdicts", "none"):
         raise UsageError(f"--lc-weights replaces the GLM weights of AlpacaEval's regulariser; --lc-regulariser "
                          f"{lc_regulariser} does not use them (drop --lc-weights, or give --lc-regulariser alpaca-eval)")
