@@ -291,3 +291,18 @@ def test_win_rate_options_without_their_partner_are_refused(tmp_path, db_url, ru
         assert r.exit_code == 2 and "applies to --length-unit tokens" in r.stderr, r
     r = run_cli(*base, "--tokenizer", "words", "--length-unit", "tokens", "--format", "json")
     assert r.exit_code == 0 and json.loads(r.stdout)["tokenizer"] == "words", r
+
+
+# ------------------------------------------------------------------ db upgrade to an older revision
+def test_upgrade_to_a_revision_below_the_database_is_refused(db_url, run_cli):
+    """`db upgrade 0001` (or `base`) on a database at 0005 did nothing and exited 0; `db downgrade`
+    to a revision above the database's was already refused."""
+    assert run_cli("--database-url", db_url, "db", "upgrade", "0003").exit_code == 0
+    for rev in ("0002", "0001", "base"):
+        r = run_cli("--database-url", db_url, "db", "upgrade", rev)
+        assert r.exit_code == 2 and "never goes down" in r.stderr and f"db downgrade {rev}" in r.stderr, r
+    assert run_cli("--database-url", db_url, "db", "upgrade", "0003").exit_code == 0  # where it is: nothing to do
+    r = run_cli("--database-url", db_url, "db", "upgrade")
+    assert r.exit_code == 0 and "at revision 0005" in r.stdout, r
+    r = run_cli("--database-url", db_url, "db", "upgrade", "0004")
+    assert r.exit_code == 2 and "at revision 0005, above it" in r.stderr, r

@@ -35,9 +35,26 @@ def _run(url: str | None, fn, revision: str) -> str:
     return f"{done}{eng.mask_url(engine.url)}: at revision {now or 'base'} (head {head})"
 
 
+def _upgrade(engine, revision: str) -> None:
+    """Upgrade, refusing a ``revision`` below the database's (Alembic does nothing there, and the
+    command exited 0: `db upgrade 0001` at 0005, `db upgrade base`), as `db downgrade` refuses
+    one above it."""
+    with engine.connect() as conn:
+        now = migrate.current_revision(conn)
+        try:
+            below = bool(migrate.downgrade_steps(conn, revision)) if now is not None else False
+        except CommandError:  # not reachable downwards: a revision above (or beside) the database's
+            below = False
+    if below:
+        raise UsageError(f"cannot upgrade to {revision!r}: the database is at revision {now}, above it; `db upgrade` "
+                         f"never goes down (`judgecal db downgrade {revision}` does, saying first what it would lose)")
+    migrate.upgrade(engine, revision)
+
+
 def upgrade(url: str | None, revision: str = "head") -> str:
-    """Upgrade to ``revision``; returns a one-line status."""
-    return _run(url, migrate.upgrade, revision)
+    """Upgrade to ``revision``; returns a one-line status. A revision below the database's is
+    refused (UsageError)."""
+    return _run(url, _upgrade, revision)
 
 
 def downgrade(url: str | None, revision: str, *, yes: bool = False) -> str:
