@@ -198,3 +198,40 @@ def test_data_version_moves_with_a_commit(filled, tmp_path):
         assert eng.data_version(e) != before
     finally:
         e.dispose()
+
+
+def test_an_app_collected_while_an_engine_is_pinned_does_not_deadlock(tmp_path, monkeypatch):
+    """The app's finalizer (unpin_engine) can run inside pin_engine when the garbage collector
+    collects an old app while pin_engine allocates: it must not wait on the lock its own thread
+    holds (a plain Lock hung test_serve_command_rules under load). Simulated by an unpin of
+    another URL from inside the engine creation, as a finalizer would run it."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    e = eng.create(url)
+    migrate.upgrade(e, "head")
+    e.dispose()
+    other = f"sqlite:///{tmp_path / 'b.db'}"
+    e = eng.create(other)
+    migrate.upgrade(e, "head")
+    e.dispose()
+    eng.pin_engine(other)
+    real = eng.get_engine
+
+    def collecting_get_engine(u, *a, **k):
+        eng.unpin_engine(other)  # what weakref.finalize(app, unpin_engine, other) does when the GC runs here
+        return real(u, *a, **k)
+
+    monkeypatch.setattr(eng, "get_engine", collecting_get_engine)
+    done = threading.Event()
+
+    def pin():
+        eng.pin_engine(url)
+        done.set()
+
+    t = threading.Thread(target=pin, daemon=True)
+    t.start()
+    t.join(30)
+    assert done.is_set(), "pin_engine deadlocked on its own lock"
+    monkeypatch.setattr(eng, "get_engine", real)
+    assert other not in eng._PINNED and url in eng._PINNED
+    eng.unpin_engine(url)
+    assert url not in eng._PINNED

@@ -158,7 +158,10 @@ def is_sqlite(engine: Engine) -> bool:
 
 #: engines kept for a process's lifetime (:func:`pin_engine`): url -> [engine, number of pins]
 _PINNED: dict[str, list] = {}
-_PIN_LOCK = threading.Lock()
+# re-entrant: the app's finalizer (weakref.finalize -> unpin_engine) can run inside pin_engine or
+# unpin_engine itself, when the cyclic garbage collector collects an old app while they allocate;
+# a plain Lock then deadlocked the thread on itself (seen as a hung test under load)
+_PIN_LOCK = threading.RLock()
 
 
 def pin_engine(url: str) -> Engine:
