@@ -68,8 +68,12 @@ def test_every_option_value_is_refused_or_storable(i, raw):
     command a value that both dialects can store. (Parsing only: no command runs.)"""
     path, cmd, param = OPTIONS[i]
     args = [param.opts[0], raw]
+    # under judgecal's own context, as the CLI parses: a context without a parent has Click's
+    # default help options, and Click caches the command's help option from the first context it
+    # sees (a later `fit -h` then failed: "No such option '-h'" in test_options_repeat)
+    root = cli.make_context("judgecal", [], resilient_parsing=True)
     try:
-        ctx = cmd.make_context(" ".join(path), args, resilient_parsing=False)
+        ctx = cmd.make_context(" ".join(path), args, parent=root, resilient_parsing=False)
     except click.exceptions.UsageError:
         return  # refused (BadParameter, a missing required option: both exit 2 before any work)
     except click.exceptions.Exit:
