@@ -270,6 +270,21 @@ def test_judge_reference_with_non_ascii_digits(tmp_path, db_url, run_cli):
     assert json.loads(r.stdout)["judge"] == "\u00b2"
     r = run_cli("--database-url", db_url, "leaderboard", "--judge", "\u0662", "--bootstrap", "0")
     assert r.exit_code == 2 and "no judge named" in r.stderr and "unexpected" not in r.stderr, r
+    # the library look-up itself (judgecal serve hands it query values unchecked by the CLI)
+    from judgecal.db import queries as q
+    from judgecal.db.engine import get_engine, session_scope
+    from judgecal.errors import NotFoundError, UsageError
+
+    engine = get_engine(db_url)
+    try:
+        with session_scope(engine) as s:
+            assert q.judge_by_name(s, "\u00b2").name == "\u00b2"
+            with pytest.raises(NotFoundError, match="no judge named"):
+                q.judge_by_name(s, "\u0661")
+            with pytest.raises(UsageError, match="id: takes"):
+                q.judge_by_name(s, "id:\u00b2")
+    finally:
+        engine.dispose()
 
 
 # ------------------------------------------------------------------ win-rate options that did nothing

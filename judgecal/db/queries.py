@@ -258,13 +258,13 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
 
 def judge_by_name(session: Session, name: str) -> m.Judge:
     """The judge called ``name``: ``id:N`` (its id), ``name:X`` (its name or model, never an
-    id), or a plain name, model or numeric id. A plain number that is both a judge's name (or
+    id), or a plain name, model or numeric id (digits 0-9 only: '²' is a name). A plain number that is both a judge's name (or
     model) and another judge's id is refused as ambiguous (``id:N`` or ``name:N`` chooses).
     Raises NotFoundError when none matches and UsageError when several do (the message lists
     their ids)."""
     if name[:3].lower() == "id:":
         number = name[3:].strip()
-        if not number.isdigit() or int(number) > 2**31 - 1:
+        if not (number.isascii() and number.isdigit()) or int(number) > 2**31 - 1:  # '²'.isdigit(), int('²') fails
             raise UsageError(f"judge {name!r}: id: takes a judge's numeric id (e.g. id:5)")
         judge = session.get(m.Judge, int(number))
         if judge is None:
@@ -273,7 +273,7 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
     by_id = None
     if name[:5].lower() == "name:":
         name = name[5:]
-    elif name.isdigit() and int(name) <= 2**31 - 1:
+    elif name.isascii() and name.isdigit() and int(name) <= 2**31 - 1:
         by_id = session.get(m.Judge, int(name))
     named = list(session.scalars(select(m.Judge).where((m.Judge.name == name) | (m.Judge.model == name)).limit(1)))
     if by_id is not None:
