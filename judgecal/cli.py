@@ -519,6 +519,13 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         if no_nested or folds < 2:
             raise click.UsageError(f"--select-units applies to the nested selection, which "
                                    f"{'--no-nested skips' if no_nested else f'--folds {folds} skips (it needs 2 or more)'}")
+    from click.core import ParameterSource
+
+    if (click.get_current_context().get_parameter_source("tokenizer") not in (ParameterSource.DEFAULT, None)
+            and length_unit != "tokens" and "tokens" not in (units or [])):
+        raise click.UsageError(f"--tokenizer {tokenizer} applies to token lengths, which this fit does not use "
+                               f"(--length-unit {length_unit}{', --select-units ' + ','.join(units) if units else ''}): "
+                               "drop it or fit with --length-unit tokens")
     from judgecal.progress import steps
 
     with steps(err, f"fit {family} / {judge}") as step:

@@ -321,3 +321,21 @@ def test_upgrade_to_a_revision_below_the_database_is_refused(db_url, run_cli):
     assert r.exit_code == 0 and "at revision 0005" in r.stdout, r
     r = run_cli("--database-url", db_url, "db", "upgrade", "0004")
     assert r.exit_code == 2 and "at revision 0005, above it" in r.stderr, r
+
+
+def test_fit_tokenizer_without_token_lengths_is_refused(tmp_path, db_url, run_cli):
+    """`fit --tokenizer X --length-unit words` fitted on words and never used X (exit 0): refused
+    before any work; with --length-unit tokens, or tokens among --select-units, it is used."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    base = ("--database-url", db_url, "fit", "--task-family", "nofam", "--judge", "nojudge")
+    r = run_cli(*base, "--length-unit", "words", "--tokenizer", "gpt2")
+    assert r.exit_code == 2 and "--tokenizer gpt2 applies to token lengths" in r.stderr and "--length-unit words" in r.stderr, r
+    r = run_cli(*base, "--length-unit", "chars", "--tokenizer", "gpt2", "--select-units", "chars,words")
+    assert r.exit_code == 2 and "--select-units chars,words" in r.stderr, r
+    # used: past the option check, to the look-up of the family that does not exist
+    for extra in (("--length-unit", "tokens", "--tokenizer", "smollm2"),
+                  ("--length-unit", "words", "--tokenizer", "smollm2", "--select-units", "words,tokens")):
+        r = run_cli(*base, *extra)
+        assert "applies to token lengths" not in r.stderr and "Traceback" not in r.output, r
+    r = run_cli(*base, "--length-unit", "words")  # the default tokenizer, not given: no refusal
+    assert "applies to token lengths" not in r.stderr
