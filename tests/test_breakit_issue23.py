@@ -339,3 +339,18 @@ def test_fit_tokenizer_without_token_lengths_is_refused(tmp_path, db_url, run_cl
         assert "applies to token lengths" not in r.stderr and "Traceback" not in r.output, r
     r = run_cli(*base, "--length-unit", "words")  # the default tokenizer, not given: no refusal
     assert "applies to token lengths" not in r.stderr
+
+
+def test_control_characters_in_names_are_visible_in_markdown():
+    """Issue 23 item 6 (break-it): a name 'a\\nb' or 'a\\tb' read as 'a b' in Markdown tables
+    and headings (whitespace collapsed); now shown as in the terminal, <U+000A> / <U+0009>,
+    and still one table row when rendered by a CommonMark library."""
+    from markdown_it import MarkdownIt
+
+    from judgecal.report.render_markdown import md_cell, md_table
+
+    assert md_cell("a\nb") == "a&lt;U+000A&gt;b" and md_cell("a\tb") == "a&lt;U+0009&gt;b"
+    assert md_cell("gpt4_1106 [0.5, 0.6]") == "gpt4_1106 [0.5, 0.6]"  # plain text as before
+    table = md_table(["model", "win rate"], [["x\ny", "50.0"], ["x y", "40.0"]])
+    html = MarkdownIt("commonmark").enable("table").render(table)
+    assert html.count("<tr>") == 3 and ">x&lt;U+000A&gt;y</td>" in html and ">x y</td>" in html

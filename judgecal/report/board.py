@@ -65,14 +65,14 @@ def leaderboard_markdown(board: dict, *, columns: str | None = None) -> str:
     :func:`judgecal.report.render_markdown.md_escape`: ``<``, ``>``, ``&`` become HTML entities
     and Markdown metacharacters are escaped, so a model called ``<script>`` or
     ``"><img onerror=...>`` is shown as text wherever the Markdown is rendered as HTML."""
-    from judgecal.report.render_markdown import md_escape
+    from judgecal.report.render_markdown import md_cell, md_escape
 
     cells = _cells(board)
     shown, hidden, empty = markdown_columns(COLS, cells, only=parse_columns(columns, COLS))
-    lines = [f"### {md_escape(_title(board))}", "", "| " + " | ".join(md_escape(COLS[i].header) for i in shown) + " |",
+    lines = [f"### {md_cell(_title(board))}", "", "| " + " | ".join(md_cell(COLS[i].header) for i in shown) + " |",
              "|" + "---|" * len(shown)]
     for row in cells:
-        lines.append("| " + " | ".join(md_escape(row[i]) for i in shown) + " |")
+        lines.append("| " + " | ".join(md_cell(row[i]) for i in shown) + " |")
     foot = legend_lines(board) + column_lines(hidden, empty) + left_out_lines(board)
     if foot:
         lines += [""] + [f"- {md_escape(x)}" for x in foot]

@@ -64,12 +64,19 @@ def md_escape(text: str) -> str:
 _LIST_START = re.compile(r"^(?:\d{1,9}[.)]|[-+=])(?=\s|$)")
 
 
+def md_cell(text) -> str:
+    """One table cell: :func:`md_escape` of the text with every control character shown first,
+    newline and tab included (``<U+000A>``), as the terminal tables show them: a cell holds a
+    name or a figure, never layout, so ``a\nb`` must not read as ``a b`` (issue 23 item 6)."""
+    return md_escape(visible(str(text)))
+
+
 def md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A pipe table; text columns left-aligned, figures right-aligned; cells escaped."""
-    head = "| " + " | ".join(md_escape(c) for c in columns) + " |"
+    """A pipe table; text columns left-aligned, figures right-aligned; cells escaped (:func:`md_cell`)."""
+    head = "| " + " | ".join(md_cell(c) for c in columns) + " |"
     align = "|" + "|".join(":---" if i == 0 or c in TEXT_COLUMNS else "---:"
                            for i, c in enumerate(columns)) + "|"
-    body = ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    body = ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return "\n".join([head, align, *body])
 
 
@@ -128,7 +135,7 @@ def render_markdown(report: Mapping) -> str:
     if report.get("warnings"):
         out.append("")
     for e in entries:
-        out += [f"## {md_escape(entry_title(e))}", ""]
+        out += [f"## {md_cell(entry_title(e))}", ""]
         out += [md_escape(" · ".join(entry_facts(e))), ""]
         cols, rows = method_table(e)
         out += [md_table(cols, rows), ""]

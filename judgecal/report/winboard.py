@@ -7,7 +7,7 @@ from rich.table import Table
 
 from judgecal.calibrate.ranking import WIN_RATE_DECIMALS
 from judgecal.importers.records import csv_line, neutralise_cell
-from judgecal.report.render_markdown import md_escape
+from judgecal.report.render_markdown import md_cell, md_escape
 from judgecal.report.tables import Col, board_table, markdown_columns, parse_columns
 
 #: The win-rate board's columns (level 0: always; 1: when the terminal is wide enough; 2: --wide)
@@ -119,7 +119,7 @@ def footer_lines(board: dict) -> list[str]:
 
 
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(md_escape(c) for c in cells) + " |"
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
 def winboard_markdown(board: dict, *, columns: str | None = None) -> str:
@@ -131,7 +131,7 @@ def winboard_markdown(board: dict, *, columns: str | None = None) -> str:
 
     cells = _cells(board)
     shown, hidden, empty = markdown_columns(COLS, cells, only=parse_columns(columns, COLS))
-    lines = [f"### {md_escape(title(board))}", "", _md_row([COLS[i].header for i in shown]), "|" + "---|" * len(shown)]
+    lines = [f"### {md_cell(title(board))}", "", _md_row([COLS[i].header for i in shown]), "|" + "---|" * len(shown)]
     lines += [_md_row([row[i] for i in shown]) for row in cells]
     if board["verbosity_spreads"]:
         lines += ["", "#### verbosity families", "", _md_row([c for c, _ in SPREAD_COLUMNS]), "|" + "---|" * len(SPREAD_COLUMNS)]
