@@ -444,6 +444,21 @@ def read_text(path: Path) -> str:
         raise InputError("file too large to load into memory", source=str(path)) from None
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that gives one key twice (the json module would keep the last value silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(f"field {key!r} appears twice in one JSON object: which value is meant?")
+            seen.add(key)
+    return obj
+
+
 def read_jsonl(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, object) for every non-blank line of a JSONL file; each must be a JSON object.
     ``blank``: the blank lines skipped are appended to it (the end of the last line is not one).
@@ -459,9 +474,11 @@ def read_jsonl(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int
                 blank.append(lineno)
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {json_problem(exc, 'the line')}", source=str(path), line=lineno) from None
+        except DuplicateKey as exc:
+            raise InputError(str(exc), source=str(path), line=lineno) from None
         except (RecursionError, ValueError, MemoryError) as exc:
             raise _json_error(path, exc, lineno) from None
         if not isinstance(obj, dict):

@@ -1,0 +1,46 @@
+"""Issue 23 confirming break-it pass (a second helper acting as a new user): each defect it found,
+on both dialects where the database is involved."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import text
+
+from judgecal.db import engine as eng
+
+
+def _count(db_url: str, table: str) -> int:
+    engine = eng.create(db_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_jsonl_key_given_twice_is_refused(db_url, run_cli, tmp_path):
+    """A JSONL record giving one field twice ({"prompt": "p", ..., "prompt": "q"}) was imported with
+    the LAST value, exit 0, nothing said (the json module keeps the last key): now FILE:LINE names
+    the field, nothing is written; in nested objects too, and in every JSONL importer."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    good = {"task_family": "fam", "prompt": "p", "model": "m", "response": "r"}
+    f = tmp_path / "dup.jsonl"
+    f.write_text(json.dumps(good) + "\n" + json.dumps(good)[:-1] + ', "prompt": "q"}\n')
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "responses", f)
+    assert r.exit_code == 2, r
+    assert "dup.jsonl:2: field 'prompt' appears twice" in r.stderr, r.stderr
+    assert _count(db_url, "item") == 0
+    rating = {**good, "judge": "J", "scale_min": 1, "scale_max": 10, "score": 5}
+    f.write_text(json.dumps(rating)[:-1] + ', "judge_params": {"t": 0, "t": 1}}\n')
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f)
+    assert r.exit_code == 2 and "dup.jsonl:1: field 't' appears twice" in r.stderr, r
+    autoj = {"prompt": "p", "response 1": "x", "response 2": "y", "label": 0, "scenario": "s"}
+    f.write_text(json.dumps(autoj)[:-1] + ', "label": 1}\n')
+    r = run_cli("--database-url", db_url, "import", "autoj", f)
+    assert r.exit_code == 2 and "dup.jsonl:1: field 'label' appears twice" in r.stderr, r
+    assert _count(db_url, "expert_label") == 0
+    # a record without repeats still imports
+    f.write_text(json.dumps(good) + "\n")
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "responses", f).exit_code == 0
+    assert _count(db_url, "item") == 1
