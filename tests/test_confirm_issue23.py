@@ -44,3 +44,16 @@ def test_jsonl_key_given_twice_is_refused(db_url, run_cli, tmp_path):
     f.write_text(json.dumps(good) + "\n")
     assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "responses", f).exit_code == 0
     assert _count(db_url, "item") == 1
+
+
+def test_db_migrate_to_blank_or_unresolvable_revision_is_a_usage_error(db_url, run_cli):
+    """`db downgrade ''`, `db upgrade ''` and `db downgrade 0004@head` ended in
+    'error: URL: AssertionError' (Alembic's bare assert, exit 2 as a database error): now a usage
+    error naming the revision, nothing changed."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    for args in (("upgrade", ""), ("downgrade", ""), ("downgrade", "  "), ("downgrade", "0004@head")):
+        r = run_cli("--database-url", db_url, "db", *args)
+        assert r.exit_code == 2, (args, r)
+        assert "AssertionError" not in r.output and f"cannot migrate to {args[1]!r}" in r.stderr, (args, r)
+    r = run_cli("--database-url", db_url, "db", "current")
+    assert r.exit_code == 0 and "up to date" in r.stdout, r

@@ -60,6 +60,8 @@ def downgrade_steps(conn: Connection, revision: str) -> list[str]:
         return [r.revision for r in ScriptDirectory.from_config(alembic_config()).iterate_revisions(now, revision)]
     except RevisionError as exc:
         raise CommandError(str(exc)) from None
+    except AssertionError:  # Alembic asserts on a target it cannot resolve ('0004@head')
+        raise CommandError("not a revision Alembic can resolve (e.g. head, base, 0003, -1)") from None
 
 
 def downgrade_losses(engine: Engine, revision: str):

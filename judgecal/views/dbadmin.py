@@ -15,6 +15,8 @@ def _unknown(url_masked: str, now: str, head: str) -> str:
 
 
 def _run(url: str | None, fn, revision: str) -> str:
+    if not revision.strip():  # Alembic ended in a bare AssertionError
+        raise UsageError(f"cannot migrate to {revision!r}: name a revision (e.g. head, base, 0003)")
     engine = eng.create(url)
     lost: list = []
     try:
