@@ -57,3 +57,21 @@ def test_db_migrate_to_blank_or_unresolvable_revision_is_a_usage_error(db_url, r
         assert "AssertionError" not in r.output and f"cannot migrate to {args[1]!r}" in r.stderr, (args, r)
     r = run_cli("--database-url", db_url, "db", "current")
     assert r.exit_code == 0 and "up to date" in r.stdout, r
+
+
+def test_judgebench_third_reward_model_judgment_is_counted(db_url, run_cli, tmp_path):
+    """A JudgeBench reward-model record with three judgments imported the first two and dropped
+    the third without a word (judgments[:2]), exit 0: now it is counted as not imported, with
+    FILE:LINE."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    base = {"pair_id": "p1", "original_id": "o", "source": "s", "question": "q", "response_model": "rm",
+            "response_A": "a", "response_B": "b", "label": "A>B", "judge_name": "reward_model"}
+    judgments = [{"judgment": {"scores": s, "judge_model": "RM"}} for s in ([1.0, 2.0], [2.0, 1.0], [5.0, 5.0])]
+    f = tmp_path / "out.jsonl"
+    f.write_text(json.dumps({**base, "judgments": judgments}) + "\n")
+    r = run_cli("--database-url", db_url, "import", "judgebench", "--format", "json", f)
+    assert r.exit_code == 0, r
+    skipped = json.loads(r.stdout)["skipped"]
+    (reason, entry), = [(k, v) for k, v in skipped.items() if "more than two judgments" in k]
+    assert entry["count"] == 1 and entry["where"] == [f"{f}:1"] or entry["where"][0].endswith("out.jsonl:1"), skipped
+    assert _count(db_url, "rating") == 4

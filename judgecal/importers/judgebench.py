@@ -131,6 +131,9 @@ def batches(paths: list[Path], family: str | None = None) -> Iterator[ImportBatc
                 batch.skip(f"judge {obj.get('judge_name')!r}: pairwise decisions, no per-response score "
                            f"(only reward-model outputs are imported as ratings)", here)
                 continue
+            if len(judgments) > 2:  # JudgeBench writes the pair and its swap: a third was silently dropped
+                batch.skip("reward-model record with more than two judgments (the pair and its swapped order): "
+                           "its judgments after the second are not imported", here)
             for i, j in enumerate(judgments[:2]):
                 jd = j.get("judgment") if isinstance(j, dict) else None
                 scores = jd.get("scores") if isinstance(jd, dict) else None
