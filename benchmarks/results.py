@@ -344,8 +344,9 @@ def render(res: dict) -> str:
         "fitted calibration (polylog, the seed formula). \"recommended\" is the nested cross-validated choice "
         "among raw (no calibration), the methods, their bounds and length units, with that choice's own "
         "out-of-sample agreement: a method is recommended only when its nested gain over raw has a paired 95% "
-        "CI above zero, otherwise \"keep raw\" with the reason. Definitions: docs/calibration.md; how to read "
-        "a report: docs/report.md.")
+        "CI above zero, otherwise \"keep raw\" with the reason. \"n.i.\": the fit is not identified (its labels do "
+        "not determine gamma and p; the reason is under the table), so its parameters are withheld, as in the "
+        "report. Definitions: docs/calibration.md; how to read a report: docs/report.md.")
     add("")
 
     # ---- table A
@@ -357,9 +358,10 @@ def render(res: dict) -> str:
         p = e.get("params") or {}
         raw, cal = method(e, "raw"), method(e, "polylog")
         v = e.get("verdict") or {}
+        ni = (e.get("identification") or {}).get("identified") is False  # withheld, as the report does
         rows.append([short(key[0]), key[1], e.get("n", DASH), length(e.get("l_ref")),
-                     f3(p.get("gamma", fit.get("gamma")), p.get("gamma_ci", fit.get("gamma_ci"))),
-                     f3(p.get("p", fit.get("p"))), f3(raw.get("agreement_cv")), f3(cal.get("agreement_cv")),
+                     "n.i." if ni else f3(p.get("gamma", fit.get("gamma")), p.get("gamma_ci", fit.get("gamma_ci"))),
+                     "n.i." if ni else f3(p.get("p", fit.get("p"))), f3(raw.get("agreement_cv")), f3(cal.get("agreement_cv")),
                      pts(cal.get("agreement_cv_gain"), cal.get("agreement_cv_gain_ci")), v.get("code", DASH),
                      recommended(e, fit), ", ".join(flag_codes(e, fit)) or DASH])
     L += table(["set", "judge", "n pairs", "L_ref", "gamma [95% CI]", "p", "agreement raw (CV)",

@@ -88,9 +88,13 @@ def test_report_from_real_llmbar_natural(natural_report, natural_entries):
         assert e["params"]["gamma_ci"] == ev["params"]["gamma_ci"]
         assert e["params"]["p"] == ev["params"]["p"]
         assert e["expert_length_preference"] == ev["expert_length_preference"]
+        withheld = (ev.get("identification") or {}).get("identified") is False
         for name, m in e["methods"].items():
             for key in ("agreement", "agreement_cv", "agreement_ci", "length_preference", "slope"):
-                assert m[key] == ev["methods"][name][key], (name, key)
+                if withheld and name == "polylog" and "_cv" not in key:  # not identified: in-sample withheld
+                    assert m[key] is None and m["withheld"].startswith("in-sample figures withheld: not identified")
+                else:
+                    assert m[key] == ev["methods"][name][key], (name, key)
         assert e["methods"]["lc_glm"]["slope"] is None
         assert e["calibration_id"] in (1, 2) and e["length_unit"] == "words"
 
@@ -149,7 +153,10 @@ def test_markdown(natural_report):
     head = next(line for line in md.splitlines() if line.startswith("| task family |"))
     assert head.count("|") - 1 <= 10 and "| n | gamma | raw (CV) |" in head
     assert "- columns not shown (at most 10; the JSON report holds all): kind, L_ref, p, best (CV)" in md
-    assert "| llmbar/Natural | GPT-4 | 100 | 0." in md
+    gpt4 = natural_report["entries"][0]
+    assert gpt4["identification"]["identified"] is False  # one item decides gamma on Natural (docs/results.md)
+    assert "| llmbar/Natural | GPT-4 | 100 | n.i. |" in md  # gamma withheld, not a number from noise
+    assert "| calibration (polylog, fitted) | not identified |" in md
     tables = [line for line in md.splitlines() if line.startswith("| method |")]
     assert len(tables) == 2 and tables[0].count("|") == 7  # 6 columns
     assert "**Verdict (" in md
@@ -271,3 +278,37 @@ def test_not_identified_comes_before_undetermined_and_gamma_zero_is_explained():
     assert v["code"] == "hurts" and "The fit on all the data has gamma = 0: applied as stored it changes no score" in v["text"]
     ev["params"] = {"gamma": 0.4}
     assert "gamma = 0" not in verdict(ev)["text"]
+
+
+def test_a_fit_not_identified_shows_no_in_sample_calibrated_figure(natural_entries):
+    """Issue 23 item 3 (break-it): the report's methods table showed the in-sample agreement of
+    "calibration (polylog, fitted)" and the summary its gamma for a fit whose labels do not
+    determine gamma and p. Now those are withheld with the reason in JSON, text and Markdown;
+    the cross-validated figures (the procedure out of sample) stay; an identified fit keeps all."""
+    import copy
+
+    from judgecal.report.build import entry_facts, summary_rows
+
+    ents = copy.deepcopy(natural_entries)
+    ents[0]["evaluation"]["identification"] = {"identified": False, "reasons": ["gamma at its bound (2.0)"]}
+    ents[1]["evaluation"]["identification"] = {"identified": True, "reasons": []}
+    rep = build_report(ents)
+    bad, good = rep["entries"]
+    pol, src = bad["methods"]["polylog"], ents[0]["evaluation"]["methods"]["polylog"]
+    assert pol["withheld"] == "in-sample figures withheld: not identified: gamma at its bound (2.0)"
+    assert pol["agreement"] is None and pol["agreement_ci"] is None and pol["slope"] is None
+    assert pol["agreement_cv"] == src["agreement_cv"] and pol["agreement_cv"] is not None
+    assert bad["methods"]["raw"]["agreement"] is not None and bad["methods"]["linear"]["agreement"] is not None
+    assert good["methods"]["polylog"]["agreement"] is not None and "withheld" not in good["methods"]["polylog"]
+    assert bad["params"]["gamma"] == ents[0]["evaluation"]["params"]["gamma"]  # JSON keeps it for diagnosis
+    cols, rows = method_table(bad)
+    (prow,) = [r for r in rows if r[0] == "calibration (polylog, fitted)"]
+    assert prow[1] == "not identified" and prow[2] == fmt_value(src["agreement_cv"], src["agreement_cv_ci"])
+    facts = entry_facts(bad)
+    assert "gamma, p: not identified (withheld: the labels do not determine them)" in facts
+    assert not any(f.startswith("gamma = ") for f in facts) and any(f.startswith("gamma = ") for f in entry_facts(good))
+    srow_bad, srow_good = summary_rows(rep)
+    assert srow_bad[5:7] == ["n.i.", "n.i."] and srow_good[5] not in ("n.i.", "-")
+    md = render_markdown(rep)
+    assert "| calibration (polylog, fitted) | not identified |" in md
+    json.loads(report_json(rep))  # still valid JSON (no NaN)

@@ -527,6 +527,23 @@ def _report_warnings(ev: Mapping, warnings: list[str]) -> list[str]:
     return extra
 
 
+def withhold_in_sample(figures: Mapping, ident: Mapping) -> dict:
+    """A not-identified polylog fit's method figures with its in-sample numbers withheld (None,
+    CIs too): the labels do not determine gamma and p, so what the fit on all the data scores is
+    noise (issue 23: no numbers from noise). The cross-validated figures (``*_cv``, the gains and
+    their CIs) stay: they measure the fitting procedure out of sample, and the verdict reads
+    them. ``withheld`` says why; the entry's ``params`` stay in JSON beside ``identification``
+    for diagnosis, and the renderings show "not identified" instead of gamma and p."""
+    why = "; ".join(str(r) for r in (ident.get("reasons") or [])) or "the labels do not determine gamma and p"
+    out = {k: (v if k in ("label", "fitted_on") or "_cv" in k or "gain" in k else None) for k, v in figures.items()}
+    out["withheld"] = f"in-sample figures withheld: not identified: {why}"
+    return out
+
+
+def _not_identified(entry: Mapping) -> bool:
+    return (entry.get("identification") or {}).get("identified") is False and entry.get("kind") != "transfer"
+
+
 # ----------------------------------------------------------------------------- report
 def build_entry(entry: Mapping, index: int = 0) -> dict:
     """One report entry (see :func:`build_report`). Raises InputError on a malformed entry."""
@@ -574,6 +591,9 @@ def build_entry(entry: Mapping, index: int = 0) -> dict:
         "flags": entry_flags(ev),
         "warnings": warnings,
     }
+    ident = out.get("identification") or {}
+    if ident.get("identified") is False and out["kind"] in ("pairwise", "pointwise") and "polylog" in out["methods"]:
+        out["methods"]["polylog"] = withhold_in_sample(out["methods"]["polylog"], ident)
     out["rating_summary"] = ev.get("summary") or "greedy"
     out["summaries"] = ev.get("summaries")
     out["recommendation"] = recommendation(out)
@@ -731,7 +751,7 @@ def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
     if kind == "pairwise":
         cols = ["method", "agreement", "agreement (CV)", "verbosity win-rate", "length pref.", "slope"]
         for m in methods.values():
-            rows.append([m["label"], fmt_value(m["agreement"], m["agreement_ci"]),
+            rows.append([m["label"], "not identified" if m.get("withheld") else fmt_value(m["agreement"], m["agreement_ci"]),
                          fmt_value(m["agreement_cv"], m["agreement_cv_ci"]),
                          fmt_value(m["verbosity_win_rate"], m["verbosity_win_rate_ci"]),
                          fmt_value(m["length_preference"], m["length_preference_ci"]),
@@ -757,7 +777,7 @@ def method_table(entry: Mapping) -> tuple[list[str], list[list[str]]]:
         cols = ["method", "Spearman", "Spearman (CV)", "Kendall", "Kendall (CV)", "MAE", "MAE (CV)",
                 "verbosity win-rate", "slope"]
         for m in methods.values():
-            rows.append([m["label"], fmt_signed(m["spearman"], m["spearman_ci"]),
+            rows.append([m["label"], "not identified" if m.get("withheld") else fmt_signed(m["spearman"], m["spearman_ci"]),
                          fmt_signed(m["spearman_cv"]), fmt_signed(m["kendall"]),
                          fmt_signed(m["kendall_cv"]), fmt_value(m["mae"], m["mae_ci"]),
                          fmt_num(m["mae_cv"]),
@@ -798,7 +818,9 @@ def entry_facts(entry: Mapping) -> list[str]:
     if entry.get("l_ref") is not None:
         facts.append(f"L_ref = {fmt_length(entry['l_ref'])} {unit}")
     p = entry.get("params")
-    if p:
+    if p and _not_identified(entry):
+        facts.append("gamma, p: not identified (withheld: the labels do not determine them)")
+    elif p:
         facts.append(f"gamma = {fmt_value(p.get('gamma'), p.get('gamma_ci'))}")
         facts.append(f"p = {fmt_value(p.get('p'), p.get('p_ci'))}")
     if p and p.get("short_floor") is not None:
@@ -880,8 +902,9 @@ def summary_rows(report: Mapping) -> list[list[str]]:
         kind = e["kind"].replace("_", " ")
         if e["kind"] == "transfer":
             kind = f"transfer from {e.get('source_family')}"
+        g, pw = ("n.i.", "n.i.") if _not_identified(e) else (fmt_num(p.get("gamma")), fmt_num(p.get("p")))
         rows.append([e["task_family"], e["judge"], kind,
                      DASH if not e.get("n") else str(e["n"]), fmt_length(e.get("l_ref")),
-                     fmt_num(p.get("gamma")), fmt_num(p.get("p")), r_cv, c_cv, vwr, best_txt, rec_txt,
+                     g, pw, r_cv, c_cv, vwr, best_txt, rec_txt,
                      e["verdict"]["code"], str(len(e["warnings"]))])
     return rows
