@@ -500,6 +500,15 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
     from judgecal.report.tables import fits_table
 
     if list_:
+        from click.core import ParameterSource
+
+        cctx = click.get_current_context()
+        unused = [p.opts[0] for p in cctx.command.params
+                  if p.name not in ("family", "judge", "list_", "fmt")
+                  and cctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
+        if unused:  # fitting options were silently ignored by --list
+            raise click.UsageError(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to a fit, "
+                                   "not to --list (which filters by --task-family and --judge only)")
         rows = fitting.list_fits(family, judge, ctx.url)
         emit_json(rows) if fmt == "json" else out.print(fits_table(rows))
         return

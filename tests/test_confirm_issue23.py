@@ -75,3 +75,15 @@ def test_judgebench_third_reward_model_judgment_is_counted(db_url, run_cli, tmp_
     (reason, entry), = [(k, v) for k, v in skipped.items() if "more than two judgments" in k]
     assert entry["count"] == 1 and entry["where"] == [f"{f}:1"] or entry["where"][0].endswith("out.jsonl:1"), skipped
     assert _count(db_url, "rating") == 4
+
+
+def test_fit_list_refuses_fitting_options(db_url, run_cli):
+    """`fit --list --seed 3` (or --bootstrap, --density, --p-bounds ...) listed the calibrations and
+    ignored the fitting options silently, exit 0: they are refused, naming them."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    for extra in (("--seed", "3"), ("--density",), ("--bootstrap", "10", "--folds", "2"), ("--length-unit", "words")):
+        r = run_cli("--database-url", db_url, "fit", "--list", *extra)
+        assert r.exit_code == 2, (extra, r)
+        assert extra[0] in r.stderr and "not to --list" in r.stderr, (extra, r)
+    r = run_cli("--database-url", db_url, "fit", "--list", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == [], r
