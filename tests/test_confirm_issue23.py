@@ -87,3 +87,23 @@ def test_fit_list_refuses_fitting_options(db_url, run_cli):
         assert extra[0] in r.stderr and "not to --list" in r.stderr, (extra, r)
     r = run_cli("--database-url", db_url, "fit", "--list", "--format", "json")
     assert r.exit_code == 0 and json.loads(r.stdout) == [], r
+
+
+def test_alpaca_pair_and_its_reverse_in_one_import_are_refused(db_url, run_cli, tmp_path):
+    """`import alpaca-eval --pair C V --pair V C` stored every verbosity pair both ways round
+    (1610 rows from 805 instructions; they cancel in the verbosity win-rate), exit 0: the pairs of
+    one import were checked against the database only, not against each other. Now refused at
+    FILE:LINE naming the other, nothing written."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    c, v = tmp_path / "c" / "model_outputs.json", tmp_path / "v" / "model_outputs.json"
+    for path, model, n in ((c, "m_concise", 1), (v, "m_verbose", 5)):
+        path.parent.mkdir()
+        path.write_text(json.dumps([{"dataset": "d", "instruction": f"I{i}", "output": "word " * n * (i + 1),
+                                     "generator": model} for i in range(3)]))
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", "--pair", c, v, "--pair", v, c)
+    assert r.exit_code == 2, r
+    assert "other way round" in r.stderr and "model_outputs.json:" in r.stderr, r.stderr
+    assert _count(db_url, "verbosity_pair") == 0 and _count(db_url, "response") == 0
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", "--pair", c, v)
+    assert r.exit_code == 0, r
+    assert _count(db_url, "verbosity_pair") == 3

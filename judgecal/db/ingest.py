@@ -419,6 +419,16 @@ class Writer:
             return
         t = m.VerbosityPair.__table__
         mine = {(r["verbose_response_id"], r["concise_response_id"]): i for i, r in enumerate(rows)}
+        for j, r in enumerate(rows):  # in this batch too: `--pair C V --pair V C` stored both rows
+            i = mine.get((r["concise_response_id"], r["verbose_response_id"]))
+            if i is not None and i != j:
+                file, line = batch.where("verbosity_pairs", max(i, j))
+                first_file, first_line = batch.where("verbosity_pairs", min(i, j))
+                raise InputError(
+                    "this verbosity pair is given again with concise and verbose the other way round (at "
+                    f"{first_file or batch.source}{f':{first_line}' if first_line else ''}): one pair, one row "
+                    "(which one is concise?); "
+                    "nothing was imported", source=file or batch.source, line=line)
         firsts = sorted({k[0] for k in mine})
         conn = self.session.connection()
         for start in range(0, len(firsts), 900):
