@@ -107,3 +107,28 @@ def test_alpaca_pair_and_its_reverse_in_one_import_are_refused(db_url, run_cli, 
     r = run_cli("--database-url", db_url, "import", "alpaca-eval", "--pair", c, v)
     assert r.exit_code == 0, r
     assert _count(db_url, "verbosity_pair") == 3
+
+
+def test_serve_negative_seed_is_a_bad_request(db_url, run_cli, tmp_path):
+    """`/leaderboard?judge=J&seed=-1` answered 500 'unexpected ValueError: expected non-negative
+    integer' (the pages took seeds from -2**31, the CLI from 0): now 400 naming the range, on every
+    page that takes a seed."""
+    import pytest
+
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    rows = [{"task_family": "fam", "prompt": f"P{i}", "model": m, "response": m * (i + 1), "judge": "J",
+             "scale_min": 1, "scale_max": 10, "score": 3 + i % 3} for i in range(4) for m in ("a", "b")]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    c = TestClient(create_app(db_url))
+    for path in ("/leaderboard?judge=J&seed=-1", "/winrates?seed=-1", "/calibration?family=fam&judge=J&seed=-1"):
+        r = c.get(path)
+        assert r.status_code == 400 and "seed must be between 0 and" in r.text, (path, r.status_code, r.text[-500:])
+        assert "unexpected" not in r.text, path
+    assert c.get("/leaderboard?judge=J&seed=1").status_code == 200

@@ -299,7 +299,7 @@ class App:
             raise BadRequest(f"calibration must be a calibration id or 'latest', got {calibration!r}")
         cal_from = p.text("calibration_from")
         n_boot = p.integer("bootstrap", DEFAULTS["n_bootstrap"], 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", DEFAULTS["seed"], -(2**31), 2**31 - 1)
+        seed = p.integer("seed", DEFAULTS["seed"], 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
         min_ratings = p.integer("min_ratings", DEFAULTS["min_ratings"], 0)
         max_unparsed = p.number("max_unparsed", DEFAULTS["max_unparsed"], 0.0, 1.0)
         mc_ref = p.integer("mc_reference", None, 1, 2**31 - 1)
@@ -340,7 +340,7 @@ class App:
         family = p.text("family")
         judge = p.text("judge")
         n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", 0, -(2**31), 2**31 - 1)
+        seed = p.integer("seed", 0, 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
         unit = p.choice("length_unit", LENGTH_UNITS, "chars")
         tokenizer = p.text("tokenizer")
         floor = p.number("short_floor", 0.25, 0.0, 1.0, lo_open=True)
@@ -381,7 +381,7 @@ class App:
         if cal is not None and not cal.isdigit():
             raise BadRequest(f"calibration must be a calibration id, got {cal!r}")
         n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", 0, -(2**31), 2**31 - 1)
+        seed = p.integer("seed", 0, 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
         plots = p.text("plots") is None or p.flag("plots")
         fmt_ = p.fmt()
         if family is None and judge is None and cal is None:
