@@ -499,13 +499,13 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
     from judgecal.views import fitting
     from judgecal.report.tables import fits_table
 
-    if list_:
-        from click.core import ParameterSource
+    from click.core import ParameterSource
 
-        cctx = click.get_current_context()
+    cctx = click.get_current_context()
+    given = {p.name for p in cctx.command.params if cctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)}
+    if list_:
         unused = [p.opts[0] for p in cctx.command.params
-                  if p.name not in ("family", "judge", "list_", "fmt")
-                  and cctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
+                  if p.name in given and p.name not in ("family", "judge", "list_", "fmt")]
         if unused:  # fitting options were silently ignored by --list
             raise click.UsageError(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to a fit, "
                                    "not to --list (which filters by --task-family and --judge only)")
@@ -528,10 +528,7 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         if no_nested or folds < 2:
             raise click.UsageError(f"--select-units applies to the nested selection, which "
                                    f"{'--no-nested skips' if no_nested else f'--folds {folds} skips (it needs 2 or more)'}")
-    from click.core import ParameterSource
-
-    if (click.get_current_context().get_parameter_source("tokenizer") not in (ParameterSource.DEFAULT, None)
-            and length_unit != "tokens" and "tokens" not in (units or [])):
+    if "tokenizer" in given and length_unit != "tokens" and "tokens" not in (units or []):
         raise click.UsageError(f"--tokenizer {tokenizer} applies to token lengths, which this fit does not use "
                                f"(--length-unit {length_unit}{', --select-units ' + ','.join(units) if units else ''}): "
                                "drop it or fit with --length-unit tokens")

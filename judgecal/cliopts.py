@@ -186,16 +186,14 @@ def check_url(value: str) -> str | None:
 
 
 def _judge_reference(ctx: click.Context, param, value: str) -> str:
-    """A ``--judge`` value as the library reads it: ``id:N`` only with the digits 0-9 and within
-    an int column (``id:²`` ended in "unexpected ValueError"); a name of other digits (a judge
-    named "²" or "١") is a name, never an id (``name:`` prefixed: it cannot be read as one)."""
+    """A ``--judge`` value checked before work starts: ``id:N`` only with the digits 0-9 and
+    within an int column (``id:²`` ended in "unexpected ValueError"). A name of other digits (a
+    judge named "²" or "١") passes: :func:`judgecal.db.queries.judge_by_name` reads it as a name."""
     if value[:3].lower() == "id:":
         number = value[3:].strip()
         if not (number.isascii() and number.isdigit()) or int(number) > INT_MAX:
             raise click.BadParameter(f"{value!r}: id: takes a judge's id, written with the digits 0-9, at most "
                                      f"{INT_MAX} (e.g. id:5)", ctx=ctx, param=param)
-    elif value.isdigit() and not value.isascii():
-        return "name:" + value
     return value
 
 

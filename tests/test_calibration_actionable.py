@@ -58,7 +58,7 @@ def test_the_report_shows_the_function_the_fit_optimised(llmbar_db, data_dir, ru
     """For every LLMBar family and judge: the report's agreement of the fitted calibration is the
     agreement of the clipped seed formula at the fitted parameters, and the fit's loss is the
     Bradley-Terry loss of that same clipped function."""
-    ids = {}
+    ids, identified = {}, 0
     for fam in FAMILIES:
         for judge in JUDGES:
             fit = _json(run_cli("--database-url", llmbar_db, "fit", "--task-family", f"llmbar/{fam}", "--judge", judge,
@@ -77,6 +77,7 @@ def test_the_report_shows_the_function_the_fit_optimised(llmbar_db, data_dir, ru
         if entry["identification"]["identified"] is False:  # the report withholds what noise scores in sample
             assert entry["methods"]["polylog"]["agreement"] is None and entry["methods"]["polylog"]["withheld"]
         else:
+            identified += 1
             assert entry["methods"]["polylog"]["agreement"] == pytest.approx(M.expert_agreement(ca, cb, y), abs=1e-12)
         loss = bt_loss_at(sa, sb, la, lb, y, gamma=par["gamma"], p=par["p"], l_ref=par["l_ref"],
                           bt_scale=par["bt_scale"], clip=(0.0, 10.0), floor=fl)
@@ -85,6 +86,7 @@ def test_the_report_shows_the_function_the_fit_optimised(llmbar_db, data_dir, ru
         for g in np.linspace(0, 100, 21):
             assert par["loss"] <= bt_loss_at(sa, sb, la, lb, y, gamma=g, p=par["p"], l_ref=par["l_ref"],
                                               bt_scale=par["bt_scale"], clip=(0.0, 10.0), floor=fl) + 1e-9
+    assert identified >= 1, "no identified fit: the in-sample agreement was checked nowhere"
     # the degenerate fits of the unclipped objective are gone: ChatGPT on the adversarial sets
     rep = _json(run_cli("--database-url", llmbar_db, "report", "--calibration", str(ids[("Adversarial_Neighbor", "ChatGPT")]),
                         "--format", "json"))

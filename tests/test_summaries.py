@@ -217,25 +217,16 @@ def test_transfer_reads_the_summary_the_calibration_was_fitted_on(db_url, tmp_pa
     (tr,) = [c for c in json.loads(r.stdout)["checks"] if c["check"] == "transfer"]
     assert tr["task_family"] == "t/other" and "Traceback" not in r.output
     # the same through the view: the target's raw agreement under the mean, and under greedy for a greedy fit
-    from judgecal.db.engine import get_engine, session_scope
-    from judgecal.db import models as m
-    from judgecal.views.fitting import transfer_evaluation
+    from judgecal.views.fitting import load_calibrations, transfer_evaluation
 
-    engine = get_engine(db_url)
-    with session_scope(engine) as s:
-        row = s.get(m.Calibration, mean_id)
-        s.expunge(row)
-    engine.dispose()
-    ev = transfer_evaluation(row, "t/sum", "dist", "t/other", n_bootstrap=100, url=db_url)
+    def transfer(cid):
+        ((row, _, _),) = load_calibrations(None, None, [cid], db_url)
+        return transfer_evaluation(row, "t/sum", "dist", "t/other", n_bootstrap=100, url=db_url)
+
+    ev = transfer(mean_id)
     assert ev["summary"] == "mean" and ev["methods"]["raw"]["agreement"] == 1.0
-    r = _fit(run_cli, db_url, "--judge", "dist", "--format", "json")
-    greedy_id = json.loads(r.stdout)["id"]
-    engine = get_engine(db_url)
-    with session_scope(engine) as s:
-        grow = s.get(m.Calibration, greedy_id)
-        s.expunge(grow)
-    engine.dispose()
-    ev = transfer_evaluation(grow, "t/sum", "dist", "t/other", n_bootstrap=100, url=db_url)
+    greedy_id = json.loads(_fit(run_cli, db_url, "--judge", "dist", "--format", "json").stdout)["id"]
+    ev = transfer(greedy_id)
     assert ev["summary"] == "greedy" and ev["methods"]["raw"]["agreement"] == 0.5
     # a target whose ratings have no distribution: the plain judge's fit on the mean is refused at the fit
     # already; a mean fit applied to a family the dist judge rated without distributions is refused

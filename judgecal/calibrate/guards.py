@@ -76,6 +76,7 @@ _DIGITS = re.compile(r"\d+")
 # bytes.split does not); the same key as the str path, faster (the score board keys every answer)
 _ASCII_TEMPLATE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else 32 if 0x1C <= c <= 0x1F else c
                         for c in range(256))
+_ZERO_RUNS = re.compile(rb"0{2,}")  # a run of digits, each made "0" above, is one "0" (as _DIGITS does)
 
 
 def template_key(text: str | None) -> str:
@@ -85,9 +86,7 @@ def template_key(text: str | None) -> str:
     constant-answer guards; issue 18)."""
     text = text or ""
     if text.isascii():
-        norm = b" ".join(text.encode("ascii").translate(_ASCII_TEMPLATE).split())
-        while b"00" in norm:
-            norm = norm.replace(b"00", b"0")
+        norm = _ZERO_RUNS.sub(b"0", b" ".join(text.encode("ascii").translate(_ASCII_TEMPLATE).split()))
         return hashlib.sha256(norm).hexdigest()
     norm = " ".join(_DIGITS.sub("0", text.lower()).split())
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()

@@ -15,34 +15,25 @@ def mean_ci(values, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95)
 
     Returns (mean, [low, high]) or (mean, None) when n < 2 or ``n_bootstrap`` is 0; (nan, None)
     for an empty input. Source: Efron & Tibshirani (1993), percentile interval."""
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        return float("nan"), None
-    mean = float(v.mean())
-    if v.size < 2 or n_bootstrap <= 0:
-        return mean, None
-    rng = np.random.default_rng(seed)
-    # resample in blocks to bound memory at ~8 MB whatever n is
-    block = max(1, 1_000_000 // v.size)
-    means = []
-    for start in range(0, n_bootstrap, block):
-        k = min(block, n_bootstrap - start)
-        means.append(v[rng.integers(0, v.size, (k, v.size))].mean(axis=1))
-    means = np.concatenate(means)
-    alpha = (1 - level) / 2
-    return mean, [float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))]
+    return mean_cis([values], n_bootstrap, seed, level)[0]
 
 
 def mean_cis(columns, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95) -> list[tuple[float, list[float] | None]]:
     """:func:`mean_ci` of each of ``columns`` (sequences of one length n, e.g. a model's raw and
-    calibrated scores), equal to calling it on each: the same seed draws the same resamples for
-    the same n, so they are drawn once and every column is averaged over them."""
+    calibrated scores) over the SAME resamples: the seed's resample indices are drawn once (in
+    blocks bounding memory at about 8 MB whatever n is) and every column is averaged over them,
+    so each result equals :func:`mean_ci` of that column alone. Raises ValueError when the
+    columns differ in length."""
     vs = [np.asarray(c, dtype=float) for c in columns]
-    if not vs or len({v.size for v in vs}) != 1 or vs[0].size < 2 or n_bootstrap <= 0:
-        return [mean_ci(v, n_bootstrap, seed, level) for v in vs]
-    n = vs[0].size
+    if len({v.size for v in vs}) > 1:
+        raise ValueError(f"mean_cis: columns of different lengths {sorted({v.size for v in vs})}")
+    n = vs[0].size if vs else 0
+    if n == 0:
+        return [(float("nan"), None) for _ in vs]
+    if n < 2 or n_bootstrap <= 0:
+        return [(float(v.mean()), None) for v in vs]
     rng = np.random.default_rng(seed)
-    block = max(1, 1_000_000 // n)  # mean_ci's blocks: the same draws in the same order
+    block = max(1, 1_000_000 // n)
     means: list[list[np.ndarray]] = [[] for _ in vs]
     for start in range(0, n_bootstrap, block):
         idx = rng.integers(0, n, (min(block, n_bootstrap - start), n))

@@ -95,13 +95,12 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     found = s.connection().execute(q).all()
     if not found:
         return out
-    (_ids, status, pref, a_b, b_b, model, item, sha, resp, base, len_m, len_b, words, dists,
+    (_ids, status, pref, a_b, b_b, model, item_rows, sha, resp, base, len_m, len_b, words, dists,
      ma, sa, mb, sb, sample, pos) = zip(*found)
     n = len(found)
-    item_rows = item
 
-    def key(i: int, item=item) -> tuple:  # content_keys' order of verdict row i (of all rows), read with them
-        return (item[i], ma[i], sa[i], mb[i], sb[i], sample[i], pos[i])
+    def key(i: int) -> tuple:  # content_keys' order of verdict row i (of all rows), read with them
+        return (item_rows[i], ma[i], sa[i], mb[i], sb[i], sample[i], pos[i])
     flip = np.array(a_b, dtype=bool)  # the baseline's answer is a: P(model preferred) = 1 - P(a preferred)
     b_b = np.array(b_b, dtype=bool)
     p = np.array(pref, dtype=float)  # None -> NaN
@@ -134,7 +133,7 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     if not u.size:
         return out
     pick = (lambda col: col) if u.size == n else (lambda col: [col[i] for i in u.tolist()])  # noqa: E731
-    model, item, sha = pick(model), pick(item), pick(sha)
+    model, item, sha = pick(model), pick(item_rows), pick(sha)
     out.models, out.items = sorted(set(model)), sorted(set(item))
     mcode = {name: k for k, name in enumerate(out.models)}
     icode = {key: k for k, key in enumerate(out.items)}

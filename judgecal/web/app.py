@@ -148,6 +148,10 @@ class Params:
     def fmt(self) -> str:
         return self.choice("format", ("html", "json"), "html")
 
+    def seed(self, default: int = 0) -> int:
+        """The ``seed`` parameter in the CLI's range, 0..2**31-1 (numpy refuses a negative seed)."""
+        return self.integer("seed", default, 0, 2**31 - 1)
+
 
 def _range(lo, hi) -> str:
     if lo is not None and hi is not None:
@@ -299,7 +303,7 @@ class App:
             raise BadRequest(f"calibration must be a calibration id or 'latest', got {calibration!r}")
         cal_from = p.text("calibration_from")
         n_boot = p.integer("bootstrap", DEFAULTS["n_bootstrap"], 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", DEFAULTS["seed"], 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
+        seed = p.seed(DEFAULTS["seed"])
         min_ratings = p.integer("min_ratings", DEFAULTS["min_ratings"], 0)
         max_unparsed = p.number("max_unparsed", DEFAULTS["max_unparsed"], 0.0, 1.0)
         mc_ref = p.integer("mc_reference", None, 1, 2**31 - 1)
@@ -340,7 +344,7 @@ class App:
         family = p.text("family")
         judge = p.text("judge")
         n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", 0, 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
+        seed = p.seed()
         unit = p.choice("length_unit", LENGTH_UNITS, "chars")
         tokenizer = p.text("tokenizer")
         floor = p.number("short_floor", 0.25, 0.0, 1.0, lo_open=True)
@@ -381,7 +385,7 @@ class App:
         if cal is not None and not cal.isdigit():
             raise BadRequest(f"calibration must be a calibration id, got {cal!r}")
         n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
-        seed = p.integer("seed", 0, 0, 2**31 - 1)  # as the CLI: numpy refuses a negative seed
+        seed = p.seed()
         plots = p.text("plots") is None or p.flag("plots")
         fmt_ = p.fmt()
         if family is None and judge is None and cal is None:
