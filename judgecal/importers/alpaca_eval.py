@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from judgecal.importers.records import (
     NAME_MAX,
     SOURCE_MAX,
     Fields,
+    UnreadFields,
     ImportBatch,
     JudgeSpec,
     RespRef,
@@ -65,9 +67,15 @@ class _Completion(Record):
     message: Any = _UNSET
 
 
-class _Record(Record):
-    """The fields of an AlpacaEval record that this importer reads (others are not decoded)."""
+class _Record(Record, forbid_unknown_fields=True):
+    """The fields of an AlpacaEval record (model outputs or annotations): those this importer
+    reads, and ``dataset``, ``datasplit``, ``price_per_example``, which it does not. A record
+    with any other field is decoded as a dict (:func:`judgecal.importers.fastjson.read_json_fields`)
+    and that field is reported (:class:`~judgecal.importers.records.UnreadFields`)."""
 
+    dataset: Any = _UNSET
+    datasplit: Any = _UNSET
+    price_per_example: Any = _UNSET
     instruction: Any = _UNSET
     output: Any = _UNSET
     generator: Any = _UNSET
@@ -162,8 +170,14 @@ def expand(paths: list[Path], warnings: list[str] | None = None, *, once: bool =
         else:
             _check_followable(p)
             out.append(p)
-    out = list(dict.fromkeys(out))
-    return same_content_once(out, warnings) if once else out
+    unique = list(dict.fromkeys(out))
+    if len(unique) < len(out) and warnings is not None:  # a path given twice (or a file inside a folder also given)
+        counts = Counter(out)
+        twice = [p for p in unique if counts[p] > 1]
+        shown = ", ".join(str(p) for p in twice[:5]) + (", ..." if len(twice) > 5 else "")
+        warnings.append(f"{len(twice)} file(s) given more than once (as a path or inside a folder given): each was "
+                        f"read once: {shown}")
+    return same_content_once(unique, warnings) if once else unique
 
 
 def same_content_once(files: list[Path], warnings: list[str] | None = None) -> list[Path]:
@@ -325,6 +339,11 @@ def parse_file(path: Path, family: str, sent: set | None = None) -> tuple[Import
     if not records:
         batch.warnings.append(f"{path}: an empty JSON array: nothing to import from this file")
         return batch, None
+    unread = UnreadFields(_Record.__struct_fields__)
+    for k, obj in enumerate(records.objects):
+        if type(obj) is dict:  # a Record holds known fields only
+            unread.note(obj, partial(records.line, k))
+    unread.warn(batch, path)
     first = records.objects[0]
     if is_object(first) and any(k in first for k in ANNOTATION_KEYS + ("preference",)):
         if path.name == "model_outputs.json":

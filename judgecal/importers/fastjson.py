@@ -94,7 +94,10 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
         except UnicodeDecodeError:
             return _reference(path)
     try:  # the whole file in one call: every element an object of the schema's shape
-        return JsonArray(msgspec.json.Decoder(list[schema]).decode(data), data=data, digest=digest)
+        records = msgspec.json.Decoder(list[schema]).decode(data)
+        if not _keys_once(data, records, schema):
+            return _reference(path)
+        return JsonArray(records, data=data, digest=digest)
     except msgspec.ValidationError:
         pass  # an element of another shape: element by element below
     except (msgspec.DecodeError, RecursionError, MemoryError):
@@ -114,7 +117,46 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
             except (ValueError, RecursionError):
                 return _reference(path)
         out.append(record)
+    if not _keys_once(data, out, schema):
+        return _reference(path)
     return JsonArray(out, data=data, digest=digest)
+
+
+_KEY_PATTERNS: dict[frozenset, re.Pattern] = {}
+
+
+def _keys_once(data: bytes, records: list[Any], schema: type[Record]) -> bool:
+    """Whether no record gives one of the schema's fields twice, nor one of a nested schema's
+    (msgspec, like Python's json module, keeps the last value silently; the reference path
+    refuses it at FILE:LINE). False also when a record was decoded by Python's json module (an
+    element of another shape): the reference path then checks every key at every depth.
+
+    A field's name in quotes (``"preference"``) can only be a string token of the file: a key,
+    or a value equal to the name (inside a string a quote is escaped). So when the file holds
+    exactly as many such tokens as the records have fields set, no key is given twice; any
+    other count sends the file to the reference path (which refuses a repeated key, or finds
+    none and reads the same values). One regular-expression pass over the bytes: about 0.1 s
+    for AlpacaEval's 26 shared files (100 MB)."""
+    unset = msgspec.UNSET
+    astuple = msgspec.structs.astuple
+    types = {schema}
+    expected = 0
+    for r in records:
+        if not isinstance(r, Record):
+            return False
+        for v in astuple(r):
+            if v is not unset:
+                expected += 1
+                if isinstance(v, Record):
+                    types.add(type(v))
+                    expected += sum(1 for x in astuple(v) if x is not unset)
+    key = frozenset(types)
+    pattern = _KEY_PATTERNS.get(key)
+    if pattern is None:
+        names = {n for t in types for n in t.__struct_encode_fields__}
+        alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
+        pattern = _KEY_PATTERNS[key] = re.compile(b'"(?:' + alternatives + b')"')
+    return len(pattern.findall(data)) == expected
 
 
 def _reference(path: Path) -> JsonArray:

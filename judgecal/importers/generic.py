@@ -143,7 +143,7 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
         for key in obj:
             if key not in FIELDS[kind] and key not in unknown:
                 unknown[key] = line
-        fam = f.name("task_family", required=False) or family
+        fam = f.family() or family
         if family is not None and fam != family:  # an explicit option is never silently overridden by a record
             raise f.fail(f"the record's task_family {fam!r} conflicts with --task-family {family!r}: give the option "
                          "only for records without a task_family, or remove the field")

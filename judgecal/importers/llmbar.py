@@ -67,6 +67,7 @@ from judgecal.importers.records import (
     ImportBatch,
     JudgeSpec,
     RespRef,
+    UnreadFields,
     Verdict,
     check_family,
     merge,
@@ -75,6 +76,9 @@ from judgecal.importers.records import (
 )
 
 LABELS = {"1": "a", "2": "b"}
+#: The fields of a dataset.json record, and of a ratings/result file's record (plus ``results``).
+DATASET_FIELDS = frozenset({"input", "output_1", "output_2", "label"})
+RESULT_FIELDS = DATASET_FIELDS | {"results"}
 SCALE = (0.0, 10.0)
 #: The scale of a pairwise protocol's judge: P(output_1 preferred) in [0, 1].
 VERDICT_SCALE = (0.0, 1.0)
@@ -177,10 +181,11 @@ def parse(folder: Path, family: str, batch: ImportBatch | None = None, parity: l
 
 
 class _Pair:
-    __slots__ = ("a", "b", "label", "line")
+    __slots__ = ("a", "b", "label", "line", "twin_of")
 
-    def __init__(self, a: RespRef, b: RespRef, label, line: int):
+    def __init__(self, a: RespRef, b: RespRef, label, line: int, twin_of: int | None = None):
         self.a, self.b, self.label, self.line = a, b, label, line
+        self.twin_of = twin_of  # the dataset.json line of the pair this record repeats (not stored again)
 
 
 def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterator[ImportBatch]:
@@ -193,24 +198,51 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
     first.files = [str(dataset)]
     pairs: list[_Pair] = []
     lines = first.at.setdefault("pair_labels", [])
+    better: dict[tuple[str, str, str], tuple[int, str]] = {}  # (input, output, output) -> (line, the better one)
+    unread = UnreadFields(DATASET_FIELDS)
     for line, obj in read_json_array(dataset):
         f = Fields(obj, str(dataset), line)
-        prompt = f.text("input")
-        a = first.add_response(RespRef(family, prompt, "llmbar/output_1", f.text("output_1")))
-        b = first.add_response(RespRef(family, prompt, "llmbar/output_2", f.text("output_2")))
+        unread.note(obj, line)
+        prompt, out1, out2 = f.text("input"), f.text("output_1"), f.text("output_2")
         pref = f.choice("label", LABELS)
+        best = out1 if pref == "a" else out2
+        # one fact, one row (issue 23): the same two outputs again, in either order, are one pair
+        seen = better.get((prompt, out1, out2)) or better.get((prompt, out2, out1))
+        if seen is not None and out1 != out2:
+            if seen[1] != best:
+                raise f.fail(f"the same pair as line {seen[0]} (same input and outputs"
+                             f"{', swapped' if (prompt, out1, out2) not in better else ''}) with the other output "
+                             "labelled better: one pair, one label (remove one of them)")
+            a = RespRef(family, prompt, "llmbar/output_1", out1)
+            b = RespRef(family, prompt, "llmbar/output_2", out2)
+            pairs.append(_Pair(a, b, obj.get("label"), line, twin_of=seen[0]))
+            first.skip("LLMBar dataset.json: the same pair (input and both outputs, in either order) and label as an "
+                       "earlier record: one pair, stored once (the result files' records at its position are not "
+                       "imported either)", f"{dataset}:{line} (line {seen[0]})")
+            continue
+        better[(prompt, out1, out2)] = (line, best)
+        a = first.add_response(RespRef(family, prompt, "llmbar/output_1", out1))
+        b = first.add_response(RespRef(family, prompt, "llmbar/output_2", out2))
         first.pair_labels.append((a, b, pref, "llmbar-gold", first.source))
         lines.append(line)
         pairs.append(_Pair(a, b, obj.get("label"), line))
     if not pairs:
         first.warnings.append(f"{dataset}: no record (an empty array): nothing imported from this set")
+    unread.warn(first, dataset)
     yield first
+    skipped = ImportBatch(source=first.source)
+    for entry in sorted(folder.iterdir()):  # what the set folder holds that is not read: counted, never passed over
+        if entry.name not in ("dataset.json", "evaluators") and not _is_ratings_file(entry):
+            skipped.skip("not an LLMBar file (a set folder holds dataset.json, ratings_<JUDGE>.json and evaluators/; "
+                         "names are case-sensitive)", str(entry))
     for path in sorted(folder.glob("ratings_*.json")):
-        yield _result_batch(path, path.stem[len("ratings_"):], "Rating", None, pairs, first.source, parity)
+        if _is_ratings_file(path):
+            yield _result_batch(path, path.stem[len("ratings_"):], "Rating", None, pairs, first.source, parity)
     ev_dir = folder / "evaluators"
     if not ev_dir.is_dir():
+        if skipped.skipped:
+            yield skipped
         return
-    skipped = ImportBatch(source=first.source)
     for jdir in sorted(ev_dir.iterdir()):
         if not jdir.is_dir():
             skipped.skip("not a judge folder in evaluators/ (not a folder)", str(jdir))
@@ -228,6 +260,12 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
                                 first.source, parity)
     if skipped.skipped:
         yield skipped
+
+
+def _is_ratings_file(path: Path) -> bool:
+    """Whether ``path`` is a shared-layout ratings file: ``ratings_<JUDGE>.json`` (exactly that
+    case) that is not a folder."""
+    return path.name.startswith("ratings_") and path.name.endswith(".json") and not path.is_dir()
 
 
 def _results(f: Fields) -> list:
@@ -270,8 +308,10 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
     win_true: list[str | None] = []
     labels = []
     aux_where: list[str] = []
+    unread = UnreadFields(RESULT_FIELDS)
     for (line, obj), pair in zip(records, pairs):
         f = Fields(obj, src, line)
+        unread.note(obj, line)
         a, b = pair.a, pair.b
         if f.text("input") != a.prompt or f.text("output_1") != a.text or f.text("output_2") != b.text:
             raise f.fail(f"record does not match dataset.json at the same position (line {pair.line} there)")
@@ -281,17 +321,24 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
         labels.append(f.obj.get("label", pair.label))
         results = _results(f)
         last = results[-1]
-        if len(results) > 1:
+        twin = pair.twin_of is not None  # read for statistics.json's figures (over every record), not stored
+        if twin:
+            batch.skip("LLMBar: the judge's output on a pair that dataset.json repeats (one pair, stored once)",
+                       f"{src}:{line} (dataset.json line {pair.line} repeats line {pair.twin_of})")
+        elif len(results) > 1:
             aux_where.append(f"{src}:{line}")
-        batch.add_response(a)
-        batch.add_response(b)
+        if not twin:
+            batch.add_response(a)
+            batch.add_response(b)
         if rating:
             if not isinstance(last, dict) or "score_1" not in last or "score_2" not in last:
                 raise f.fail(f"the last element of 'results' must be an object with score_1 and score_2 "
                              f"(protocol {protocol}), got {json.dumps(last)[:60]}")
             for ref, key in ((a, "score_1"), (b, "score_2")):
-                batch.ratings.append(_rating(f, spec, ref, last.get(key), key))
-                at.append(line)
+                row = _rating(f, spec, ref, last.get(key), key)
+                if not twin:
+                    batch.ratings.append(row)
+                    at.append(line)
             raw = [str(x[0]) if isinstance(x, (list, tuple)) and x else x for x in (last["score_1"], last["score_2"])]
             wf, wt = llmbar_stats.winners_from_scores(*raw)
         else:
@@ -305,17 +352,19 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
                     raise f.fail(f"results[-1][{key!r}] must be an object with 'winner'")
                 winner = one["winner"]
                 text, finish = _completion(f, one.get("completion", ["", ""]), f"results[-1][{key!r}]['completion']")
+                if winner is not None and winner not in WINNERS:
+                    raise f.fail(f"results[-1][{key!r}]['winner'] must be \"1\", \"2\" or null, got {json.dumps(winner)[:40]}")
+                found.append(winner)
+                if twin:
+                    continue
                 if winner is None:
                     batch.verdicts.append(Verdict(spec, a, b, 0, position, "unparsed", None, None, None, src, text,
                                                   f"LLMBar winner is null: the output matched none of the protocol's "
                                                   f"verdict patterns (finish reason {finish!r})"))
-                elif winner in WINNERS:
+                else:
                     verdict, pref = WINNERS[winner]
                     batch.verdicts.append(Verdict(spec, a, b, 0, position, "ok", verdict, pref, None, src, text, None))
-                else:
-                    raise f.fail(f"results[-1][{key!r}]['winner'] must be \"1\", \"2\" or null, got {json.dumps(winner)[:40]}")
                 at.append(line)
-                found.append(winner)
             wf, wt = found
         win_false.append(wf)
         win_true.append(wt)
@@ -325,6 +374,7 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
                 "auxiliary outputs (the judge's own metrics questions or reference answer written before its verdict)")
         for w in aux_where:
             batch.skip(f"LLMBar {protocol}: {what}", w)
+    unread.warn(batch, path)
     if stats is not None:
         _check_statistics(batch, stats, spec, judge, protocol, pairs, labels, win_false, win_true, parity)
     return batch

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_json_array
+from judgecal.importers.records import (NAME_MAX, Fields, ImportBatch, RespRef, Seen, UnreadFields, check_family,
+                                       read_json_array)
 
 ANNOTATION = {"0": "tie", "1": "a", "2": "b"}
+#: The fields of a PandaLM test-set record (``motivation_app`` is not read).
+FIELDS = frozenset({"idx", "motivation_app", "cmp_key", "instruction", "input", "response1", "response2",
+                    "annotator1", "annotator2", "annotator3"})
 
 
 def parse(path: Path, family: str) -> ImportBatch:
@@ -33,8 +37,10 @@ def parse(path: Path, family: str) -> ImportBatch:
     batch = ImportBatch(source=f"pandalm/{path.name}", files=[str(path)], origin=str(path))
     at = batch.at.setdefault("pair_labels", [])
     seen = Seen()
+    unread = UnreadFields(FIELDS)
     for line, obj in read_json_array(path):
         f = Fields(obj, str(path), line)
+        unread.note(obj, line)
         bad = [k for k in ("response1", "response2") if k in obj and not isinstance(obj[k], str)]
         if bad:
             batch.warnings.append(
@@ -65,6 +71,7 @@ def parse(path: Path, family: str) -> ImportBatch:
             batch.pair_labels.append((a, b, pref, f"pandalm-{k}", batch.source))
             at.append(line)
     seen.warn_repeats(batch, path)
+    unread.warn(batch, path)
     return batch
 
 

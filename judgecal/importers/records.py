@@ -272,9 +272,11 @@ def read_json_array(path: Path) -> list[tuple[int, Any]]:
     """The elements of a JSON file whose top level is an array, each with its 1-based line.
 
     Raises InputError naming FILE:LINE for invalid JSON, a top level that is not an array,
-    nesting too deep for the parser, or a literal too large (see :func:`_json_error`)."""
+    an object that gives one key twice (at any depth: Python's json module would keep the last
+    value silently), nesting too deep for the parser, or a literal too large (see
+    :func:`_json_error`)."""
     text = read_text(path)
-    dec = json.JSONDecoder()
+    dec = json.JSONDecoder(object_pairs_hook=_unique_keys)  # a key given twice: FILE:LINE, never last-wins
     pos = _skip_ws(text, 0)
     if pos >= len(text) or text[pos] != "[":
         raise InputError("expected a JSON array of records", source=str(path), line=line_of(text, pos))
@@ -292,6 +294,8 @@ def read_json_array(path: Path) -> list[tuple[int, Any]]:
             obj, end = dec.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
             raise _json_error(path, exc, exc.lineno) from None
+        except DuplicateKey as exc:
+            raise InputError(str(exc), source=str(path), line=line) from None
         except (RecursionError, ValueError, MemoryError) as exc:
             raise _json_error(path, exc, line) from None
         out.append((line, obj))
@@ -699,6 +703,16 @@ class Fields:
         ``max_len`` characters (default :data:`NAME_MAX`)."""
         return self.text(name, required=required, allow_empty=False, max_len=max_len)
 
+    def family(self, name: str = "task_family", *, required: bool = False) -> str | None:
+        """A task family field: a :meth:`name` that does not begin or end with white space
+        (``' x '`` would be stored as a family apart from ``'x'``: refused at FILE:LINE)."""
+        value = self.name(name, required=required)
+        if value is not None and value != value.strip():
+            raise self.fail(f"field {name!r} is {show_value(value)}: it begins or ends with white space, and a family "
+                            f"is matched exactly (it would be another family than {show_value(value.strip())}); "
+                            "remove the spaces")
+        return value
+
     def number(self, name: str, *, required: bool = True) -> float | None:
         """A numeric field; numeric strings (as CSV gives) are accepted; NaN/inf are errors."""
         value = self.obj.get(name)
@@ -749,11 +763,15 @@ class Fields:
 
 
 def check_family(family: str | None) -> None:
-    """Raise UsageError for a ``--task-family`` that is empty or longer than :data:`NAME_MAX`
-    characters (the column's size: PostgreSQL would refuse it, SQLite store it)."""
+    """Raise UsageError for a ``--task-family`` that is empty, longer than :data:`NAME_MAX`
+    characters (the column's size: PostgreSQL would refuse it, SQLite store it) or begins or
+    ends with white space (``' x '`` would be stored as a family apart from ``'x'``)."""
     if family is not None and (not family.strip() or len(family) > NAME_MAX):
         raise UsageError(f"--task-family must be a non-empty name of at most {NAME_MAX} characters"
                          + (f" (got {len(family)})" if family.strip() else ""))
+    if family is not None and family != family.strip():
+        raise UsageError(f"--task-family {family!r} begins or ends with white space: a family is matched exactly "
+                         f"(it would be another family than {family.strip()!r}); remove the spaces")
 
 
 def show_value(value: object) -> str:
@@ -822,6 +840,40 @@ class Seen:
             shown = ", ".join(str(x) for x in self.repeats[:10]) + (", ..." if len(self.repeats) > 10 else "")
             batch.warnings.append(f"{path}: {len(self.repeats)} record(s) repeat an earlier record exactly and were "
                                   f"imported once (lines {shown})")
+
+
+class UnreadFields:
+    """The fields of a real-data format's records that judgecal neither reads nor knows as the
+    format's own (a misspelt ``preferance``, a field added by a later version): counted per
+    name with the first line, and reported in one warning per file (:meth:`warn`), never passed
+    over in silence. ``known``: every field the format's records carry, read or not."""
+
+    def __init__(self, known: frozenset[str] | set[str]):
+        self.known = frozenset(known)
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, int | Callable[[], int]] = {}
+
+    def note(self, obj: Any, line: int | Callable[[], int]) -> None:
+        """Count the fields of the record ``obj`` (a dict; a :class:`Record` holds known fields
+        only) that are not in ``known``; ``line``: its line, or a function giving it."""
+        if isinstance(obj, dict) and not self.known.issuperset(obj):
+            for key in obj:
+                if key not in self.known:
+                    self.counts[key] = self.counts.get(key, 0) + 1
+                    self.first.setdefault(key, line)
+
+    def warn(self, batch: ImportBatch, path: Path | str) -> None:
+        """Add one warning naming each unread field, its count and its first line."""
+        if not self.counts:
+            return
+        parts = []
+        for key in sorted(self.counts, key=lambda k: (-self.counts[k], k))[:10]:
+            line = self.first[key]
+            parts.append(f"{show_value(key)} ({self.counts[key]} record(s), first at line "
+                         f"{line if isinstance(line, int) else line()})")
+        more = f" and {len(self.counts) - 10} more" if len(self.counts) > 10 else ""
+        batch.warnings.append(f"{path}: field(s) this format does not have, not read: {', '.join(parts)}{more} "
+                              f"(the format's fields: {', '.join(sorted(self.known))})")
 
 
 _QUOTE_CHARS = frozenset(',"\r\n')

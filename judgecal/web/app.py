@@ -148,6 +148,17 @@ class Params:
     def fmt(self) -> str:
         return self.choice("format", ("html", "json"), "html")
 
+    def carried(self, *exclude: str) -> dict[str, list[str]]:
+        """Every parameter given (read and checked before), but ``exclude`` and the token, as
+        :func:`link` takes them: a chooser page carries them into each choice's link, so that a
+        ``seed`` or ``bootstrap`` given before the judge is chosen is honoured, never dropped."""
+        skip = set(exclude) | {"token"}
+        out: dict[str, list[str]] = {}
+        for k, v in self.q.multi_items():
+            if k not in skip and v.strip():
+                out.setdefault(k, []).append(v.strip())
+        return out
+
     def seed(self, default: int = 0) -> int:
         """The ``seed`` parameter in the CLI's range, 0..2**31-1 (numpy refuses a negative seed)."""
         return self.integer("seed", default, 0, 2**31 - 1)
@@ -282,6 +293,21 @@ class App:
     def json(self, data) -> Response:
         return Response(json_text(data) + "\n", media_type="application/json")
 
+    def choose(self, p: Params, *, title: str, nav: str, heading: str, options: list[tuple[str, str, dict]],
+               path: str, fmt_: str, chosen: tuple[str, ...]) -> Response:
+        """A page that asks for what is missing (a judge, a baseline...): each option links to
+        ``path`` with its own parameters and every other parameter given (:meth:`Params.carried`:
+        ``seed=5`` before a judge is chosen is kept, not ignored); ``format=json`` gives the
+        options as JSON."""
+        carried = p.carried(*chosen, "format")
+        links = [(text, link(path, **{**carried, **params, **({"format": "json"} if fmt_ == "json" else {})}))
+                 for text, params in options]
+        if fmt_ == "json":
+            return self.json({"choose": heading, "carried": carried,
+                              "options": [{"label": text, "url": href} for text, href in links]})
+        return self.render("choose.html.j2", title=title, nav=nav, heading=heading, options=links,
+                           carried=sorted((k, ", ".join(v)) for k, v in carried.items()))
+
     # ------------------------------------------------------------ pages
     def overview(self, request: Request):
         Params(request, ())
@@ -315,10 +341,9 @@ class App:
 
             rated = [j for j in choices(self.url)["judges"] if j["ratings"]]
             if len(rated) > 1:
-                return self.render("choose.html.j2", title="Score leaderboard", nav="leaderboard",
-                                   heading="Score leaderboard: choose a judge",
-                                   options=[(j["label"], link("/leaderboard", judge=j["ref"], family=families))
-                                            for j in rated])
+                return self.choose(p, title="Score leaderboard", nav="leaderboard", path="/leaderboard", fmt_=fmt_,
+                                   heading="Score leaderboard: choose a judge", chosen=("judge",),
+                                   options=[(j["label"], {"judge": j["ref"]}) for j in rated])
         board = build_leaderboard(families, judge, calibration, self.url, min_ratings=min_ratings,
                                   max_unparsed=max_unparsed, n_bootstrap=n_boot, seed=seed, mc_reference=mc_ref,
                                   calibration_from=cal_from)
@@ -355,12 +380,13 @@ class App:
         if baseline is None:
             from judgecal.views.browse import baselines
 
-            return self.render("choose.html.j2", title="Win rates", nav="winrates",
-                               heading="Win rates: choose a baseline",
+            found = [b for b in baselines(self.url)
+                     if (family is None or b["task_family"] == family) and (judge is None or judge in (b["judge_ref"], b["judge"]))]
+            return self.choose(p, title="Win rates", nav="winrates", path="/winrates", fmt_=fmt_,
+                               heading="Win rates: choose a baseline", chosen=("baseline", "family", "judge"),
                                options=[(f"{b['model']} ({b['task_family']}, judge {b['judge']}, {b['verdicts']} verdicts)",
-                                         link("/winrates", baseline=b["model"], family=b["task_family"],
-                                              judge=b["judge_ref"]))
-                                        for b in baselines(self.url)])
+                                         {"baseline": b["model"], "family": b["task_family"], "judge": b["judge_ref"]})
+                                        for b in found])
         board = build_winrate_board(baseline, [family] if family else [], judge, self.url, length_unit=unit,
                                     tokenizer=tokenizer, n_bootstrap=n_boot, seed=seed, short_floor=floor,
                                     lc_regulariser=reg, joint=joint, sort_by=sort)
@@ -391,8 +417,12 @@ class App:
         if family is None and judge is None and cal is None:
             from judgecal.views.browse import calibrations
 
-            return self.render("calibrations.html.j2", title="Calibrations", nav="calibration",
-                               fits=calibrations(self.url))
+            fits = calibrations(self.url)
+            carried = p.carried("format")  # bootstrap, seed, plots: kept in every calibration's link
+            if fmt_ == "json":
+                return self.json({"calibrations": fits, "carried": carried})
+            return self.render("calibrations.html.j2", title="Calibrations", nav="calibration", fits=fits,
+                               carried=carried, carried_text=sorted((k, ", ".join(v)) for k, v in carried.items()))
         if cal is None and (family is None or judge is None):
             raise BadRequest("give family and judge (the newest calibration of the pair), or calibration=ID")
         from judgecal.report.build import entry_facts, entry_title, flag_lines, method_table
@@ -439,10 +469,11 @@ class App:
         if family is None or judge is None:
             from judgecal.views.browse import family_judges
 
-            return self.render("choose.html.j2", title="Judge audit", nav="audit",
-                               heading="Judge audit: choose a task family and a judge",
-                               options=[(f"{fam} · {j['label']} ({j['kind']})", link("/audit", family=fam, judge=j["ref"]))
-                                        for fam, js in family_judges(self.url).items() for j in js])
+            return self.choose(p, title="Judge audit", nav="audit", path="/audit", fmt_="html",
+                               heading="Judge audit: choose a task family and a judge", chosen=("family", "judge"),
+                               options=[(f"{fam} · {j['label']} ({j['kind']})", {"family": fam, "judge": j["ref"]})
+                                        for fam, js in family_judges(self.url).items() for j in js
+                                        if (family is None or fam == family) and (judge is None or judge in (j["ref"], j["label"]))])
         a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal)
         here = dict(family=family, judge=judge, calibration=None if cal == "latest" else cal,
                     per_page=None if per_page == PER_PAGE else per_page)
