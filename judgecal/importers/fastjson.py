@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import typing
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
@@ -123,6 +124,17 @@ def read_json_fields(path: Path, schema: type[Record]) -> JsonArray:
 
 
 _KEY_PATTERNS: dict[frozenset, re.Pattern] = {}
+_NESTED: dict[type, tuple[int, ...]] = {}
+
+
+def _nested_fields(schema: type[Record]) -> tuple[int, ...]:
+    """Positions of ``schema``'s fields whose type names a :class:`Record` (a nested schema)."""
+    if schema not in _NESTED:
+        hints = typing.get_type_hints(schema)
+        _NESTED[schema] = tuple(
+            i for i, name in enumerate(schema.__struct_fields__)
+            if any(isinstance(t, type) and issubclass(t, Record) for t in (hints[name], *typing.get_args(hints[name]))))
+    return _NESTED[schema]
 
 
 def _keys_once(data: bytes, records: list[Any], schema: type[Record]) -> bool:
@@ -139,17 +151,20 @@ def _keys_once(data: bytes, records: list[Any], schema: type[Record]) -> bool:
     for AlpacaEval's 26 shared files (100 MB)."""
     unset = msgspec.UNSET
     astuple = msgspec.structs.astuple
+    nested = _nested_fields(schema)  # positions of the fields that may hold a Record
+    n = len(schema.__struct_fields__)
     types = {schema}
     expected = 0
     for r in records:
-        if not isinstance(r, Record):
+        if type(r) is not schema:
             return False
-        for v in astuple(r):
-            if v is not unset:
-                expected += 1
-                if isinstance(v, Record):
-                    types.add(type(v))
-                    expected += sum(1 for x in astuple(v) if x is not unset)
+        t = astuple(r)
+        expected += n - t.count(unset)  # the fields set (C-level count: ~3 ms for 20,000 records)
+        for i in nested:
+            v = t[i]
+            if isinstance(v, Record):
+                types.add(type(v))
+                expected += len(v.__struct_fields__) - astuple(v).count(unset)
     key = frozenset(types)
     pattern = _KEY_PATTERNS.get(key)
     if pattern is None:
