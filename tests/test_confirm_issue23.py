@@ -5,18 +5,9 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import text
-
-from judgecal.db import engine as eng
+from db_helpers import count_rows as _count
 
 
-def _count(db_url: str, table: str) -> int:
-    engine = eng.create(db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-    finally:
-        engine.dispose()
 
 
 def test_jsonl_key_given_twice_is_refused(db_url, run_cli, tmp_path):

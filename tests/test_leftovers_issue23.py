@@ -13,18 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from db_helpers import count_rows as _count
 from judgecal.db import engine as eng
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-
-def _count(db_url: str, table: str) -> int:
-    engine = eng.create(db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-    finally:
-        engine.dispose()
 
 
 def _upgrade(run_cli, db_url):
@@ -152,15 +144,14 @@ def test_fields_a_format_does_not_have_are_reported(db_url, run_cli, tmp_path):
     assert r.exit_code == 0 and "'annotator4' (1 record(s), first at line 1)" in r.stderr, r
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is absent")
-def test_real_files_carry_no_unknown_field(tmp_path, run_cli):
+def test_real_files_carry_no_unknown_field(tmp_path, run_cli, data_dir):
     """The shared real data gives no unknown-field warning (the known fields are the formats'
     own): LLMBar (both layouts' record shapes), PandaLM, AlpacaEval outputs and annotations."""
     url = f"sqlite:///{tmp_path / 'real.db'}"
     _upgrade(run_cli, url)
-    runs = [("llmbar", DATA / "llmbar" / "Natural"), ("pandalm", DATA / "pandalm" / "testset-v1.json"),
-            ("alpaca-eval", DATA / "alpaca_eval" / "gpt4_1106_preview_concise.json"),
-            ("alpaca-eval", DATA / "alpaca_eval" / "results" / "alpaca-7b")]
+    runs = [("llmbar", data_dir / "llmbar" / "Natural"), ("pandalm", data_dir / "pandalm" / "testset-v1.json"),
+            ("alpaca-eval", data_dir / "alpaca_eval" / "gpt4_1106_preview_concise.json"),
+            ("alpaca-eval", data_dir / "alpaca_eval" / "results" / "alpaca-7b")]
     for fmt, path in runs:
         r = run_cli("--database-url", url, "import", fmt, path)
         assert r.exit_code == 0, (fmt, r)

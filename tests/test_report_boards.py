@@ -42,6 +42,25 @@ def _fill(url: str, data_dir, work, *, llmbar: bool = True) -> None:
                     nested=False)
 
 
+_TD = re.compile(r'<td[^>]*>([^<]*)(?:<span class="ci">([^<]*)</span>)?</td>')
+
+
+def _shown(row_html: str) -> list[str]:
+    """A board row's cells as the page shows them: each value, then its 95% CI when the cell
+    carries one under the value (a CI column is drawn inside its value's cell)."""
+    return [x for value, ci in _TD.findall(row_html) for x in ((value, ci) if ci else (value,))]
+
+
+def _expected(columns, rows: list[dict], cell) -> list[list[str]]:
+    """The CLI table's strings of ``rows`` as the page lays them out: a column where every row
+    reads "-" is left out (the page names it), a CI that reads "-" is not drawn."""
+    table = [[cell(k, r.get(k)) for _, k in columns] for r in rows]
+    keys = [k for _, k in columns]
+    keep = [i for i, k in enumerate(keys)
+            if k in ("model", "flags", "flag_codes") or any(row[i] != "-" for row in table)]
+    return [[row[i] for i in keep if not (keys[i].endswith("_ci") and row[i] == "-")] for row in table]
+
+
 def _section(html: str, start: str) -> str:
     """The report's HTML from the heading ``start`` to the end of its <section>."""
     i = html.index(start)
@@ -71,10 +90,9 @@ def test_report_shows_the_cli_leaderboards(db_url, data_dir, tmp_path, run_cli):
     rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
     assert [re.findall(r"<td>([^<]+)</td>", r)[0] for r in rows] == [r["model"] for r in board["rows"]]
     assert {sd.BASELINE, *sd.ALPACA_MODELS} <= {r["model"] for r in board["rows"]}
-    assert [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows] == [
-        [win_cell(k, r.get(k)) for _, k in WIN_COLUMNS] for r in board["rows"]]
+    assert [_shown(row) for row in rows] == _expected(WIN_COLUMNS, board["rows"], win_cell)
     for r, row in zip(board["rows"], rows):
-        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        cells = _shown(row)
         assert f"{r['win_rate']:.2f}" in cells and f"{r['rank_lc']}" in cells
         if r["length_controlled_winrate"] is not None:
             assert f"{r['length_controlled_winrate']:.2f}" in cells
@@ -92,9 +110,10 @@ def test_report_shows_the_cli_leaderboards(db_url, data_dir, tmp_path, run_cli):
     rated = [r for r in sb["rows"] if r["mean_raw"] is not None]
     assert len(rated) == 2
     body = score.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    shown = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    shown = [_shown(row) for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
     # every cell of every row: the CLI's figures as the CLI's table writes them
-    assert shown == [[score_cell(k, r.get(k)) for _, k in SCORE_COLUMNS] for r in sb["rows"]]
+    assert shown == _expected(SCORE_COLUMNS, sb["rows"], score_cell)
+    assert "No value on this board, not shown: " in score and "acc_norm" in score  # no MC run: named, not dropped
     for r in rated:
         assert f">{r['mean_raw']:.3f}<" in score
         lo, hi = r["mean_raw_ci"]
@@ -134,6 +153,7 @@ def test_alpaca_eval_only_report_shows_the_win_rates(db_url, data_dir, tmp_path,
     win = _section(html, f"<h3>Win rates against {sd.BASELINE}")
     for model in sd.ALPACA_MODELS:
         assert f"<td>{model}</td>" in win
-    assert "<th class=\"num\">LC win rate</th>" in win and "<th class=\"num\">cal. CI</th>" in win
+    assert '<th class="num">LC win rate<span class="ci">95% CI</span></th>' in win
+    assert '<th class="num">calibrated<span class="ci">95% CI</span></th>' in win
     assert "flags: " in win or "note: flags:" in win
     assert "Score leaderboard" not in html  # no judge with ratings: no score board

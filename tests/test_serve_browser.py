@@ -276,6 +276,15 @@ def test_make_demo_database_in_chromium(demo_server, browser, shots):
             assert browser.find_elements(By.CSS_SELECTOR, "article.pair") or "no pair" in main.lower(), name
         if name == "mc" and "mc score" in demo["ran"]:
             assert "arc_easy" in main
+    # at 900 px the boards fit their box: each CI sits under its figure, empty columns are named, not drawn
+    browser.set_window_size(900, 1000)
+    for name in ("winrates", "leaderboard_gpt4"):
+        browser.get(base + DEMO_PAGES[name])
+        box = browser.execute_script("const s = document.querySelector('table.board').parentElement;"
+                                     "return [s.scrollWidth, s.clientWidth]")
+        assert box[0] <= box[1], (name, box)
+        browser.save_screenshot(str(shots / f"demo_{name}_900.png"))
+    browser.set_window_size(1400, 1000)
     # the static report of the demo, opened as a file
     report = Path(demo["out"]) / "report" / "report.html"
     for width in (1400, 900):
@@ -290,5 +299,6 @@ def test_make_demo_database_in_chromium(demo_server, browser, shots):
     browser.set_window_size(1400, 1000)
     text = browser.find_element(By.TAG_NAME, "body").text
     assert "Win rates against gpt4_1106_preview" in text and "Score leaderboard" in text
-    expected = [f"demo_{n}.png" for n in DEMO_PAGES] + ["demo_report_1400.png", "demo_report_900.png"]
+    expected = [f"demo_{n}.png" for n in DEMO_PAGES] + ["demo_report_1400.png", "demo_report_900.png",
+                                                        "demo_winrates_900.png", "demo_leaderboard_gpt4_900.png"]
     assert sorted(p.name for p in shots.glob("demo_*.png")) == sorted(expected)

@@ -45,25 +45,44 @@ def winrate_chart(board: dict) -> str | None:
         title=f"win rate against {baseline} (%), 95% bootstrap CI", axis=f"win rate against {baseline} (%)")
 
 
+#: columns a page always shows, even when no row has a value in them
+_KEEP = frozenset({"model", "flags", "flag_codes"})
+
+
+def _without_empty(heads: list[tuple], cells: list[list[str]]) -> tuple[list[tuple], list[list[str]], list[str]]:
+    """``heads`` and ``cells`` without the columns where every row reads "-" (no value: acc
+    columns on a board without a multiple-choice run, say), and the labels left out (the
+    page names them: nothing is dropped without a word). A board without rows keeps them all."""
+    if not cells:
+        return heads, cells, []
+    keep = [i for i, h in enumerate(heads) if h[1] in _KEEP or any(row[i] != "-" for row in cells)]
+    dropped = [h[0] for i, h in enumerate(heads) if i not in set(keep)]
+    return [heads[i] for i in keep], [[row[i] for i in keep] for row in cells], dropped
+
+
 def score_board_view(board: dict, rows: list[dict] | None = None, href: Href | None = None) -> dict:
     """The score board for a page: {"heads": [(label, key, sort URL or None)], "cells": rows of
-    the CLI table's strings, "chart": SVG or None, "legend": {flag code: meaning}, "footer":
+    the CLI table's strings, "empty": the labels of the columns left out because no row has a
+    value there (:func:`_without_empty`), "chart": SVG or None, "legend": {flag code: meaning}, "footer":
     notes and left-out counts}. ``rows``: the board's rows in the order shown (default: the
     board's); ``href``: the sort link of a column key (None: no links)."""
     rows = board["rows"] if rows is None else rows
-    return {"heads": [(label, key, href(key) if href else None) for label, key in score.COLUMNS],
-            "cells": [[score._cell(k, r.get(k)) for _, k in score.COLUMNS] for r in rows],
+    heads, cells, empty = _without_empty([(label, key, href(key) if href else None) for label, key in score.COLUMNS],
+                                         [[score._cell(k, r.get(k)) for _, k in score.COLUMNS] for r in rows])
+    return {"heads": heads, "cells": cells, "empty": empty,
             "chart": score_chart(board, rows), "legend": dict(board.get("flag_legend") or {}),
             "footer": score.left_out_lines(board)}
 
 
 def winrate_board_view(board: dict, href: Href | None = None) -> dict:
     """The win-rate board for a page: heads, cells (the CLI table's strings, in the board's
-    order), chart, "caption" (:func:`judgecal.report.winboard.title`), the verbosity spreads
+    order; columns without any value left out and named in "empty"), chart, "caption" (:func:`judgecal.report.winboard.title`), the verbosity spreads
     ("spread_heads", "spreads") and "footer" (notes with the flag legend, left-out counts,
     the external-ranking comparison)."""
-    return {"heads": [(label, key, href(key) if href else None) for label, key in winboard.COLUMNS],
-            "cells": [[winboard._cell(k, r.get(k)) for _, k in winboard.COLUMNS] for r in board["rows"]],
+    heads, cells, empty = _without_empty(
+        [(label, key, href(key) if href else None) for label, key in winboard.COLUMNS],
+        [[winboard._cell(k, r.get(k)) for _, k in winboard.COLUMNS] for r in board["rows"]])
+    return {"heads": heads, "cells": cells, "empty": empty,
             "chart": winrate_chart(board), "caption": winboard.title(board),
             "spread_heads": [c for c, _ in winboard.SPREAD_COLUMNS],
             "spreads": [[winboard._cell(k, s.get(k)) for _, k in winboard.SPREAD_COLUMNS]
