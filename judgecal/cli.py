@@ -1115,8 +1115,12 @@ def _loopback(host: str) -> bool:
                    "first good one); env JUDGECAL_SERVE_TOKEN. At least 16 characters.")
 @click.option("--cache-mb", default=64, show_default=True, type=click.IntRange(0, 65536), metavar="MIB",
               help="Keep computed pages (at most this many MiB) until the database changes; 0: compute every request.")
+@click.option("--warm/--no-warm", default=True, show_default=True,
+              help="Compute the entry pages (and those read) ahead, again after each change of the database; while "
+                   "a page is computed again its previous copy is served with a banner saying so (never to "
+                   "format=json or fresh=1). Needs --cache-mb above 0.")
 @pass_ctx
-def serve(ctx: Ctx, host: str, port: int, token: str | None, cache_mb: int) -> None:
+def serve(ctx: Ctx, host: str, port: int, token: str | None, cache_mb: int, warm: bool) -> None:
     """A read-only web view of the database: overview, score and win-rate leaderboards,
     calibrations, the judge audit, ratings and multiple-choice runs (docs/serve.md).
 
@@ -1133,7 +1137,12 @@ def serve(ctx: Ctx, host: str, port: int, token: str | None, cache_mb: int) -> N
 
     from judgecal.web import create_app
 
-    app = create_app(ctx.url, token=token, cache_mb=cache_mb)
+    from click.core import ParameterSource
+
+    cctx = click.get_current_context()
+    if warm and cache_mb == 0 and cctx.get_parameter_source("warm") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--warm keeps the pages it computes in the page cache: it needs --cache-mb above 0")
+    app = create_app(ctx.url, token=token, cache_mb=cache_mb, warm=warm and cache_mb > 0)
     try:  # a port in use (or an address not here) is one line, before uvicorn starts
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

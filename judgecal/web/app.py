@@ -60,13 +60,14 @@ class Params:
 
     def __init__(self, request: Request, allowed: tuple[str, ...]):
         self.q = request.query_params
-        self.allowed = set(allowed) | {"token"}
+        self.allowed = set(allowed) | {"token", "fresh"}
         self.check_unknown()
+        self.flag("fresh")  # every page takes it (judgecal.web.warm): checked like any other value
 
     def check_unknown(self) -> None:
         unknown = sorted(set(self.q.keys()) - self.allowed)
         if unknown:
-            takes = ", ".join(sorted(self.allowed - {"token"})) or "no parameters"
+            takes = ", ".join(sorted(self.allowed - {"token", "fresh"})) or "no parameters"
             raise BadRequest(f"unknown query parameter {unknown[0]!r} (this page takes: {takes})")
 
     def text(self, name: str, default: str | None = None, max_len: int = 500) -> str | None:
@@ -152,7 +153,7 @@ class Params:
         """Every parameter given (read and checked before), but ``exclude`` and the token, as
         :func:`link` takes them: a chooser page carries them into each choice's link, so that a
         ``seed`` or ``bootstrap`` given before the judge is chosen is honoured, never dropped."""
-        skip = set(exclude) | {"token"}
+        skip = set(exclude) | {"token", "fresh"}
         out: dict[str, list[str]] = {}
         for k, v in self.q.multi_items():
             if k not in skip and v.strip():
@@ -235,6 +236,7 @@ class App:
         self.url, self.shown = url, shown
         self.env = _environment()
         self.cache = cache if cache is not None else PageCache(max_entries=0)
+        self.warmer = None  # judgecal.web.warm.Warmer when pages are computed ahead (create_app(warm=True))
 
     def render(self, template: str, status_code: int = 200, **ctx) -> HTMLResponse:
         html = self.env.get_template(template).render(database=self.shown, **ctx)
@@ -259,20 +261,30 @@ class App:
                 version = data_version(get_engine(self.url))
             except Exception:  # noqa: BLE001 - the page itself says what is wrong with the database
                 return respond(request)
-            key = (request.url.path, tuple(sorted((k, v) for k, v in request.query_params.multi_items()
-                                                  if k != "token")))
-
-            def compute() -> Page:
-                r = respond(request)
-                return Page(r.status_code, bytes(r.body), r.media_type,
-                            tuple((k, v) for k, v in r.headers.items() if k.lower() != "content-length"))
-
-            page, hit = self.cache.get_or_compute(key, version, compute)
-            response = Response(page.body, status_code=page.status, media_type=page.media_type,
-                                headers={k: v for k, v in page.headers if k.lower() != "content-type"})
-            response.headers["x-judgecal-cache"] = "hit" if hit else "miss"
-            return response
+            key = page_key(request.url.path, request.query_params.multi_items())
+            q = request.query_params
+            try:  # checked before the cache: the key leaves it out, so a cached page must not hide a bad value
+                fresh = Params(request, tuple(q.keys())).flag("fresh")
+            except BadRequest as exc:
+                return self.error(400, str(exc))
+            waits = q.get("format") == "json" or fresh
+            if self.warmer is not None and not waits and not self.cache.fresh(key, version):
+                held = self.cache.peek(key)
+                if held is not None and held[1].status == 200 and (held[1].media_type or "").startswith("text/html"):
+                    self.warmer.ask(key)  # computed again in the background; this request is not kept waiting
+                    return _response(_stale(held[1]), "stale")
+            page, hit = self.cache.get_or_compute(key, version, lambda: to_page(respond(request)))
+            return _response(page, "hit" if hit else "miss")
         return endpoint
+
+    def compute_key(self, fn, key: tuple) -> Page:
+        """The page of a cache key (:func:`page_key`), computed by the page function ``fn`` as a
+        request for it would be (judgecal.web.warm computes pages ahead with it)."""
+        path, items = key
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "root_path": "",
+                 "query_string": urlencode(list(items)).encode(), "headers": [], "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 0)}
+        return to_page(self._respond(fn)(Request(scope)))
 
     def _respond(self, fn):
         def endpoint(request: Request):
@@ -531,6 +543,40 @@ class App:
         return self.render("mc_compare.html.j2", title=f"Compare runs {a} and {b}", nav="mc", cmp=cmp, a=a, b=b)
 
 
+def page_key(path: str, items) -> tuple:
+    """The page cache's key of a request: its path and its query items, sorted, without the
+    token and ``fresh`` (which change who may read and how long to wait, not the page)."""
+    return path, tuple(sorted((k, v) for k, v in items if k not in ("token", "fresh")))
+
+
+def to_page(r: Response) -> Page:
+    import time
+
+    return Page(r.status_code, bytes(r.body), r.media_type,
+                tuple((k, v) for k, v in r.headers.items() if k.lower() != "content-length"), time.time())
+
+
+def _response(page: Page, how: str) -> Response:
+    response = Response(page.body, status_code=page.status, media_type=page.media_type,
+                        headers={k: v for k, v in page.headers if k.lower() != "content-type"})
+    response.headers["x-judgecal-cache"] = how
+    return response
+
+
+_MAIN = b"<main>\n"
+
+
+def _stale(page: Page) -> Page:
+    """``page`` with a banner at the top of its main part: computed at a given time, the
+    database changed since, the page is being computed again (judgecal.web.warm)."""
+    at = dt.datetime.fromtimestamp(page.computed_at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    banner = (f'<p class="stale" role="status"><b>Not the current data.</b> These figures were computed at {at}; '
+              "the database has changed since, and this page is being computed again: reload in a moment, or add "
+              "<code>fresh=1</code> to the address to wait for it.</p>\n").encode()
+    body = page.body.replace(_MAIN, _MAIN + banner, 1) if _MAIN in page.body else banner + page.body
+    return Page(page.status, body, page.media_type, page.headers, page.computed_at)
+
+
 def _png(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
@@ -621,14 +667,31 @@ class Guard:
 DEFAULT_CACHE_MB = 64
 
 
-def create_app(url: str | None = None, *, token: str | None = None, cache_mb: int = DEFAULT_CACHE_MB) -> Starlette:
+def _seeds(url: str, cap: int = 40) -> list[tuple]:
+    """The entry pages' cache keys (judgecal.web.warm): the lists, and the first choice of each
+    chooser (each judge's score board, each baseline's win rates), at most ``cap``."""
+    from judgecal.views.browse import baselines, choices
+
+    keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/calibration", "/audit", "/mc")]
+    keys += [page_key("/leaderboard", [("judge", j["ref"])]) for j in choices(url)["judges"] if j["ratings"]]
+    keys += [page_key("/winrates", [("baseline", b["model"]), ("family", b["task_family"]), ("judge", b["judge_ref"])])
+             for b in baselines(url)]
+    return keys[:cap]
+
+
+def create_app(url: str | None = None, *, token: str | None = None, cache_mb: int = DEFAULT_CACHE_MB,
+               warm: bool = False) -> Starlette:
     """The web app over the database at ``url`` (default: judgecal's default database), opened
     read-only (:func:`judgecal.db.engine.read_only_url`). ``token``: required on every request
     when given. ``cache_mb``: MiB of computed pages kept until the database changes
     (:mod:`judgecal.web.cache`; 0: every request computes its page). The database is checked
     once here: unreachable, not a judgecal database or behind its migrations is a
     :class:`judgecal.errors.DatabaseError` (one line). The app holds one engine for its
-    lifetime (:func:`judgecal.db.engine.pin_engine`), released when the app is collected."""
+    lifetime (:func:`judgecal.db.engine.pin_engine`), released when the app is collected.
+    ``warm``: compute the entry pages and the pages read ahead of the reader, again after each
+    change of the database, and serve a page's previous copy with a banner while it is computed
+    again (:mod:`judgecal.web.warm`; needs the cache; ``judgecal serve`` turns it on). The
+    warmer is ``app.state.warmer`` (None without it); it starts with the app's lifespan."""
     import weakref
 
     from sqlalchemy.exc import SQLAlchemyError
@@ -666,6 +729,17 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
         return pages.error(exc.status_code, "no such page (see the overview at /)" if exc.status_code == 404
                            else str(exc.detail))
 
+    warmer = None
+    if warm and cache_mb:
+        from judgecal.db.engine import data_version, get_engine
+        from judgecal.web.warm import Warmer
+
+        handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/winrates": pages.winrates,
+                    "/calibration": pages.calibration, "/audit": pages.audit, "/ratings": pages.ratings,
+                    "/mc": pages.mc, "/mc/compare": pages.mc_compare}
+        warmer = pages.warmer = Warmer(cache, lambda: data_version(get_engine(ro)),
+                                       lambda key: pages.compute_key(handlers[key[0]], key), lambda: _seeds(ro))
+
     get = ["GET", "HEAD"]
     routes = [
         Route("/", pages.page(pages.overview), methods=get),
@@ -678,8 +752,21 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
         Route("/mc/compare", pages.page(pages.mc_compare), methods=get),
         Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
+    lifespan = None
+    if warmer is not None:
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def lifespan(_app):
+            warmer.start()
+            try:
+                yield
+            finally:
+                warmer.stop(timeout=5)
+
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found},
-                    middleware=[Middleware(Guard, token=token, pages=pages)])
+                    middleware=[Middleware(Guard, token=token, pages=pages)], lifespan=lifespan)
+    app.state.warmer = warmer
     app.state.database_url = ro
     app.state.database_shown = pages.shown
     app.state.page_cache = cache

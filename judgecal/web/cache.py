@@ -27,6 +27,7 @@ class Page:
     body: bytes
     media_type: str | None
     headers: tuple[tuple[str, str], ...]
+    computed_at: float = 0.0  # time.time() when the page was computed (a stale page says it)
 
 
 class PageCache:
@@ -66,6 +67,29 @@ class PageCache:
             while self._pages and (len(self._pages) > self.max_entries or self._bytes > self.max_bytes):
                 _, (_, gone) = self._pages.popitem(last=False)
                 self._bytes -= len(gone.body)
+
+    def peek(self, key: tuple) -> tuple[object, Page] | None:
+        """(version, page) of the page kept for ``key`` whatever its version (None when none is
+        kept): what a stale-while-recomputing response shows (judgecal.web.warm)."""
+        with self._lock:
+            return self._pages.get(key)
+
+    def fresh(self, key: tuple, version: object) -> bool:
+        """Whether the page kept for ``key`` was computed at ``version``."""
+        with self._lock:
+            held = self._pages.get(key)
+            return held is not None and held[0] == version
+
+    def computing(self, key: tuple) -> bool:
+        """Whether a request or the warmer is computing ``key`` now."""
+        with self._lock:
+            gate = self._computing.get(key)
+            return gate is not None and gate.locked()
+
+    def keys(self) -> list[tuple]:
+        """The keys kept, most recently used last."""
+        with self._lock:
+            return list(self._pages)
 
     def get_or_compute(self, key: tuple, version: object, compute: Callable[[], Page]) -> tuple[Page, bool]:
         """(the page, whether it came from the cache). ``version``: the database's data version
