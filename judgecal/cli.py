@@ -625,7 +625,9 @@ CAL_OPT = click.option("--calibration", default="latest", show_default=True, met
 @CAL_OPT
 @click.option("--min-ratings", type=click.IntRange(0), default=30, show_default=True, help="Flag models with fewer rated responses.")
 @click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True, help="Flag models above this unparsed/failed share.")
-@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0), default=1000, show_default=True)
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
+              callback=lambda ctx, param, v: _enough_resamples(v),
+              help="Bootstrap resamples of every CI on the board (0: no CIs; at least 20 otherwise).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--mc-reference", type=int, default=None, metavar="RUN_ID",
               help="Flag acc and acc_norm moving in opposite directions against this multiple-choice run.")
@@ -1078,7 +1080,10 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
     from judgecal.views.export import export
 
     fmt = fmt or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
-    n = export(kind, fmt, file, ctx.url, families=families, judge=judge, calibration=calibration)
+    notes: list[str] = []
+    n = export(kind, fmt, file, ctx.url, families=families, judge=judge, calibration=calibration, notes=notes)
+    for line in notes:  # the board's notes (why a model or a family is not on it), as `leaderboard` prints them
+        err.print(line, markup=False, highlight=False)
     if str(file) == "-":
         err.print(f"wrote {n} {kind} rows to standard output", highlight=False)
     else:
@@ -1086,7 +1091,7 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
 
 
 def _enough_resamples(n: int) -> int:
-    """--bootstrap of report: 0 (no CIs) or at least 20 resamples (1 to 19 cannot place a 95%
+    """--bootstrap of report and leaderboard: 0 (no CIs) or at least 20 resamples (1 to 19 cannot place a 95%
     percentile interval: with one resample the 'CI' is that resample, often beside the figure)."""
     if 0 < n < 20:
         raise click.BadParameter(f"{n} resamples cannot give a 95% interval: give 0 (no CIs) or at least 20",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
+from judgecal.db.models import iso_utc
 from judgecal.db import models as m
 from judgecal.db.queries import judge_labels
 
@@ -28,8 +29,13 @@ CHUNK = 900  # bound parameters per IN (...) list (SQLite's old limit is 999)
 
 
 def judge_ref(label_of: dict[int, str], names: dict[int, str], judge_id: int) -> str:
-    """What a URL names a judge by: its name where no other judge has it, else ``id:N``."""
-    return names[judge_id] if label_of[judge_id] == names[judge_id] else f"id:{judge_id}"
+    """What a URL names a judge by: its name where no other judge has it and the name reads as
+    a name (:func:`judgecal.db.queries.judge_by_name`), else ``id:N``: a judge named ``id:5``,
+    ``name:x`` or ``7`` would be read as another judge's id or reference."""
+    name = names[judge_id]
+    reads_as_name = not (name[:3].lower() == "id:" or name[:5].lower() == "name:" or name.strip() != name
+                         or (name.isascii() and name.isdigit()))
+    return name if label_of[judge_id] == name and reads_as_name else f"id:{judge_id}"
 
 
 def judges(s: Session, counts: dict[str, dict[int, int]] | None = None) -> list[dict]:
@@ -169,7 +175,7 @@ def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tupl
         rows.append({"task_family": fam, "item": ext or sha[:12], "prompt": prompt, "model": model, "answer": text,
                      "n_words": words, "n_chars": chars, "judge": label[jid], "judge_id": jid, "sample_index": k,
                      "status": status, "score": score, "raw_output": raw, "error": error,
-                     "created_at": created.isoformat() if created else None})
+                     "created_at": iso_utc(created)})
     return rows, int(total)
 
 

@@ -398,3 +398,20 @@ def shared_name_differences(session: Session) -> dict[int, str]:
         if len(group) > 1:
             out.update(judge_differences(group))
     return out
+
+
+def pair_label_texts(session: Session, family: str, annotator: str) -> list[tuple[str, str, str, str]]:
+    """(prompt, response a's text, response b's text, preference 'a' | 'b' | 'tie') of every
+    pairwise expert label of ``annotator`` in task family ``family`` (empty when the family is
+    not stored), in content order (prompt, texts). An LLMBar import reads them to know a pair
+    given again with its outputs swapped (judgecal.importers.llmbar: one pair, one label)."""
+    from sqlalchemy.orm import aliased
+
+    ra, rb = aliased(m.Response), aliased(m.Response)
+    rows = session.execute(
+        select(m.Item.prompt, ra.text, rb.text, m.ExpertLabel.preference)
+        .join(ra, ra.id == m.ExpertLabel.response_a_id).join(rb, rb.id == m.ExpertLabel.response_b_id)
+        .join(m.Item, m.Item.id == ra.item_id).join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
+        .where(m.TaskFamily.name == family, m.ExpertLabel.kind == "pairwise", m.ExpertLabel.annotator == annotator)
+    ).all()
+    return sorted((p, a, b, pref) for p, a, b, pref in rows)

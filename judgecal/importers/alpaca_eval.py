@@ -61,10 +61,11 @@ _UNSET = msgspec.UNSET
 
 
 class _Completion(Record):
-    """The parts of ``raw_completion`` read (its ``logprobs`` are skipped unread)."""
+    """The parts of ``raw_completion`` read (its ``logprobs`` are skipped unread); ``message``
+    is read whole (a key given twice in it is refused, judgecal.importers.fastjson)."""
 
     text: Any = _UNSET
-    message: Any = _UNSET
+    message: msgspec.Raw | msgspec.UnsetType = _UNSET
 
 
 class _Record(Record, forbid_unknown_fields=True):
@@ -170,10 +171,14 @@ def expand(paths: list[Path], warnings: list[str] | None = None, *, once: bool =
         else:
             _check_followable(p)
             out.append(p)
-    unique = list(dict.fromkeys(out))
-    if len(unique) < len(out) and warnings is not None:  # a path given twice (or a file inside a folder also given)
-        counts = Counter(out)
-        twice = [p for p in unique if counts[p] > 1]
+    # a path given twice, also spelt another way (A.json, ./A.json, /abs/A.json) or a file inside a folder also given
+    first: dict[str, Path] = {}
+    for p in out:
+        first.setdefault(os.path.abspath(p), p)
+    unique = list(first.values())
+    if len(unique) < len(out) and warnings is not None:
+        counts = Counter(os.path.abspath(p) for p in out)
+        twice = [p for p in unique if counts[os.path.abspath(p)] > 1]
         shown = ", ".join(str(p) for p in twice[:5]) + (", ..." if len(twice) > 5 else "")
         warnings.append(f"{len(twice)} file(s) given more than once (as a path or inside a folder given): each was "
                         f"read once: {shown}")
@@ -259,7 +264,10 @@ def _files(paths: list[Path], pairs: list[tuple[Path, Path]], warnings: list[str
     for p in pair_files:
         if not os.path.lexists(p):
             raise InputError("no such file", source=str(p))
-    return list(dict.fromkeys(expand(list(paths), warnings, once=once) + pair_files))
+    first: dict[str, Path] = {}  # a --pair file also given as a path (spelt either way) is read once
+    for p in expand(list(paths), warnings, once=once) + pair_files:
+        first.setdefault(os.path.abspath(p), p)
+    return list(first.values())
 
 
 def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -> ImportBatch:
@@ -288,27 +296,27 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
     if notes:
         yield ImportBatch(source="alpaca_eval", warnings=notes)
     left_out = skip(list(files)) if skip is not None else set()
-    pair_files = {Path(p) for pair in pairs for p in pair}
-    by_file: dict[Path, dict[str, tuple[RespRef, int]]] = {}  # model-outputs file -> {instruction: (response, line)}
+    pair_files = {os.path.abspath(p) for pair in pairs for p in pair}
+    by_file: dict[str, dict[str, tuple[RespRef, int]]] = {}  # model-outputs file (abspath) -> {instruction: (response, line)}
     for path in files:
-        if path in left_out and path in pair_files:  # its pairs are needed, its records are not written
+        if path in left_out and os.path.abspath(path) in pair_files:  # its pairs are needed, its records are not written
             seen = parse_file(path, family)[1]
             if seen is not None:
-                by_file[path] = seen
+                by_file[os.path.abspath(path)] = seen
     files = [p for p in files if p not in left_out]
     sent: set[RespRef] = set()  # per process: the responses its earlier batches carried (ImportBatch.mark_sent)
     for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers)):
         if seen is not None:
-            by_file[path] = seen
+            by_file[os.path.abspath(path)] = seen
         yield batch
     if pairs:
         batch = ImportBatch(source="alpaca_eval")
         at = batch.at.setdefault("verbosity_pairs", [])
         for concise, verbose in pairs:
             for p in (concise, verbose):
-                if Path(p) not in by_file:
+                if os.path.abspath(p) not in by_file:
                     raise InputError("--pair takes two model_outputs.json files; this one holds annotations", source=str(p))
-            c, v = by_file[Path(concise)], by_file[Path(verbose)]
+            c, v = by_file[os.path.abspath(concise)], by_file[os.path.abspath(verbose)]
             common = [k for k in c if k in v]
             if not common:
                 raise InputError(f"no instruction in common with {verbose}: cannot form verbosity pairs", source=str(concise))

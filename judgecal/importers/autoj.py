@@ -29,9 +29,13 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
     at = batch.at.setdefault("pair_labels", [])
     n = 0
     seen = Seen()
+    trimmed: list[int] = []
     for line, obj in read_jsonl(path):
         f = Fields(obj, str(path), line)
-        fam = family or f"autoj/{f.text('scenario', allow_empty=False).strip()}"  # --task-family: scenario unused
+        scenario = None if family else f.text("scenario", allow_empty=False)  # --task-family: scenario unused
+        if scenario is not None and scenario != scenario.strip():
+            trimmed.append(line)  # said in a warning: the family is the scenario without its spaces
+        fam = family or f"autoj/{scenario.strip()}"
         if len(fam) > NAME_MAX:
             raise f.fail(f"task family {fam[:40]!r}... is {len(fam)} characters, over the {NAME_MAX} a name may have")
         prompt = f.text("prompt")
@@ -48,6 +52,10 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
         batch.pair_labels.append((a, b, label, "autoj-human", batch.source))
         at.append(line)
         n += 1
+    if trimmed:
+        shown = ", ".join(str(x) for x in trimmed[:10]) + (", ..." if len(trimmed) > 10 else "")
+        batch.warnings.append(f"{path}: {len(trimmed)} record(s) give a scenario with white space around it; the "
+                              f"task family autoj/<scenario> leaves it out (lines {shown})")
     if n == 0:
         batch.warnings.append(f"{path}: no labelled pair imported")
     return batch

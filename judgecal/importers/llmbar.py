@@ -57,12 +57,13 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from judgecal.calibrate import llmbar_stats
 from judgecal.errors import InputError
 from judgecal.importers.records import (
+    DuplicateKey,
     Fields,
     ImportBatch,
     JudgeSpec,
@@ -73,12 +74,17 @@ from judgecal.importers.records import (
     merge,
     read_json_array,
     read_text,
+    repeat_message,
 )
 
 LABELS = {"1": "a", "2": "b"}
 #: The fields of a dataset.json record, and of a ratings/result file's record (plus ``results``).
 DATASET_FIELDS = frozenset({"input", "output_1", "output_2", "label"})
 RESULT_FIELDS = DATASET_FIELDS | {"results"}
+#: the keys of a result's last element: a rating protocol's, a pairwise protocol's, and one order's in it
+ORDER_KEYS = frozenset({"swap = False", "swap = True"})
+RATING_KEYS = frozenset({"score_1", "score_2"}) | ORDER_KEYS  # (the repository adds the winners the scores give)
+VERDICT_KEYS = frozenset({"winner", "completion", "prompt"})
 SCALE = (0.0, 10.0)
 #: The scale of a pairwise protocol's judge: P(output_1 preferred) in [0, 1].
 VERDICT_SCALE = (0.0, 1.0)
@@ -143,7 +149,8 @@ def parse_any(folder: Path, family: str | None = None, parity: list | None = Non
     return merge(f"llmbar/{Path(folder).resolve().name}", batches(folder, family, parity))
 
 
-def batches(folder: Path, family: str | None = None, parity: list | None = None) -> Iterator[ImportBatch]:
+def batches(folder: Path, family: str | None = None, parity: list | None = None,
+            stored: StoredPairs | None = None) -> Iterator[ImportBatch]:
     """The batches of an LLMBar import, one per file (``dataset.json``, each ratings or result
     file), each with its origin and lines for FILE:LINE messages; :func:`parse_any` merges them.
     Checks the folder before the first batch. ``parity`` receives one dict per statistics.json
@@ -160,12 +167,12 @@ def batches(folder: Path, family: str | None = None, parity: list | None = None)
         raise InputError("no LLMBar set found (no dataset.json here, nor under Dataset/LLMBar/<set>/)", source=str(folder))
     if family and len(sets) > 1:
         raise InputError(f"--task-family names one family but {len(sets)} LLMBar sets were found", source=str(folder))
-    return _batches(sets, family, parity)
+    return _batches(sets, family, parity, stored)
 
 
-def _batches(sets, family, parity) -> Iterator[ImportBatch]:
+def _batches(sets, family, parity, stored) -> Iterator[ImportBatch]:
     for path, fam in sets:
-        yield from set_batches(path, family or fam, parity)
+        yield from set_batches(path, family or fam, parity, stored(family or fam) if stored else ())
 
 
 def parse(folder: Path, family: str, batch: ImportBatch | None = None, parity: list | None = None) -> ImportBatch:
@@ -183,14 +190,22 @@ def parse(folder: Path, family: str, batch: ImportBatch | None = None, parity: l
 class _Pair:
     __slots__ = ("a", "b", "label", "line", "twin_of")
 
-    def __init__(self, a: RespRef, b: RespRef, label, line: int, twin_of: int | None = None):
+    def __init__(self, a: RespRef, b: RespRef, label, line: int, twin_of: str | None = None):
         self.a, self.b, self.label, self.line = a, b, label, line
-        self.twin_of = twin_of  # the dataset.json line of the pair this record repeats (not stored again)
+        self.twin_of = twin_of  # where the pair this record repeats is ("line 3", or a stored label): not stored again
 
 
-def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterator[ImportBatch]:
+#: the gold pairs stored in a family: family -> [(input, output a, output b, preference 'a'|'b'|'tie')]
+StoredPairs = Callable[[str], Iterable[tuple[str, str, str, str]]]
+
+
+def set_batches(folder: Path, family: str, parity: list | None = None,
+                stored: Iterable[tuple[str, str, str, str]] = ()) -> Iterator[ImportBatch]:
     """The batches of one set folder: ``dataset.json`` first, then every ratings and result file
-    in name order (module doc)."""
+    in name order (module doc). ``stored``: the gold pairs of ``family`` already in the database
+    (prompt, output a, output b, preference): a record giving one of them with its outputs
+    swapped is that pair (counted, not stored again; refused when it names the other output
+    better). A record giving one in the same order is the same responses (nothing new either)."""
     folder = Path(folder)
     dataset = folder / "dataset.json"
     first = ImportBatch(source=set_name(folder))
@@ -198,7 +213,11 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
     first.files = [str(dataset)]
     pairs: list[_Pair] = []
     lines = first.at.setdefault("pair_labels", [])
-    better: dict[tuple[str, str, str], tuple[int, str]] = {}  # (input, output, output) -> (line, the better one)
+    better: dict[tuple[str, str, str], tuple[int | str, str]] = {}  # (input, output, output) -> (line, the better one)
+    swapped_stored: dict[tuple[str, str, str], str] = {}  # a stored pair, outputs swapped -> the better one
+    for prompt, text_a, text_b, pref in stored:  # (the same order is the same rows: nothing new, not a twin)
+        if pref in ("a", "b") and text_a != text_b:
+            swapped_stored[(prompt, text_b, text_a)] = text_a if pref == "a" else text_b
     unread = UnreadFields(DATASET_FIELDS)
     for line, obj in read_json_array(dataset):
         f = Fields(obj, str(dataset), line)
@@ -208,17 +227,20 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
         best = out1 if pref == "a" else out2
         # one fact, one row (issue 23): the same two outputs again, in either order, are one pair
         seen = better.get((prompt, out1, out2)) or better.get((prompt, out2, out1))
+        if seen is None and (prompt, out1, out2) in swapped_stored:
+            seen = ("an earlier import", swapped_stored[(prompt, out1, out2)])
         if seen is not None and out1 != out2:
+            there = f"line {seen[0]}" if isinstance(seen[0], int) else f"{seen[0]} (the gold label stored in {family})"
             if seen[1] != best:
-                raise f.fail(f"the same pair as line {seen[0]} (same input and outputs"
-                             f"{', swapped' if (prompt, out1, out2) not in better else ''}) with the other output "
-                             "labelled better: one pair, one label (remove one of them)")
+                raise f.fail(f"the same pair as {there} (same input and outputs"
+                             f"{', swapped' if (prompt, out1, out2) not in better or isinstance(seen[0], str) else ''}"
+                             ") with the other output labelled better: one pair, one label (remove one of them)")
             a = RespRef(family, prompt, "llmbar/output_1", out1)
             b = RespRef(family, prompt, "llmbar/output_2", out2)
-            pairs.append(_Pair(a, b, obj.get("label"), line, twin_of=seen[0]))
+            pairs.append(_Pair(a, b, obj.get("label"), line, twin_of=there))
             first.skip("LLMBar dataset.json: the same pair (input and both outputs, in either order) and label as an "
                        "earlier record: one pair, stored once (the result files' records at its position are not "
-                       "imported either)", f"{dataset}:{line} (line {seen[0]})")
+                       "imported either)", f"{dataset}:{line} ({there})")
             continue
         better[(prompt, out1, out2)] = (line, best)
         a = first.add_response(RespRef(family, prompt, "llmbar/output_1", out1))
@@ -255,6 +277,10 @@ def set_batches(folder: Path, family: str, parity: list | None = None) -> Iterat
             if not result.is_file():
                 skipped.skip("protocol folder without result.json", str(pdir))
                 continue
+            for entry in sorted(pdir.iterdir()):  # what a protocol folder holds besides its two files: counted
+                if entry.name not in ("result.json", "statistics.json"):
+                    skipped.skip("not read in a protocol folder (it holds result.json and statistics.json; names "
+                                 "are case-sensitive: a statistics file of another case is not compared)", str(entry))
             stats = pdir / "statistics.json"
             yield _result_batch(result, jdir.name, pdir.name, stats if stats.is_file() else None, pairs,
                                 first.source, parity)
@@ -268,11 +294,28 @@ def _is_ratings_file(path: Path) -> bool:
     return path.name.startswith("ratings_") and path.name.endswith(".json") and not path.is_dir()
 
 
+def _literal(text: str):
+    """``ast.literal_eval`` of ``text``, refusing a dict literal that gives one key twice
+    (literal_eval keeps the last value silently): raises DuplicateKey, or literal_eval's errors."""
+    tree = ast.parse(text.strip(), mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            seen = set()
+            for k in node.keys:
+                if isinstance(k, ast.Constant):
+                    if k.value in seen:
+                        raise DuplicateKey(repeat_message(str(k.value), "one dict of the literal"))
+                    seen.add(k.value)
+    return ast.literal_eval(tree)
+
+
 def _results(f: Fields) -> list:
     results = f.obj.get("results")
     if isinstance(results, str):
         try:
-            results = ast.literal_eval(results)
+            results = _literal(results)
+        except DuplicateKey as exc:
+            raise f.fail(f"field 'results' (a Python literal string): {exc}") from None
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             raise f.fail("field 'results' is a string that is not a Python literal") from None
     if not isinstance(results, list) or not results:
@@ -309,6 +352,8 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
     labels = []
     aux_where: list[str] = []
     unread = UnreadFields(RESULT_FIELDS)
+    unread_last = UnreadFields(RATING_KEYS if rating else ORDER_KEYS)
+    unread_order = UnreadFields(VERDICT_KEYS)
     for (line, obj), pair in zip(records, pairs):
         f = Fields(obj, src, line)
         unread.note(obj, line)
@@ -321,10 +366,14 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
         labels.append(f.obj.get("label", pair.label))
         results = _results(f)
         last = results[-1]
+        unread_last.note(last, line)
+        if not rating and isinstance(last, dict):
+            for key, _ in ORDERS:
+                unread_order.note(last.get(key), line)
         twin = pair.twin_of is not None  # read for statistics.json's figures (over every record), not stored
         if twin:
             batch.skip("LLMBar: the judge's output on a pair that dataset.json repeats (one pair, stored once)",
-                       f"{src}:{line} (dataset.json line {pair.line} repeats line {pair.twin_of})")
+                       f"{src}:{line} (dataset.json line {pair.line} repeats {pair.twin_of})")
         elif len(results) > 1:
             aux_where.append(f"{src}:{line}")
         if not twin:
@@ -375,6 +424,8 @@ def _result_batch(path: Path, judge: str, protocol: str, stats: Path | None, pai
         for w in aux_where:
             batch.skip(f"LLMBar {protocol}: {what}", w)
     unread.warn(batch, path)
+    unread_last.warn(batch, f"{path} (the last element of 'results')")
+    unread_order.warn(batch, f"{path} (results[-1]['swap = False'/'swap = True'])")
     if stats is not None:
         _check_statistics(batch, stats, spec, judge, protocol, pairs, labels, win_false, win_true, parity)
     return batch

@@ -268,15 +268,18 @@ def json_problem(exc: json.JSONDecodeError, doc: str = "the file") -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def read_json_array(path: Path) -> list[tuple[int, Any]]:
+def read_json_array(path: Path, *, repeats: str = "refuse") -> list[tuple[int, Any]]:
     """The elements of a JSON file whose top level is an array, each with its 1-based line.
 
     Raises InputError naming FILE:LINE for invalid JSON, a top level that is not an array,
     an object that gives one key twice (at any depth: Python's json module would keep the last
     value silently), nesting too deep for the parser, or a literal too large (see
-    :func:`_json_error`)."""
+    :func:`_json_error`). ``repeats="mark"``: an object giving a key twice is not refused but
+    read as a :class:`Repeated` dict that names the key (:func:`first_repeat`), for a caller
+    that refuses repeats only in the parts it reads (judgecal.importers.fastjson)."""
     text = read_text(path)
-    dec = json.JSONDecoder(object_pairs_hook=_unique_keys)  # a key given twice: FILE:LINE, never last-wins
+    # a key given twice: FILE:LINE (or marked), never last-wins
+    dec = json.JSONDecoder(object_pairs_hook=_mark_repeats if repeats == "mark" else _unique_keys)
     pos = _skip_ws(text, 0)
     if pos >= len(text) or text[pos] != "[":
         raise InputError("expected a JSON array of records", source=str(path), line=line_of(text, pos))
@@ -458,9 +461,49 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise DuplicateKey(f"field {key!r} appears twice in one JSON object: which value is meant?")
+                raise DuplicateKey(repeat_message(key))
             seen.add(key)
     return obj
+
+
+class Repeated(dict):
+    """A decoded JSON object that gave a key twice (``repeated``: the first such key); its value
+    is the last one given, as Python's json module reads it (:func:`read_json_array`, ``repeats="mark"``)."""
+
+    __slots__ = ("repeated",)
+
+
+def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    marked = Repeated(obj)
+    for key, _ in pairs:
+        if key in seen:
+            marked.repeated = key
+            break
+        seen.add(key)
+    return marked
+
+
+def first_repeat(value: Any, names: Iterable[str] | None = None, *, deep: bool = False) -> str | None:
+    """The first key ``value`` (a decoded JSON value) gives twice: at its own level, among
+    ``names`` only when given; with ``deep``, in every object it holds too. None when none."""
+    if isinstance(value, Repeated) and (names is None or value.repeated in names):
+        return value.repeated
+    if deep:
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for v in inner:
+            found = first_repeat(v, deep=True)
+            if found is not None:
+                return found
+    return None
+
+
+def repeat_message(key: str, where: str = "one JSON object") -> str:
+    """The one-line reason for a key given twice (the same words in every importer)."""
+    return f"field {key!r} appears twice in {where}: which value is meant?"
 
 
 def read_jsonl(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, dict]]:
@@ -707,10 +750,10 @@ class Fields:
         """A task family field: a :meth:`name` that does not begin or end with white space
         (``' x '`` would be stored as a family apart from ``'x'``: refused at FILE:LINE)."""
         value = self.name(name, required=required)
-        if value is not None and value != value.strip():
-            raise self.fail(f"field {name!r} is {show_value(value)}: it begins or ends with white space, and a family "
-                            f"is matched exactly (it would be another family than {show_value(value.strip())}); "
-                            "remove the spaces")
+        if value is not None and value != trim_name(value):
+            raise self.fail(f"field {name!r} is {show_value(value)}: it begins or ends with white space or an invisible "
+                            f"character, and a family is matched exactly (it would be another family than "
+                            f"{show_value(trim_name(value))}); remove them")
         return value
 
     def number(self, name: str, *, required: bool = True) -> float | None:
@@ -762,6 +805,23 @@ class Fields:
         return allowed[key]
 
 
+def _invisible(ch: str) -> bool:
+    import unicodedata
+
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def trim_name(name: str) -> str:
+    """``name`` without the white space and invisible characters (format characters such as
+    U+200B ZERO WIDTH SPACE, controls) at its ends: what a reader sees of it."""
+    start, end = 0, len(name)
+    while start < end and _invisible(name[start]):
+        start += 1
+    while end > start and _invisible(name[end - 1]):
+        end -= 1
+    return name[start:end]
+
+
 def check_family(family: str | None) -> None:
     """Raise UsageError for a ``--task-family`` that is empty, longer than :data:`NAME_MAX`
     characters (the column's size: PostgreSQL would refuse it, SQLite store it) or begins or
@@ -769,9 +829,10 @@ def check_family(family: str | None) -> None:
     if family is not None and (not family.strip() or len(family) > NAME_MAX):
         raise UsageError(f"--task-family must be a non-empty name of at most {NAME_MAX} characters"
                          + (f" (got {len(family)})" if family.strip() else ""))
-    if family is not None and family != family.strip():
-        raise UsageError(f"--task-family {family!r} begins or ends with white space: a family is matched exactly "
-                         f"(it would be another family than {family.strip()!r}); remove the spaces")
+    if family is not None and family != trim_name(family):
+        raise UsageError(f"--task-family {family!r} begins or ends with white space or an invisible character: a "
+                         f"family is matched exactly (it would be another family than {trim_name(family)!r}); "
+                         "remove them")
 
 
 def show_value(value: object) -> str:

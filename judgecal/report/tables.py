@@ -56,24 +56,29 @@ def _ci(ci) -> str:
 
 
 def fits_table(rows: list[dict], title: str = "calibrations") -> Table:
-    """One row per stored calibration: parameters and the headline figures before/after."""
+    """One row per stored calibration: parameters and the headline figures before/after. A fit
+    whose labels do not determine it (``identification.identified`` False) shows "n.i." for
+    gamma, p and its in-sample calibrated figures, as the report does; the cross-validated
+    figures, which measure the procedure out of sample, stay."""
     out = []
     for r in rows:
+        ni = (r.get("identification") or {}).get("identified") is False
         out.append([
             r["id"], r["task_family"], r["judge"], f"{r['length_unit']}", f"{r['l_ref']:.1f}",
-            f"{r['gamma']:.3f}{_ci(r.get('gamma_ci'))}", f"{r['p']:.3f}{_ci(r.get('p_ci'))}", r["n"],
-            _pair(r.get("agreement_raw"), r.get("agreement_calibrated")),
+            "n.i." if ni else f"{r['gamma']:.3f}{_ci(r.get('gamma_ci'))}",
+            "n.i." if ni else f"{r['p']:.3f}{_ci(r.get('p_ci'))}", r["n"],
+            _pair(r.get("agreement_raw"), r.get("agreement_calibrated"), ni),
             _pair(r.get("agreement_cv_raw"), r.get("agreement_cv_calibrated")),
-            _pair(r.get("verbosity_win_rate_raw"), r.get("verbosity_win_rate_calibrated")),
+            _pair(r.get("verbosity_win_rate_raw"), r.get("verbosity_win_rate_calibrated"), ni),
             r["created_at"][:19],
         ])
     return simple_table(title, ["id", "task family", "judge", "unit", "L_ref", "gamma", "p", "n",
                                 "agreement raw->cal", "agreement CV raw->cal", "verbosity win-rate raw->cal", "created"], out)
 
 
-def _pair(a, b) -> str:
+def _pair(a, b, withheld: bool = False) -> str:
     f = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-    return f"{f(a)} -> {f(b)}"
+    return f"{f(a)} -> {'n.i.' if withheld else f(b)}"
 
 
 # ------------------------------------------------------------------ tables that fit the terminal

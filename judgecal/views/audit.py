@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from judgecal.db.models import iso_utc
 from judgecal.calibrate.metrics import expert_agreement, order_credit
 from judgecal.calibrate.penalty import token_entropy
 from judgecal.db import browse
@@ -230,7 +231,7 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     if cal is not None:
         fresh = staleness([(cal, family, jrow.name)], url)
         cal_info = {"id": cal.id, "length_unit": cal.length_unit, "tokenizer": cal.tokenizer, "stale": fresh[cal.id],
-                    "created_at": cal.created_at.isoformat() if cal.created_at else None,
+                    "created_at": iso_utc(cal.created_at),
                     "density_exemption": bool(cal.density_exemption)}
     return {"task_family": family, **jinfo, "calibration": cal_info, "length_unit": unit, "filter": filter,
             "filter_text": FILTER_TEXT[filter], "page": page, "per_page": per_page, "pages": pages, "total": total,

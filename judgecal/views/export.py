@@ -43,8 +43,11 @@ KINDS = (*ROUND_TRIP, "calibrations", "leaderboard")
 
 
 def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families: Iterable[str] = (),
-           judge: str | None = None, calibration: str | None = None) -> int:
+           judge: str | None = None, calibration: str | None = None, notes: list[str] | None = None) -> int:
     """Write the ``kind`` rows to ``path`` as ``fmt`` (jsonl or csv); returns the row count.
+    ``notes``: receives the leaderboard's notes and left-out counts (what ``judgecal
+    leaderboard`` prints under its table: a board without rows says why). A CSV without rows
+    still has its header (``model``, as ``leaderboard --format csv``).
 
     ``families``: only these task families (every kind; unknown names raise NotFoundError).
     ``judge`` (name, model or id): only that judge's rows, for ratings, verdicts,
@@ -86,8 +89,15 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
     else:
         from judgecal.views.leaderboard import build_leaderboard
 
-        rows = build_leaderboard(url=url, families=families, judge=judge,
-                                 calibration=calibration if calibration is not None else "latest")["rows"]
+        from judgecal.report.board import left_out_lines
+
+        board = build_leaderboard(url=url, families=families, judge=judge,
+                                  calibration=calibration if calibration is not None else "latest")
+        if notes is not None:
+            notes.extend(left_out_lines(board))
+        rows = board["rows"]
+        if fmt == "csv":
+            return write_rows(rows, path, fmt, columns=list(dict.fromkeys(k for r in rows for k in r)) or ["model"])
     return write_rows(rows, path, fmt)
 
 

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 from sqlalchemy import select
 
+from judgecal.db.models import iso_utc
 from judgecal import __version__
 from judgecal.progress import no_step
 from judgecal.calibrate.data import PairData, PointData, VerbosityData
@@ -372,7 +373,7 @@ def fit_row(row: m.Calibration, family: str, judge: str) -> dict:
     raw, cal = methods.get("raw", {}), methods.get("polylog", {})
     params = row.params or {}
     return {
-        "id": row.id, "task_family": family, "judge": judge, "created_at": row.created_at.isoformat(),
+        "id": row.id, "task_family": family, "judge": judge, "created_at": iso_utc(row.created_at),
         "objective": row.objective, "length_unit": row.length_unit, "tokenizer": row.tokenizer,
         "l_ref": row.l_ref, "gamma": row.gamma, "p": row.p, "p_bounds": [row.p_min, row.p_max],
         "signed": bool(params.get("signed", False)), "gamma_max": params.get("gamma_max"),

@@ -131,12 +131,23 @@ def import_llmbar(folder: Path, family: str | None = None, url: str | None = Non
         name = folder.resolve().name
     except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError on Python 3.11) or an unreadable link
         raise InputError(f"{folder}: cannot be read as a folder ({exc})") from None
-    result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity), url, importer="llmbar",
-                            family=family)
+    result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity, _gold_pairs(url)), url,
+                            importer="llmbar", family=family)
     result["llmbar_statistics"] = {
         "compared": len(parity), "equal": sum(not p["differences"] for p in parity),
         "differ": [f"{p['file']}: {'; '.join(p['differences'])}" for p in parity if p["differences"]]}
     return result
+
+
+def _gold_pairs(url: str | None):
+    """LLMBar's stored gold pairs of a family (:func:`judgecal.db.queries.pair_label_texts`),
+    read when the parser reaches the family's set (before its batches are written)."""
+    from judgecal.db.queries import pair_label_texts
+
+    def stored(family: str) -> list[tuple[str, str, str, str]]:
+        with session_scope(get_engine(url)) as s:
+            return pair_label_texts(s, family, "llmbar-gold")
+    return stored
 
 
 def import_autoj(path: Path, family: str | None = None, url: str | None = None) -> dict:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
+from judgecal.db.models import iso_utc
 from judgecal.db import models as m
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import InputError, NotFoundError, UsageError
@@ -259,7 +260,7 @@ def _run_dict(run: m.McRun) -> dict[str, Any]:
     return {"id": run.id, "model": run.model, "task": run.task, "task_path": run.task_path,
             "dataset_sha256": run.dataset_sha256, "backend": run.backend, "n_items": run.n_items,
             "settings": run.settings, "metrics": run.metrics, "diagnostics": run.diagnostics,
-            "created_at": run.created_at.isoformat() if run.created_at else None}
+            "created_at": iso_utc(run.created_at)}
 
 
 def list_runs(db_url: str | None = None, *, model: str | None = None) -> list[dict]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from judgecal.db.models import iso_utc
 from judgecal.progress import no_step
 from judgecal.db import models as m
 from judgecal.db import queries as q
@@ -21,7 +22,7 @@ from judgecal.report.build import build_report
 def _entry(row: m.Calibration, family: str, judge: str, stale: bool | None = None) -> dict:
     evaluation = dict(row.metrics or {})
     evaluation["points"] = (row.data or {}).get("points")
-    return {"task_family": family, "judge": judge, "calibration_id": row.id, "created_at": row.created_at.isoformat(),
+    return {"task_family": family, "judge": judge, "calibration_id": row.id, "created_at": iso_utc(row.created_at),
             "length_unit": row.length_unit, "tokenizer": row.tokenizer, "evaluation": evaluation,
             "stale": stale, "fingerprint": (row.data or {}).get("fingerprint")}
 
@@ -109,7 +110,7 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
                     continue
                 ev = transfer_evaluation(row, fam, jname, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
                 entries.append({"task_family": target, "judge": jname, "calibration_id": row.id,
-                                "created_at": row.created_at.isoformat(), "length_unit": row.length_unit,
+                                "created_at": iso_utc(row.created_at), "length_unit": row.length_unit,
                                 "tokenizer": row.tokenizer, "source_family": fam, "evaluation": ev,
                                 "stale": stale[row.id], "fingerprint": (row.data or {}).get("fingerprint")})
     return entries

@@ -160,9 +160,31 @@ class Params:
                 out.setdefault(k, []).append(v.strip())
         return out
 
+    def resamples(self, default: int) -> int:
+        """The ``bootstrap`` parameter: 0 (no CIs) or 20 to :data:`MAX_BOOTSTRAP`, as the CLI's
+        ``--bootstrap`` (1 to 19 resamples cannot place a 95% interval)."""
+        n = self.integer("bootstrap", default, 0, MAX_BOOTSTRAP)
+        if 0 < n < 20:
+            raise BadRequest(f"bootstrap={n} resamples cannot give a 95% interval: give 0 (no CIs) or at least 20")
+        return n
+
     def seed(self, default: int = 0) -> int:
         """The ``seed`` parameter in the CLI's range, 0..2**31-1 (numpy refuses a negative seed)."""
         return self.integer("seed", default, 0, 2**31 - 1)
+
+
+#: the largest id of an integer column on both dialects (PostgreSQL's int4; the CLI's bound too)
+MAX_ID = 2**31 - 1
+
+
+def _calibration_id(value: str, what: str) -> int:
+    """A calibration id given in a query string: digits 0-9 only, at most :data:`MAX_ID`
+    (a larger one is no stored id: SQLite cannot bind it, PostgreSQL refuses it). BadRequest else."""
+    if not (value.isascii() and value.isdigit()):
+        raise BadRequest(f"calibration must be {what}, got {value!r}")
+    if int(value) > MAX_ID:
+        raise BadRequest(f"calibration must be {what}: ids are at most {MAX_ID}, got {value}")
+    return int(value)
 
 
 def _range(lo, hi) -> str:
@@ -337,10 +359,10 @@ class App:
         families = p.texts("family")
         judge = p.text("judge")
         calibration = p.text("calibration", "latest", max_len=20)
-        if calibration != "latest" and not calibration.isdigit():
-            raise BadRequest(f"calibration must be a calibration id or 'latest', got {calibration!r}")
+        if calibration != "latest":
+            _calibration_id(calibration, "a calibration id or 'latest'")
         cal_from = p.text("calibration_from")
-        n_boot = p.integer("bootstrap", DEFAULTS["n_bootstrap"], 0, MAX_BOOTSTRAP)
+        n_boot = p.resamples(DEFAULTS["n_bootstrap"])
         seed = p.seed(DEFAULTS["seed"])
         min_ratings = p.integer("min_ratings", DEFAULTS["min_ratings"], 0)
         max_unparsed = p.number("max_unparsed", DEFAULTS["max_unparsed"], 0.0, 1.0)
@@ -352,10 +374,19 @@ class App:
             from judgecal.views.browse import choices
 
             rated = [j for j in choices(self.url)["judges"] if j["ratings"]]
-            if len(rated) > 1:
+            if families:  # the families given narrow the choice to the judges that rated there
+                from judgecal.views.browse import family_judges
+
+                there = {j["ref"] for fam, js in family_judges(self.url).items() if fam in families for j in js
+                         if j["kind"] == "pointwise"}
+                rated = [j for j in rated if j["ref"] in there]
+            if len(rated) > 1 or (families and not rated):
                 return self.choose(p, title="Score leaderboard", nav="leaderboard", path="/leaderboard", fmt_=fmt_,
-                                   heading="Score leaderboard: choose a judge", chosen=("judge",),
-                                   options=[(j["label"], {"judge": j["ref"]}) for j in rated])
+                                   heading="Score leaderboard: choose a judge" + (
+                                       f" (judges with ratings in {', '.join(families)})" if families else ""),
+                                   chosen=("judge",), options=[(j["label"], {"judge": j["ref"]}) for j in rated])
+            if families and len(rated) == 1:  # the one judge that rated the families given
+                judge = rated[0]["ref"]
         board = build_leaderboard(families, judge, calibration, self.url, min_ratings=min_ratings,
                                   max_unparsed=max_unparsed, n_bootstrap=n_boot, seed=seed, mc_reference=mc_ref,
                                   calibration_from=cal_from)
@@ -380,7 +411,7 @@ class App:
         baseline = p.text("baseline")
         family = p.text("family")
         judge = p.text("judge")
-        n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
+        n_boot = p.resamples(1000)
         seed = p.seed()
         unit = p.choice("length_unit", LENGTH_UNITS, "chars")
         tokenizer = p.text("tokenizer")
@@ -420,23 +451,23 @@ class App:
         p = Params(request, ("family", "judge", "calibration", "bootstrap", "seed", "plots", "format"))
         family, judge = p.text("family"), p.text("judge")
         cal = p.text("calibration", max_len=20)
-        if cal is not None and not cal.isdigit():
-            raise BadRequest(f"calibration must be a calibration id, got {cal!r}")
-        n_boot = p.integer("bootstrap", 1000, 0, MAX_BOOTSTRAP)
+        if cal is not None:
+            _calibration_id(cal, "a calibration id")
+        n_boot = p.resamples(1000)
         seed = p.seed()
         plots = p.text("plots") is None or p.flag("plots")
         fmt_ = p.fmt()
-        if family is None and judge is None and cal is None:
+        if cal is None and (family is None or judge is None):  # the list, narrowed by the one given
             from judgecal.views.browse import calibrations
 
-            fits = calibrations(self.url)
-            carried = p.carried("format")  # bootstrap, seed, plots: kept in every calibration's link
+            fits = [f for f in calibrations(self.url)
+                    if (family is None or f["task_family"] == family)
+                    and (judge is None or judge in (f["judge"], f["judge_ref"]))]
+            carried = p.carried("format", "family", "judge")  # bootstrap, seed, plots: kept in every calibration's link
             if fmt_ == "json":
                 return self.json({"calibrations": fits, "carried": carried})
             return self.render("calibrations.html.j2", title="Calibrations", nav="calibration", fits=fits,
                                carried=carried, carried_text=sorted((k, ", ".join(v)) for k, v in carried.items()))
-        if cal is None and (family is None or judge is None):
-            raise BadRequest("give family and judge (the newest calibration of the pair), or calibration=ID")
         from judgecal.report.build import entry_facts, entry_title, flag_lines, method_table
         from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, COMPARISON_COLUMNS, comparison_rows, rows as pw_rows
         from judgecal.views.reporting import make_report
@@ -476,8 +507,8 @@ class App:
 
         per_page = p.integer("per_page", PER_PAGE, 1, MAX_PAGE)
         cal = p.text("calibration", "latest", max_len=20)
-        if cal not in ("latest", "none") and not cal.isdigit():
-            raise BadRequest(f"calibration must be an id, 'latest' or 'none', got {cal!r}")
+        if cal not in ("latest", "none"):
+            _calibration_id(cal, "an id, 'latest' or 'none'")
         if family is None or judge is None:
             from judgecal.views.browse import family_judges
 

@@ -1,0 +1,295 @@
+"""Issue 23, the last break-it pass (a helper acting as a new user, after the seven leftovers were
+fixed): each defect it found, on both dialects where the database is involved."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from db_helpers import count_rows as _count
+
+ANN = {"instruction": "Say hi", "output_1": "Hello", "generator_1": "base", "output_2": "Hi there",
+       "generator_2": "m", "annotator": "a", "preference": 1}
+
+
+def _upgrade(run_cli, url):
+    assert run_cli("--database-url", url, "db", "upgrade").exit_code == 0
+
+
+def _ann_file(path: Path, body: str) -> Path:
+    path.write_text("[\n" + body + "\n]\n", encoding="utf-8")
+    return path
+
+
+def test_alpaca_key_spelt_with_escapes_is_a_repeat(db_url, run_cli, tmp_path):
+    """`"preference": 1, "pref\\u0065rence": 2` is one key given twice: the fast reader counted
+    only the literal spelling and kept the last value. Now refused at FILE:LINE, for any field."""
+    _upgrade(run_cli, db_url)
+    base = json.dumps(ANN)[:-1]
+    cases = {"preference": base + ', "pref\\u0065rence": 2}',
+             "generator_2": base + ', "gener\\u0061tor_2": "evil"}'}
+    for field, body in cases.items():
+        f = _ann_file(tmp_path / f"{field}.json", body)
+        r = run_cli("--database-url", db_url, "import", "alpaca-eval", f)
+        assert r.exit_code == 2 and f"{f.name}:2: field '{field}' appears twice" in r.stderr, (field, r)
+    outputs = _ann_file(tmp_path / "model_outputs.json",
+                        '{"instruction": "i", "output": "ok", "generator": "g", "outp\\u0075t": "EVIL"}')
+    r = run_cli("--database-url", db_url, "import", "alpaca-eval", outputs)
+    assert r.exit_code == 2 and "field 'output' appears twice" in r.stderr, r
+    assert _count(db_url, "pairwise_judgment") == 0 and _count(db_url, "response") == 0
+    # an escaped character in a VALUE is no repeat: imported (through the careful reader)
+    f = _ann_file(tmp_path / "ok.json", json.dumps(dict(ANN, output_2="H\\u0069 there"))[:-1] + "}")
+    assert run_cli("--database-url", db_url, "import", "alpaca-eval", f).exit_code == 0
+
+
+def test_alpaca_repeat_inside_the_message_is_refused_on_both_readers(db_url, run_cli, tmp_path):
+    """A key given twice inside raw_completion.message (read: its content is the raw output) is
+    refused whichever reader runs; one inside the token log-probabilities (never read) is read
+    the same way by both (the result no longer depends on which reader ran)."""
+    _upgrade(run_cli, db_url)
+    msg = '"raw_completion": {"message": {"content": "1", "content": "2"}}'
+    logprobs = '"raw_completion": {"text": "m", "logprobs": {"content": [{"token": "m", "token": "M"}]}}'
+    base = json.dumps(ANN)[:-1]
+    for careful in (False, True):  # a value equal to a field name sends the file to the careful reader
+        extra = ', "dataset": "preference"' if careful else ""
+        f = _ann_file(tmp_path / f"msg{careful}.json", base + extra + ", " + msg + "}")
+        r = run_cli("--database-url", db_url, "import", "alpaca-eval", f)
+        assert r.exit_code == 2 and f"msg{careful}.json:2: field 'content' appears twice" in r.stderr, (careful, r)
+        f = _ann_file(tmp_path / f"lp{careful}.json", json.dumps(dict(ANN, instruction=f"I{careful}"))[:-1]
+                      + extra + ", " + logprobs + "}")
+        r = run_cli("--database-url", db_url, "import", "alpaca-eval", f)
+        assert r.exit_code == 0, (careful, r)
+    assert _count(db_url, "pairwise_judgment") == 2
+
+
+def _llmbar(folder: Path, records: list[dict], ratings: dict[str, list] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dataset.json").write_text(json.dumps(records))
+    for judge, results in (ratings or {}).items():
+        (folder / f"ratings_{judge}.json").write_text(json.dumps([dict(r, results=x) for r, x in zip(records, results)]))
+    return folder
+
+
+def test_llmbar_literal_results_with_a_repeated_key_is_refused(db_url, run_cli, tmp_path):
+    """`results` written as a Python-literal string with 'score_1' twice: ast.literal_eval kept
+    the last score silently. Now FILE:LINE names the key; nothing is written."""
+    _upgrade(run_cli, db_url)
+    rec = {"input": "q", "output_1": "a", "output_2": "bb", "label": "1"}
+    folder = _llmbar(tmp_path / "S", [rec], {"J": ["[{'score_1': ['6', 'stop'], 'score_1': ['9', 'stop'], "
+                                                    "'score_2': ['1', 'stop']}]"]})
+    r = run_cli("--database-url", db_url, "import", "llmbar", folder)
+    assert r.exit_code == 2 and "ratings_J.json:1: field 'results' (a Python literal string): field 'score_1' " \
+                                "appears twice" in r.stderr, r
+    assert _count(db_url, "rating") == 0 and _count(db_url, "expert_label") == 0
+
+
+def test_llmbar_swapped_twin_of_a_stored_pair(db_url, run_cli, tmp_path):
+    """A pair stored by an earlier import, given again with its outputs swapped: with the other
+    output labelled better it was stored as a second, contradicting gold label; with the same
+    fact, as two more responses and a second label. Now refused, or counted and not stored."""
+    _upgrade(run_cli, db_url)
+    rec = {"input": "q", "output_1": "a", "output_2": "bb", "label": "1"}
+    scores = [[{"score_1": ["7", "stop"], "score_2": ["3", "stop"]}]]
+    assert run_cli("--database-url", db_url, "import", "llmbar", _llmbar(tmp_path / "A" / "S", [rec])).exit_code == 0
+    swapped = {"input": "q", "output_1": "bb", "output_2": "a"}
+    r = run_cli("--database-url", db_url, "import", "llmbar", _llmbar(tmp_path / "B" / "S", [dict(swapped, label="1")]))
+    assert r.exit_code == 2 and "dataset.json:1: the same pair as an earlier import" in r.stderr \
+        and "other output labelled better" in r.stderr, r
+    r = run_cli("--database-url", db_url, "import", "llmbar", "--format", "json",
+                _llmbar(tmp_path / "C" / "S", [dict(swapped, label="2")], {"J": scores}))
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["response"] == 0 and out["added"]["expert_label"] == 0 and out["added"]["rating"] == 0, out
+    assert sum(v["count"] for k, v in out["skipped"].items() if "same pair" in k or "repeats" in k) == 2, out
+    assert _count(db_url, "expert_label") == 1 and _count(db_url, "response") == 2
+    # the same pair in the same order again (a re-import, say, with a new judge's file) is not a twin
+    r = run_cli("--database-url", db_url, "import", "llmbar", "--format", "json",
+                _llmbar(tmp_path / "D" / "S", [rec], {"K": scores}))
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["rating"] == 2, r
+
+
+def test_llmbar_protocol_folder_leftovers_and_nested_keys_are_reported(db_url, run_cli, data_dir, tmp_path):
+    """Files in a protocol folder besides result.json/statistics.json (Statistics.json of
+    another case, a backup) were passed over; unknown keys inside a result's last element were
+    ignored. Now counted and warned; the real repository layout gives neither."""
+    import shutil
+
+    _upgrade(run_cli, db_url)
+    src = data_dir / "llmbar_repo" / "Dataset" / "LLMBar" / "Natural"
+    folder = tmp_path / "Natural"
+    (folder / "evaluators" / "GPT-4").mkdir(parents=True)
+    shutil.copy(src / "dataset.json", folder / "dataset.json")
+    shutil.copytree(src / "evaluators" / "GPT-4" / "Vanilla", folder / "evaluators" / "GPT-4" / "Vanilla")
+    vanilla = folder / "evaluators" / "GPT-4" / "Vanilla"
+    (vanilla / "statistics.json").rename(vanilla / "Statistics.json")
+    (vanilla / "result.json.bak").write_text("x")
+    records = json.loads((vanilla / "result.json").read_text())
+    records[1]["results"][-1]["swap = maybe"] = {"winner": "1"}
+    records[2]["results"][-1]["swap = False"]["confidence"] = 0.9
+    (vanilla / "result.json").write_text(json.dumps(records, indent=1))
+    r = run_cli("--database-url", db_url, "import", "llmbar", "--format", "json", folder)
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    (reason, entry), = [(k, v) for k, v in out["skipped"].items() if "not read in a protocol folder" in k]
+    assert sorted(Path(w).name for w in entry["where"]) == ["Statistics.json", "result.json.bak"]
+    warnings = "\n".join(out["warnings"])
+    assert "(the last element of 'results'): field(s) this format does not have, not read: 'swap = maybe'" in warnings
+    assert "'confidence' (1 record(s)" in warnings
+    real = run_cli("--database-url", f"sqlite:///{tmp_path / 'real.db'}", "import", "llmbar", "--format", "json", src)
+    assert real.exit_code == 0 and "does not have" not in real.stdout and "not read in a protocol" not in real.stdout
+
+
+def test_serve_choice_links_name_the_right_judge(db_url, run_cli, tmp_path):
+    """A judge NAMED `id:5` was linked as judge=id:5 from the choosers, which opens judge id 5,
+    another judge. Now such names (and `name:`, digits) are linked by their own id."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    _upgrade(run_cli, db_url)
+    names = ["plain", "j2", "j3", "j4", "j5", "id:1", "7"]
+    rows = [{"task_family": "fam", "prompt": f"P{i}", "model": m, "response": m * (i + 1), "judge": j,
+             "scale_min": 1, "scale_max": 10, "score": 3 + i % 3} for i in range(3) for m in ("a", "b") for j in names]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    c = TestClient(create_app(db_url))
+    options = c.get("/leaderboard?format=json").json()["options"]
+    by_label = {o["label"]: o["url"] for o in options}
+    for name in ("id:1", "7"):
+        board = c.get(by_label[name]).json()
+        assert board["judge"] == name, (name, by_label[name], board["judge"])
+    assert by_label["plain"].endswith("judge=plain&format=json")
+
+
+def test_not_identified_fit_shows_no_parameters_in_lists(tmp_path):
+    """`fit --list`, the fit table and serve's calibration list showed gamma, p and the in-sample
+    calibrated agreement of a fit its labels do not determine (the report said n.i.)."""
+    from rich.console import Console
+
+    from judgecal.report.tables import fits_table
+    from judgecal.web.app import _environment, link, fmt
+
+    row = {"id": 3, "task_family": "f", "judge": "J", "length_unit": "words", "l_ref": 120.0, "gamma": 0.256,
+           "gamma_ci": [0.0, 0.991], "p": 1.0, "p_ci": None, "n": 100, "agreement_raw": 0.92,
+           "agreement_calibrated": 0.925, "agreement_cv_raw": 0.91, "agreement_cv_calibrated": 0.9,
+           "verbosity_win_rate_raw": 0.6, "verbosity_win_rate_calibrated": 0.55, "created_at": "2026-12-03T10:00:00",
+           "identification": {"identified": False, "reasons": ["p at its bound"]}}
+    console = Console(width=250, record=True)
+    console.print(fits_table([row]))
+    text = console.export_text()
+    assert "0.256" not in text and "0.925" not in text and "n.i." in text
+    assert "0.910 -> 0.900" in text  # the cross-validated figures stay
+    html = _environment().get_template("calibrations.html.j2").render(
+        fits=[dict(row, identified=False, objective="agreement", selection={}, judge_ref="J")], carried={},
+        carried_text=[], database="x", link=link, fmt=fmt, title="Calibrations", nav="calibration")
+    assert "n.i." in html and "0.256" not in html
+
+
+def test_serve_calibration_ids_out_of_range_are_bad_requests(db_url, run_cli, tmp_path):
+    """`calibration=9223372036854775808` answered 500 (SQLite: OverflowError) or 503 (PostgreSQL:
+    integer out of range): now 400 naming the range, on every page that takes one."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    _upgrade(run_cli, db_url)
+    c = TestClient(create_app(db_url))
+    for path in ("/leaderboard?judge=J&calibration=99999999999999999999", "/calibration?calibration=2147483648",
+                 "/audit?family=f&judge=J&calibration=9223372036854775808"):
+        r = c.get(path)
+        assert r.status_code == 400 and "ids are at most 2147483647" in r.text, (path, r.status_code)
+
+
+def test_alpaca_same_file_spelt_two_ways_is_read_once(db_url, run_cli, tmp_path):
+    """`import alpaca-eval A.json /abs/A.json` read the file twice (its records counted as
+    'already stored') without a note: now read once, with the warning."""
+    _upgrade(run_cli, db_url)
+    f = _ann_file(tmp_path / "a.json", json.dumps(ANN))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        r = run_cli("--database-url", db_url, "import", "alpaca-eval", "--format", "json", "a.json", str(f))
+    finally:
+        os.chdir(cwd)
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert any("1 file(s) given more than once" in w for w in out["warnings"]), out
+    assert not any("already stored" in k for k in out["skipped"]), out["skipped"]
+
+
+def test_serve_choosers_narrow_by_family_or_judge(db_url, run_cli, tmp_path):
+    """`/calibration?family=F` was a 400 and `/leaderboard?family=F` listed every judge: a family
+    or judge given now narrows the choice (one judge left: its board)."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    _upgrade(run_cli, db_url)
+    rows = [{"task_family": fam, "prompt": f"P{i}", "model": m, "response": m * (i + 1), "judge": j,
+             "scale_min": 1, "scale_max": 10, "score": 3 + i % 3}
+            for fam, judges in (("f1", ("A", "B")), ("f2", ("C",))) for j in judges for i in range(3) for m in "ab"]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    c = TestClient(create_app(db_url))
+    assert [o["label"] for o in c.get("/leaderboard?family=f1&format=json").json()["options"]] == ["A", "B"]
+    board = c.get("/leaderboard?family=f2&format=json").json()
+    assert board["judge"] == "C", board.get("judge")
+    listing = c.get("/calibration?family=f1&format=json")
+    assert listing.status_code == 200 and listing.json()["calibrations"] == []
+
+
+def test_small_inputs_said_not_dropped(db_url, run_cli, tmp_path):
+    """An Auto-J scenario with spaces around it was trimmed without a word; a family ending in
+    U+200B was a family apart from its visible name; `export leaderboard` of an empty board wrote
+    a 2-byte file and dropped the board's note; `leaderboard --bootstrap 10` (and bootstrap=5
+    on a page) gave 'CIs' of 10 resamples where report refuses them."""
+    _upgrade(run_cli, db_url)
+    autoj = tmp_path / "autoj.jsonl"
+    autoj.write_text(json.dumps({"prompt": "p", "response 1": "x", "response 2": "yy", "label": 0,
+                                 "scenario": "code "}) + "\n")
+    r = run_cli("--database-url", db_url, "import", "autoj", autoj)
+    assert r.exit_code == 0 and "1 record(s) give a scenario with white space around it" in r.stderr, r
+    r = run_cli("--database-url", db_url, "import", "autoj", "--task-family", "x\u200b", autoj)
+    assert r.exit_code == 2 and "invisible character" in r.stderr, r
+    rated = tmp_path / "r.jsonl"
+    rated.write_text("".join(json.dumps({"task_family": "f1", "prompt": f"P{i}", "model": "m", "response": "x" * (i + 1),
+                                         "judge": "J", "scale_min": 1, "scale_max": 10, "score": 5}) + "\n"
+                             for i in range(3)))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", rated).exit_code == 0
+    out = tmp_path / "board.csv"
+    r = run_cli("--database-url", db_url, "export", "leaderboard", out, "--judge", "J", "--task-family", "autoj/code")
+    assert r.exit_code == 0 and "note: judge 'J' has no scored rating in autoj/code" in r.stderr, r
+    assert out.read_text().startswith("model"), out.read_text()
+    r = run_cli("--database-url", db_url, "leaderboard", "--bootstrap", "10")
+    assert r.exit_code == 2 and "10 resamples cannot give a 95% interval" in r.stderr, r
+
+
+def test_created_at_reads_the_same_on_both_dialects(db_url, run_cli):
+    """A calibration's created_at was '2026-12-03T18:09:59.946506' on SQLite and
+    '...+00:00' on PostgreSQL (SQLite gives back a naive datetime): every view writes stored
+    times through models.iso_utc, UTC with its offset on both."""
+    import datetime as dt
+
+    from sqlalchemy import select
+
+    from judgecal.db import engine as eng
+    from judgecal.db import models as m
+    from judgecal.db.engine import session_scope
+
+    _upgrade(run_cli, db_url)
+    t = dt.datetime(2026, 12, 3, 18, 9, 59, 946506, tzinfo=dt.timezone.utc)
+    with session_scope(eng.create(db_url)) as s:
+        s.add(m.TaskFamily(name="f", created_at=t))
+    with session_scope(eng.create(db_url)) as s:
+        back = s.scalar(select(m.TaskFamily.created_at))
+    assert m.iso_utc(back) == "2026-12-03T18:09:59.946506+00:00", (back, m.iso_utc(back))
+    assert m.iso_utc(t.astimezone(dt.timezone(dt.timedelta(hours=2)))) == "2026-12-03T18:09:59.946506+00:00"
+    assert m.iso_utc(None) is None
