@@ -31,6 +31,7 @@ views' queries and maths, rendering) with no network.
     .venv/bin/python benchmarks/bench_serve.py --keep          # keep the database (reused next time)
     .venv/bin/python benchmarks/bench_serve.py --ratings 20000 --verdicts 20000 --items 200 --models 20  # smoke
     .venv/bin/python benchmarks/bench_serve.py --keep --profile '/audit?family=bench/chat&judge=pairjudge-X'
+    .venv/bin/python benchmarks/bench_serve.py --keep --warm   # with the warmer: first cycle, then one write
 
 --keep: a database of that name that already holds the benchmark's data (same sizes, recorded
 in a marker table of the benchmark's own, ``bench_serve_meta``) is reused instead of rebuilt; it
@@ -416,9 +417,17 @@ def measure(url: str, args) -> None:
     from judgecal.web.app import create_app
 
     t = time.perf_counter()
-    client = TestClient(create_app(url, cache_mb=args.cache_mb))
+    app = create_app(url, cache_mb=args.cache_mb, warm=args.warm)
+    client = TestClient(app)
     startup = time.perf_counter() - t
     results = [{"startup_s": round(startup, 2), "rss_mib_after_startup": round(rss_mib(), 1)}]
+    if args.warm:  # judgecal.web.warm: the lifespan starts the warmer; its first cycle computes the entry pages
+        client.__enter__()
+        t = time.perf_counter()
+        ok = app.state.warmer.wait_warm(args.warm_timeout)
+        results[0].update(first_cycle_s=round(time.perf_counter() - t, 1), first_cycle_done=ok,
+                          pages_computed_ahead=app.state.warmer.computed, rss_mib_after_first_cycle=round(rss_mib(), 1))
+        print(json.dumps(results[0]), file=sys.stderr, flush=True)
     for label, path in pages(args):
         if args.only and not any(o in label for o in args.only):
             continue
@@ -446,6 +455,25 @@ def measure(url: str, args) -> None:
                         "max_ms": round(times[-1], 1), "bytes": len(r.content), "rss_mib": round(rss_mib(), 1),
                         "first": first_cache, "hits": hits})
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    if args.warm:  # a write by another process: each page's first request after it, and the refresh
+        import psycopg
+
+        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+            conn.execute("INSERT INTO task_family (name, created_at) VALUES ('bench/touch', now())")
+            conn.execute("DELETE FROM task_family WHERE name = 'bench/touch'")
+        time.sleep(1.5)  # PostgreSQL publishes its counters (the data version) within about a second
+        t_write = time.perf_counter()
+        for r0 in results[1:]:
+            t = time.perf_counter()
+            r = client.get(r0["path"])
+            r0["after_write_ms"] = round((time.perf_counter() - t) * 1000, 1)
+            r0["after_write"] = r.headers.get("x-judgecal-cache")
+            print(json.dumps({"page": r0["page"], "after_write_ms": r0["after_write_ms"],
+                              "after_write": r0["after_write"]}), file=sys.stderr, flush=True)
+        ok = app.state.warmer.wait_warm(args.warm_timeout)
+        results[0].update(refresh_s=round(time.perf_counter() - t_write, 1), refresh_done=ok,
+                          peak_rss_mib=round(rss_mib(), 1))
+        client.__exit__(None, None, None)
     print(json.dumps(results))
 
 
@@ -508,6 +536,10 @@ def main() -> None:
     ap.add_argument("--database", default="judgecal_bench_serve")
     ap.add_argument("--keep", action="store_true", help="reuse the built database and keep it at the end")
     ap.add_argument("--profile", metavar="PATH", help="profile one request of PATH instead of measuring")
+    ap.add_argument("--warm", action="store_true",
+                    help="serve with the warmer (judgecal.web.warm): wait for its first cycle, measure, then write "
+                         "once and measure each page's first request after the write and the refresh")
+    ap.add_argument("--warm-timeout", type=float, default=900.0, help="seconds to wait for a warm cycle")
     ap.add_argument("--measure", metavar="URL", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
@@ -532,6 +564,7 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--measure", url, "--requests", str(args.requests),
                "--max-page-s", str(args.max_page_s), "--models", str(args.models), "--cache-mb", str(args.cache_mb)]
         cmd += [x for o in args.only or () for x in ("--only", o)]
+        cmd += ["--warm", "--warm-timeout", str(args.warm_timeout)] if args.warm else []
         out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True, cwd=ROOT)
         res = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
@@ -547,6 +580,14 @@ def main() -> None:
             print(f"{r['page']:38} {r['n']:>3} {r['warmup_ms']:>9.1f} {r['p50_ms']:>9.1f} {r['p95_ms']:>9.1f} "
                   f"{r['hits']:>5} {r['rss_mib']:>7.0f} MiB  {ok} / {cold}   {r['path']}")
         print(f"peak RSS of the serving process: {max(r['rss_mib'] for r in res[1:]):.0f} MiB")
+        if args.warm:
+            print(f"\nwarmer: first cycle {head.get('first_cycle_s')} s ({head.get('pages_computed_ahead')} pages, "
+                  f"done: {head.get('first_cycle_done')}); after one write: each page's first request (header), "
+                  f"then the refresh took {head.get('refresh_s')} s (done: {head.get('refresh_done')}); peak RSS "
+                  f"{head.get('peak_rss_mib')} MiB")
+            for r in res[1:]:
+                ok = "met" if r["after_write_ms"] <= GOAL_MS else "NOT met"
+                print(f"{r['page']:38} after write {r['after_write_ms']:>9.1f} ms  {r['after_write']:>6}  {ok}")
     finally:
         if not args.keep:
             drop(name)

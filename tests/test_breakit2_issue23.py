@@ -185,7 +185,7 @@ def test_not_identified_fit_shows_no_parameters_in_lists(tmp_path):
     assert "0.256" not in text and "0.925" not in text and "n.i." in text
     assert "0.910 -> 0.900" in text  # the cross-validated figures stay
     html = _environment().get_template("calibrations.html.j2").render(
-        fits=[dict(row, identified=False, objective="agreement", selection={}, judge_ref="J")], carried={},
+        fits=[dict(row, objective="agreement", selection={}, judge_ref="J")], carried={},
         carried_text=[], database="x", link=link, fmt=fmt, title="Calibrations", nav="calibration")
     assert "n.i." in html and "0.256" not in html
 
