@@ -6,7 +6,6 @@ errors are not kept; the token is not part of the key; the cache is bounded."""
 from __future__ import annotations
 
 import gc
-import json
 import threading
 import time
 
@@ -15,9 +14,9 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+from db_helpers import import_ratings  # noqa: E402
 from judgecal.db import engine as eng  # noqa: E402
 from judgecal.db import migrate  # noqa: E402
-from judgecal.views import importing  # noqa: E402
 from judgecal.web import create_app  # noqa: E402
 from judgecal.web.cache import Page, PageCache  # noqa: E402
 
@@ -25,12 +24,7 @@ FAMILY = "cache/test"
 
 
 def _ratings(url: str, tmp_path, judge: str, n: int) -> None:
-    recs = [{"prompt": f"Question {i}?", "model": "model-x", "response": f"Answer {i} " + "word " * i,
-             "judge": judge, "scale_min": 1, "scale_max": 10, "raw_output": f"Rating: [[{1 + i % 10}]]"}
-            for i in range(n)]
-    path = tmp_path / f"{judge}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
-    importing.import_generic(path, "ratings", "jsonl", FAMILY, url)
+    import_ratings(url, tmp_path, FAMILY, judge, n, raw_output=True)
 
 
 @pytest.fixture()

@@ -5,7 +5,6 @@ the page up to date; SQLite and PostgreSQL (whose data version lags a commit by 
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -13,20 +12,16 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+from db_helpers import import_ratings  # noqa: E402
 from judgecal.db import engine as eng  # noqa: E402
 from judgecal.db import migrate  # noqa: E402
-from judgecal.views import importing  # noqa: E402
 from judgecal.web import create_app  # noqa: E402
 
 FAMILY = "warm/test"
 
 
 def _ratings(url: str, tmp_path, judge: str, n: int, model: str = "model-x") -> None:
-    recs = [{"prompt": f"Question {i}?", "model": model, "response": f"Answer {i} " + "word " * i,
-             "judge": judge, "scale_min": 1, "scale_max": 10, "score": 1 + i % 10} for i in range(n)]
-    path = tmp_path / f"{judge}-{model}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
-    importing.import_generic(path, "ratings", "jsonl", FAMILY, url)
+    import_ratings(url, tmp_path, FAMILY, judge, n, model=model)
 
 
 @pytest.fixture()
