@@ -74,7 +74,10 @@ def test_pages_are_computed_ahead_and_a_stale_copy_says_so(filled, tmp_path):
         assert fresh.headers["x-judgecal-cache"] != "stale" and "model-y" in fresh.text
         assert 'class="stale"' not in fresh.text
         # the warmer brings every entry page up to date: hits again, no banner, the new model shown
-        assert warmer.wait_warm(60)
+        from judgecal.db.engine import data_version, get_engine
+
+        assert warmer.wait_warm(60), (warmer.cycles, warmer.warm_version, warmer.last_error, warmer.computed,
+                                      data_version(get_engine(app.state.database_url)))
         now = _until(client, "/leaderboard?judge=judge-one", "hit")
         assert now.headers["x-judgecal-cache"] == "hit" and "model-y" in now.text and 'class="stale"' not in now.text
         assert client.get("/?fresh=maybe").status_code == 400

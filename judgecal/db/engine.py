@@ -203,7 +203,8 @@ def data_version(engine: Engine) -> tuple:
     lag a write by that much. With ``track_counts`` off (the counters stay 0) the whole
     server's ``pg_current_snapshot()`` is used instead, which moves with every write
     transaction of any database (a cache miss, never a stale page). SQLite: size and
-    modification time (ns) of the database file and its ``-wal`` and ``-journal`` files: a
+    modification time (ns) of the database file and its ``-wal`` and ``-journal`` files (an
+    empty or missing WAL or journal reads the same: a reader may create an empty ``-wal``): a
     commit appends to the WAL (or rewrites the file), a checkpoint rewrites the file. Other
     dialects: a fresh object each call (nothing cached). Raises SQLAlchemy's errors when the
     server cannot be reached."""
@@ -225,9 +226,12 @@ def data_version(engine: Engine) -> tuple:
         for suffix in ("", "-wal", "-journal"):
             try:
                 st = os.stat(path + suffix)
-                out.append((suffix, st.st_size, st.st_mtime_ns))
             except FileNotFoundError:
-                out.append((suffix, None))
+                st = None
+            if suffix and (st is None or st.st_size == 0):  # an empty WAL or journal holds no data: as if absent
+                out.append((suffix, 0))  # (a reader may create an empty -wal: that is no change)
+            else:
+                out.append((suffix, st.st_size, st.st_mtime_ns) if st is not None else (suffix, None))
         return tuple(out)
     return (object(),)
 

@@ -53,6 +53,7 @@ class Warmer:
         self.computed = 0  # pages computed by the warmer
         self.last_cycle_s: float | None = None  # seconds the last complete cycle took
         self.warm_version: object = None  # the data version the last complete cycle warmed
+        self.last_error: str | None = None  # the last error met (the version could not be read, a page failed)
 
     def start(self) -> None:
         if self._thread is None:
@@ -109,7 +110,8 @@ class Warmer:
                 return
             try:
                 version = self._version()
-            except Exception:  # noqa: BLE001 - the database is away; the pages say so when asked
+            except Exception as exc:  # noqa: BLE001 - the database is away; the pages say so when asked
+                self.last_error = f"data version: {exc}"
                 continue
             with self._lock:
                 asked = bool(self._asked)
@@ -126,6 +128,7 @@ class Warmer:
                     _, hit = self.cache.get_or_compute(key, now, lambda key=key: self._compute(key))
                     self.computed += 0 if hit else 1
                 except Exception as exc:  # noqa: BLE001 - never kills the thread; the request path reports it
+                    self.last_error = f"{key[0]}: {exc}"
                     log.warning("serve: could not compute %s ahead: %s", key[0], exc)
             warmed = version
             self.warm_version = version
