@@ -256,7 +256,7 @@ def test_small_inputs_said_not_dropped(db_url, run_cli, tmp_path):
     autoj.write_text(json.dumps({"prompt": "p", "response 1": "x", "response 2": "yy", "label": 0,
                                  "scenario": "code "}) + "\n")
     r = run_cli("--database-url", db_url, "import", "autoj", autoj)
-    assert r.exit_code == 0 and "1 record(s) give a scenario with white space around it" in r.stderr, r
+    assert r.exit_code == 0 and "1 record(s) give a scenario with white space or invisible characters around it" in r.stderr, r
     r = run_cli("--database-url", db_url, "import", "autoj", "--task-family", "x\u200b", autoj)
     assert r.exit_code == 2 and "invisible character" in r.stderr, r
     rated = tmp_path / "r.jsonl"
@@ -293,3 +293,77 @@ def test_created_at_reads_the_same_on_both_dialects(db_url, run_cli):
     assert m.iso_utc(back) == "2026-12-03T18:09:59.946506+00:00", (back, m.iso_utc(back))
     assert m.iso_utc(t.astimezone(dt.timezone(dt.timedelta(hours=2)))) == "2026-12-03T18:09:59.946506+00:00"
     assert m.iso_utc(None) is None
+
+
+def test_third_pass_findings(db_url, run_cli, tmp_path):
+    """The third break-it pass: an LLMBar pair stored with one label and given again IN THE SAME
+    ORDER with the other label (another folder, same family) was stored beside it; invisible
+    characters (Default_Ignorable: U+3164, U+2800, variation selectors...) at a family's ends,
+    or in an Auto-J scenario or an LLMBar folder name, made a family apart from the one seen;
+    an unknown family on a chooser page answered 200; an empty board's CSV had one column."""
+    _upgrade(run_cli, db_url)
+    rec = {"input": "q", "output_1": "a", "output_2": "bb", "label": "1"}
+    assert run_cli("--database-url", db_url, "import", "llmbar", "--task-family", "F",
+                   _llmbar(tmp_path / "one", [rec])).exit_code == 0
+    r = run_cli("--database-url", db_url, "import", "llmbar", "--task-family", "F",
+                _llmbar(tmp_path / "two", [dict(rec, label="2")]))
+    assert r.exit_code == 2 and "the same pair as an earlier import" in r.stderr and "other output" in r.stderr, r
+    assert _count(db_url, "expert_label") == 1
+    # the same label from another folder: counted, nothing new
+    r = run_cli("--database-url", db_url, "import", "llmbar", "--task-family", "F", _llmbar(tmp_path / "three", [rec]))
+    assert r.exit_code == 0 and _count(db_url, "expert_label") == 1, r
+    f = tmp_path / "r.jsonl"
+    for ch in ("\u3164", "\u2800", "\ufe0f", "\u034f", "\U000e0100", "\u115f", "\uffa0", "\u17b4"):
+        f.write_text(json.dumps({"task_family": "fam" + ch, "prompt": "p", "model": "m", "response": "r"}) + "\n")
+        r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "responses", f)
+        assert r.exit_code == 2 and "invisible character" in r.stderr, (hex(ord(ch)), r)
+    autoj = tmp_path / "aj.jsonl"
+    autoj.write_text(json.dumps({"prompt": "p", "response 1": "x", "response 2": "yy", "label": 0,
+                                 "scenario": "\u200bcode"}) + "\n")
+    r = run_cli("--database-url", db_url, "import", "autoj", "--format", "json", autoj)
+    assert r.exit_code == 0 and "invisible characters around it" in r.stdout, r
+    assert _count(db_url, "task_family") == 2  # F and autoj/code, no family with U+200B
+    folder = _llmbar(tmp_path / "sets" / "Nat\u200b", [dict(rec, input="q2")])
+    r = run_cli("--database-url", db_url, "import", "llmbar", folder)
+    assert r.exit_code == 2 and "invisible character" in r.stderr and "rename the folder" in r.stderr, r
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.views.leaderboard import ROW_COLUMNS
+    from judgecal.web import create_app
+
+    c = TestClient(create_app(db_url))
+    for path in ("/leaderboard?family=nosuch", "/calibration?family=nosuch"):
+        page = c.get(path)
+        assert page.status_code == 404 and "no task family named &#39;nosuch&#39;" in page.text, (path, page.status_code)
+    out = tmp_path / "board.csv"
+    rated = tmp_path / "rated.jsonl"
+    rated.write_text(json.dumps({"task_family": "F", "prompt": "q", "model": "llmbar/output_1", "response": "a",
+                                 "judge": "J", "scale_min": 1, "scale_max": 10, "score": 5}) + "\n")
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", rated).exit_code == 0
+    assert run_cli("--database-url", db_url, "export", "leaderboard", out, "--judge", "J",
+                   "--task-family", "autoj/code").exit_code == 0
+    empty_header = out.read_text().splitlines()[0].split(",")
+    assert run_cli("--database-url", db_url, "export", "leaderboard", out, "--judge", "J").exit_code == 0
+    full_header = out.read_text().splitlines()[0].split(",")
+    assert empty_header == ROW_COLUMNS == full_header, (empty_header, full_header)
+
+
+def test_a_judge_name_filed_under_another_is_said(db_url, run_cli, tmp_path):
+    """Generic ratings by judge 'B' with the identity of the stored judge 'A' (same model,
+    endpoint, prompt, scale, parameters) were filed under 'A' without a word: now a warning says
+    so, in the next import and within one file alike."""
+    _upgrade(run_cli, db_url)
+    rec = {"task_family": "fz", "prompt": "p0", "model": "m1", "response": "r0", "judge": "A", "judge_model": "A",
+           "scale_min": 0, "scale_max": 10, "score": 0}
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps(rec) + "\n")
+    b.write_text(json.dumps(dict(rec, judge="B", prompt="p1", response="r1")) + "\n")
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", a).exit_code == 0
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", b)
+    assert r.exit_code == 0 and "judge 'B' has the identity of the stored judge 'A'" in r.stderr, r
+    both = tmp_path / "both.jsonl"
+    both.write_text(json.dumps(dict(rec, task_family="g")) + "\n" + json.dumps(dict(rec, task_family="g", judge="B",
+                                                                                   prompt="p1", response="r1")) + "\n")
+    r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", both)
+    assert r.exit_code == 0 and "judge 'B' has the identity of the stored judge 'A'" in r.stderr, r

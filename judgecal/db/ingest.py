@@ -105,6 +105,7 @@ class Writer:
         self.resp_ids: dict[RespRef, int] = {}
         self.by_key: dict[tuple[int, str, str], int] = {}  # (item id, model, text SHA-256) -> response id
         self.judges: dict[JudgeSpec, int] = {}
+        self.renamed: dict[tuple[str, str], None] = {}  # (name given, name of the stored judge of that identity)
         # rows the database already held with the same values (not added again): {table: n}
         self.already: dict[str, int] = dict.fromkeys(("rating", "expert_label", "pairwise_judgment"), 0)
         # judge id -> whether it had no pairwise verdict when this import first met it; for such a
@@ -125,8 +126,14 @@ class Writer:
                 return False
             self._write(batch)
             book.record(batch.files, batch.digests)
-            return True
-        self._write(batch)
+        else:
+            self._write(batch)
+        for given, stored in self.renamed:  # once per import: the first batch that met it says so
+            batch.warnings.append(
+                f"judge {given!r} has the identity of the stored judge {stored!r} (the same model, endpoint, prompt, "
+                f"mode, scale and parameters; a name is not part of a judge's identity): its rows are filed under "
+                f"{stored!r}; to keep them apart give another judge_model, endpoint or prompt")
+        self.renamed = {}
         return True
 
     def _write(self, batch: ImportBatch) -> None:
@@ -203,7 +210,7 @@ class Writer:
 
     def _judge_id(self, spec: JudgeSpec) -> int:
         if spec not in self.judges:
-            self.judges[spec] = q.get_or_create_judge(
+            row = q.get_or_create_judge(
                 self.session,
                 name=spec.name,
                 model=spec.model,
@@ -214,7 +221,10 @@ class Writer:
                 params=json.loads(spec.params_json),
                 scale_min=spec.scale_min,
                 scale_max=spec.scale_max,
-            ).id
+            )
+            if spec.name and row.name != spec.name:  # a judge's name is not part of its identity: said, not dropped
+                self.renamed.setdefault((spec.name, row.name), None)
+            self.judges[spec] = row.id
         return self.judges[spec]
 
     def _write_rest(self, batch: ImportBatch, rid, now) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_jsonl
+from judgecal.importers.records import NAME_MAX, Fields, ImportBatch, RespRef, Seen, check_family, read_jsonl, trim_name
 
 LABELS = {"0": "a", "1": "b", "2": "tie"}
 _SWAP = {"a": "b", "b": "a", "tie": "tie"}  # the label of the same pair given with its responses swapped
@@ -33,9 +33,11 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
     for line, obj in read_jsonl(path):
         f = Fields(obj, str(path), line)
         scenario = None if family else f.text("scenario", allow_empty=False)  # --task-family: scenario unused
-        if scenario is not None and scenario != scenario.strip():
+        if scenario is not None and scenario != trim_name(scenario):
             trimmed.append(line)  # said in a warning: the family is the scenario without its spaces
-        fam = family or f"autoj/{scenario.strip()}"
+        if scenario is not None and not trim_name(scenario):
+            raise f.fail(f"field 'scenario' is {scenario!r}: nothing visible to name the family autoj/<scenario> by")
+        fam = family or f"autoj/{trim_name(scenario)}"
         if len(fam) > NAME_MAX:
             raise f.fail(f"task family {fam[:40]!r}... is {len(fam)} characters, over the {NAME_MAX} a name may have")
         prompt = f.text("prompt")
@@ -54,8 +56,8 @@ def parse(path: Path, family: str | None = None) -> ImportBatch:
         n += 1
     if trimmed:
         shown = ", ".join(str(x) for x in trimmed[:10]) + (", ..." if len(trimmed) > 10 else "")
-        batch.warnings.append(f"{path}: {len(trimmed)} record(s) give a scenario with white space around it; the "
-                              f"task family autoj/<scenario> leaves it out (lines {shown})")
+        batch.warnings.append(f"{path}: {len(trimmed)} record(s) give a scenario with white space or invisible "
+                              f"characters around it; the task family autoj/<scenario> leaves them out (lines {shown})")
     if n == 0:
         batch.warnings.append(f"{path}: no labelled pair imported")
     return batch

@@ -75,6 +75,7 @@ from judgecal.importers.records import (
     read_json_array,
     read_text,
     repeat_message,
+    trim_name,
 )
 
 LABELS = {"1": "a", "2": "b"}
@@ -167,6 +168,11 @@ def batches(folder: Path, family: str | None = None, parity: list | None = None,
         raise InputError("no LLMBar set found (no dataset.json here, nor under Dataset/LLMBar/<set>/)", source=str(folder))
     if family and len(sets) > 1:
         raise InputError(f"--task-family names one family but {len(sets)} LLMBar sets were found", source=str(folder))
+    for path, fam in sets if not family else ():  # a family named by a folder: visible, as --task-family must be
+        if Path(path).name != trim_name(Path(path).name):
+            raise InputError(f"the folder's name gives the family {fam!r}, which begins or ends with white space or an "
+                             "invisible character (a family apart from the one you see): rename the folder or give "
+                             "--task-family", source=str(path))
     return _batches(sets, family, parity, stored)
 
 
@@ -215,9 +221,11 @@ def set_batches(folder: Path, family: str, parity: list | None = None,
     lines = first.at.setdefault("pair_labels", [])
     better: dict[tuple[str, str, str], tuple[int | str, str]] = {}  # (input, output, output) -> (line, the better one)
     swapped_stored: dict[tuple[str, str, str], str] = {}  # a stored pair, outputs swapped -> the better one
+    same_stored: dict[tuple[str, str, str], str] = {}  # a stored pair in its order -> the better one
     for prompt, text_a, text_b, pref in stored:  # (the same order is the same rows: nothing new, not a twin)
         if pref in ("a", "b") and text_a != text_b:
-            swapped_stored[(prompt, text_b, text_a)] = text_a if pref == "a" else text_b
+            swapped_stored[(prompt, text_b, text_a)] = same_stored[(prompt, text_a, text_b)] = (
+                text_a if pref == "a" else text_b)
     unread = UnreadFields(DATASET_FIELDS)
     for line, obj in read_json_array(dataset):
         f = Fields(obj, str(dataset), line)
@@ -229,6 +237,9 @@ def set_batches(folder: Path, family: str, parity: list | None = None,
         seen = better.get((prompt, out1, out2)) or better.get((prompt, out2, out1))
         if seen is None and (prompt, out1, out2) in swapped_stored:
             seen = ("an earlier import", swapped_stored[(prompt, out1, out2)])
+        if seen is None and same_stored.get((prompt, out1, out2), best) != best:  # the same order, the other label
+            raise f.fail(f"the same pair as an earlier import (the gold label stored in {family}, from another source) "
+                         "with the other output labelled better: one pair, one label (remove one of them)")
         if seen is not None and out1 != out2:
             there = f"line {seen[0]}" if isinstance(seen[0], int) else f"{seen[0]} (the gold label stored in {family})"
             if seen[1] != best:

@@ -805,10 +805,21 @@ class Fields:
         return allowed[key]
 
 
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt) and U+2800 BRAILLE
+#: PATTERN BLANK: characters a reader does not see
+_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+              (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x2800, 0x2800),
+              (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+              (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+
+
 def _invisible(ch: str) -> bool:
     import unicodedata
 
-    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+    if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+        return True
+    c = ord(ch)
+    return any(lo <= c <= hi for lo, hi in _IGNORABLE)
 
 
 def trim_name(name: str) -> str:

@@ -47,7 +47,7 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
     """Write the ``kind`` rows to ``path`` as ``fmt`` (jsonl or csv); returns the row count.
     ``notes``: receives the leaderboard's notes and left-out counts (what ``judgecal
     leaderboard`` prints under its table: a board without rows says why). A CSV without rows
-    still has its header (``model``, as ``leaderboard --format csv``).
+    still has its header (:data:`judgecal.views.leaderboard.ROW_COLUMNS`).
 
     ``families``: only these task families (every kind; unknown names raise NotFoundError).
     ``judge`` (name, model or id): only that judge's rows, for ratings, verdicts,
@@ -97,7 +97,9 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
             notes.extend(left_out_lines(board))
         rows = board["rows"]
         if fmt == "csv":
-            return write_rows(rows, path, fmt, columns=list(dict.fromkeys(k for r in rows for k in r)) or ["model"])
+            from judgecal.views.leaderboard import ROW_COLUMNS
+
+            return write_rows(rows, path, fmt, columns=list(dict.fromkeys(k for r in rows for k in r)) or ROW_COLUMNS)
     return write_rows(rows, path, fmt)
 
 

@@ -313,6 +313,15 @@ def _metric(metrics: dict, name: str):
     return v.get("value") if isinstance(v, dict) else v
 
 
+#: a score-board row's keys, in the order a row holds them (a CSV of a board without rows has this header)
+ROW_COLUMNS = ["model", "n_rated", "n_unparsed", "n_failed", "unparsed_share", "mean_raw", "mean_raw_ci",
+               "mean_calibrated", "mean_calibrated_ci", "mean_length", "length_unit", "verbosity_win_rate",
+               "verbosity_win_rate_calibrated", "verbosity_pairs", "uncalibrated", "transferred", "stale_calibration",
+               "calibration_freshness_unknown", "calibration_not_identified", "not_identified_reasons", "fit_at_bound",
+               "advice_keep_raw", "advice_other_method", "acc", "acc_norm", "acc_bytes", "acc_norm_minus_acc", "mc_run",
+               "mc_opposite", "degenerate_answers", "rank_raw", "rank_calibrated", "rank_change", "flags", "flag_codes"]
+
+
 def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
     if not runs:
         return {"acc": None, "acc_norm": None, "acc_bytes": None, "acc_norm_minus_acc": None, "mc_run": None, "mc_opposite": False}

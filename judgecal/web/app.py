@@ -328,7 +328,7 @@ class App:
         return Response(json_text(data) + "\n", media_type="application/json")
 
     def choose(self, p: Params, *, title: str, nav: str, heading: str, options: list[tuple[str, str, dict]],
-               path: str, fmt_: str, chosen: tuple[str, ...]) -> Response:
+               path: str, fmt_: str, chosen: tuple[str, ...], empty: str | None = None) -> Response:
         """A page that asks for what is missing (a judge, a baseline...): each option links to
         ``path`` with its own parameters and every other parameter given (:meth:`Params.carried`:
         ``seed=5`` before a judge is chosen is kept, not ignored); ``format=json`` gives the
@@ -339,8 +339,11 @@ class App:
         if fmt_ == "json":
             return self.json({"choose": heading, "carried": carried,
                               "options": [{"label": text, "url": href} for text, href in links]})
+        given = any(k in p.q for k in chosen)
         return self.render("choose.html.j2", title=title, nav=nav, heading=heading, options=links,
-                           carried=sorted((k, ", ".join(v)) for k, v in carried.items()))
+                           carried=sorted((k, ", ".join(v)) for k, v in carried.items()),
+                           empty=empty or ("No choice matches what was given." if given
+                                           else "Nothing to choose from in this database yet."))
 
     # ------------------------------------------------------------ pages
     def overview(self, request: Request):
@@ -373,7 +376,11 @@ class App:
         if judge is None and calibration == "latest":
             from judgecal.views.browse import choices
 
-            rated = [j for j in choices(self.url)["judges"] if j["ratings"]]
+            offered = choices(self.url)
+            rated = [j for j in offered["judges"] if j["ratings"]]
+            unknown = [f for f in families if f not in offered["families"]]
+            if unknown:
+                raise NotFoundError(f"no task family named {unknown[0]!r} (see the overview)")
             if families:  # the families given narrow the choice to the judges that rated there
                 from judgecal.views.browse import family_judges
 
@@ -384,7 +391,8 @@ class App:
                 return self.choose(p, title="Score leaderboard", nav="leaderboard", path="/leaderboard", fmt_=fmt_,
                                    heading="Score leaderboard: choose a judge" + (
                                        f" (judges with ratings in {', '.join(families)})" if families else ""),
-                                   chosen=("judge",), options=[(j["label"], {"judge": j["ref"]}) for j in rated])
+                                   chosen=("judge",), options=[(j["label"], {"judge": j["ref"]}) for j in rated],
+                                   empty="No judge has ratings in the families given.")
             if families and len(rated) == 1:  # the one judge that rated the families given
                 judge = rated[0]["ref"]
         board = build_leaderboard(families, judge, calibration, self.url, min_ratings=min_ratings,
@@ -460,6 +468,11 @@ class App:
         if cal is None and (family is None or judge is None):  # the list, narrowed by the one given
             from judgecal.views.browse import calibrations
 
+            if family is not None:
+                from judgecal.views.browse import choices
+
+                if family not in choices(self.url)["families"]:
+                    raise NotFoundError(f"no task family named {family!r} (see the overview)")
             fits = [f for f in calibrations(self.url)
                     if (family is None or f["task_family"] == family)
                     and (judge is None or judge in (f["judge"], f["judge_ref"]))]
@@ -467,7 +480,8 @@ class App:
             if fmt_ == "json":
                 return self.json({"calibrations": fits, "carried": carried})
             return self.render("calibrations.html.j2", title="Calibrations", nav="calibration", fits=fits,
-                               carried=carried, carried_text=sorted((k, ", ".join(v)) for k, v in carried.items()))
+                               carried=carried, carried_text=sorted((k, ", ".join(v)) for k, v in carried.items()),
+                               narrowed=family is not None or judge is not None)
         from judgecal.report.build import entry_facts, entry_title, flag_lines, method_table
         from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, COMPARISON_COLUMNS, comparison_rows, rows as pw_rows
         from judgecal.views.reporting import make_report
