@@ -566,7 +566,8 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
               help="Calibration id(s) to report (repeatable; default: the newest per family and judge). With "
                    "--task-family OTHER, calibration ID is applied to OTHER's expert labels (a transfer evaluation).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"]), default="table", show_default=True)
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", "out_dir", type=click.Path(path_type=str, file_okay=False), default=None,
+              callback=lambda ctx, param, v: _named_folder(v),
               help="Write report.html, report.json and report.md into this folder (html needs it).")
 @click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
@@ -1088,6 +1089,13 @@ def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge
         err.print(f"wrote {n} {kind} rows to standard output", highlight=False)
     else:
         click.echo(f"wrote {n} {kind} rows to {file}")
+
+
+def _named_folder(path: str | None) -> Path | None:
+    """--out of report: a folder named (an empty value would write into the current folder)."""
+    if path is not None and not path.strip():
+        raise click.BadParameter("names no folder: give the folder to write the report into", param_hint="--out")
+    return None if path is None else Path(path)
 
 
 def _enough_resamples(n: int) -> int:

@@ -9,8 +9,9 @@ Counts exclude special tokens (no BOS/EOS), so they measure the response text on
 tokenizer's identity, not under the name the user typed. ``smollm2`` is the identity of the
 pulled SmolLM2 folder's tokenizer; ``hf:<folder>`` whose tokenizer files are byte-identical to
 it (the same folder, a copy, a symlink) is stored as ``smollm2`` too; any other folder is
-``hf:<absolute resolved folder>`` - so ``hf:./x``, ``hf:x/`` and ``hf:/abs/x`` are one identity,
-and no tokenizer is counted twice under two names."""
+``hf:<absolute resolved folder>#<content hash>`` - so ``hf:./x``, ``hf:x/`` and ``hf:/abs/x`` are one
+identity, no tokenizer is counted twice under two names, and a folder whose tokenizer files
+changed is a new identity (its lengths are not mixed with those of the files before)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ def canonical_name(name: str) -> str:
 
     ``words``/``chars``/``bytes`` and ``smollm2`` are returned unchanged; ``hf:<folder>`` becomes
     ``smollm2`` when its tokenizer files equal the pulled SmolLM2 folder's, else
-    ``hf:<absolute resolved folder>``. Raises UsageError for an unknown name (as :func:`counter`)
+    ``hf:<absolute resolved folder>#<first 12 hex digits of the SHA-256 of its tokenizer files>``
+    (a folder whose files changed is another tokenizer: its lengths are counted again, never
+    mixed with the old ones under one name). Raises UsageError for an unknown name (as :func:`counter`)
     and for an ``hf:`` folder that is empty, missing or holds no tokenizer files."""
     if name in FREE_UNITS or name == "smollm2":
         return name
@@ -80,7 +83,7 @@ def canonical_name(name: str) -> str:
             return "smollm2"
     except OSError:
         pass
-    return f"hf:{folder}"
+    return f"hf:{folder}#{_fingerprint(folder)[:12]}"
 
 
 def counter(name: str) -> Callable[[Sequence[str]], list[int]]:

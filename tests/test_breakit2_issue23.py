@@ -367,3 +367,149 @@ def test_a_judge_name_filed_under_another_is_said(db_url, run_cli, tmp_path):
                                                                                    prompt="p1", response="r1")) + "\n")
     r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", both)
     assert r.exit_code == 0 and "judge 'B' has the identity of the stored judge 'A'" in r.stderr, r
+
+
+# ---- the fourth pass: rate, mc, prompt templates, tokenizer identity, serve
+
+
+def test_endpoint_usage_and_logprobs_that_cannot_be_read():
+    """An endpoint's usage of 10^30 tokens ended the run in 'unexpected OverflowError' (SQLite)
+    or 'DataError' (PostgreSQL), a negative count was stored; a logprobs entry with a number as
+    its token failed the rating ('internal error'), NaN or positive log-probabilities were used
+    silently. Now: usage outside 0..2^31-1 is NULL; unreadable entries are left out and counted."""
+    from judgecal.judge.client import _read_completion
+
+    def answer(usage, content):
+        return {"choices": [{"message": {"content": "Rating: [[7]]"}, "logprobs": {"content": content}}],
+                "usage": usage}
+
+    ok = [{"token": "[[", "logprob": -0.1, "top_logprobs": []},
+          {"token": "7", "logprob": -0.5, "top_logprobs": [{"token": "7", "logprob": float("nan")},
+                                                          {"token": "8", "logprob": 0.5},
+                                                          {"token": "6", "logprob": -1.0}]}]
+    res = _read_completion(answer({"prompt_tokens": 10**30, "completion_tokens": -1}, ok + [
+        {"token": 5, "logprob": "x", "top_logprobs": None}]), 0.1, True)
+    assert res.status == "ok" and res.prompt_tokens is None and res.completion_tokens is None
+    assert res.logprobs_dropped == 3  # the NaN and the positive alternative, the entry with a number as token
+    assert [a["token"] for a in res.logprobs[1]["top_logprobs"]] == ["6"]
+    res = _read_completion(answer({"prompt_tokens": 2**31 - 1, "completion_tokens": 3}, ok), 0.1, True)
+    assert (res.prompt_tokens, res.completion_tokens) == (2**31 - 1, 3)
+
+
+def test_rate_stores_the_rating_beside_unreadable_logprobs(db_url, run_cli, tmp_path):
+    import math
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stub_openai import StubServer
+
+    from judgecal.views.rate import notices, run_rate
+
+    _upgrade(run_cli, db_url)
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps({"task_family": "fam", "prompt": f"Q{i}", "model": "m", "response": f"A{i}"}) + "\n"
+                         for i in range(3)))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "responses", f).exit_code == 0
+    with StubServer(verdict_top={"7": -0.5, "8": float("nan"), "6": 0.5}) as s:
+        out = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False,
+                       task_families=["fam"], concurrency=1, logprobs=True)
+    assert out["this_run"]["ok"] == 3 and out["this_run"]["failed"] == 0, out["this_run"]
+    assert out["logprobs"]["dropped"] == 6, out["logprobs"]
+    assert any("left out of the distributions" in line for line in notices(out)), notices(out)
+    assert out["logprobs"]["distributions"] == 3  # from the readable alternative alone, said in the notice
+    assert not math.isnan(out["logprobs"]["distributions"])
+
+
+def test_ratings_until_the_last_day_is_a_page(db_url, run_cli):
+    """`/ratings?until=9999-12-31` answered 500 (the day after it overflowed)."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    _upgrade(run_cli, db_url)
+    assert TestClient(create_app(db_url)).get("/ratings?until=9999-12-31").status_code == 200
+
+
+def test_serve_links_names_holding_control_characters(db_url, run_cli, tmp_path):
+    """A judge or model name with a newline (an import accepts it) was linked as judge=... or
+    model=..., which the pages then refused ('holds a control character'): a judge is now
+    linked by its id, a model name may hold control characters in the model filter."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    _upgrade(run_cli, db_url)
+    judge, model = "J1\n| injected |", "m\nb"
+    rows = [{"task_family": "fam", "prompt": f"P{i}", "model": model, "response": f"r{i}", "judge": judge,
+             "scale_min": 1, "scale_max": 10, "score": 5} for i in range(3)]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    c = TestClient(create_app(db_url))
+    overview = c.get("/").text
+    import re
+
+    links = set(re.findall(r'href="(/(?:leaderboard|audit|ratings)\?[^"]*)"', overview))
+    assert links, overview[:500]
+    for href in links:
+        r = c.get(href.replace("&amp;", "&"))
+        assert r.status_code == 200, (href, r.status_code)
+    from urllib.parse import quote
+
+    page = c.get(f"/ratings?model={quote(model)}")
+    assert page.status_code == 200 and "3 ratings" in page.text or "3 rating" in page.text
+
+
+def test_mc_task_keys_given_twice_are_refused(tmp_path, run_cli):
+    """A judgecal JSONL task line `{"gold": 0, "gold": 1}` and a YAML task config giving
+    `doc_to_target` twice were read with the last value (acc 0 instead of 0.667), silently."""
+    from judgecal.errors import InputError
+    from judgecal.loglik.tasks import check_yaml_keys, load_task
+
+    task = tmp_path / "t.jsonl"
+    task.write_text('{"query": "2+2=", "choices": ["4", "5"], "gold": 0, "gold": 1}\n')
+    with pytest.raises(InputError, match="t.jsonl:1: field 'gold' appears twice"):
+        load_task(task)
+    cfg = tmp_path / "t.yaml"
+    cfg.write_text("task: t\ndoc_to_target: a\ndoc_to_target: 1\n")
+    with pytest.raises(InputError, match=r"t.yaml:3: invalid YAML: key 'doc_to_target' appears twice"):
+        check_yaml_keys(cfg)
+    cfg.write_text("task: t\ndoc_to_target: !function utils.target\n")
+    check_yaml_keys(cfg)  # tags are no repeat
+
+
+def test_prompt_front_matter_is_read_whole(tmp_path):
+    """Front matter giving a key twice (the last won), a misspelt key (ignored), a boolean
+    scale (read as 0/1) and a block the roles do not name (never sent) were all accepted."""
+    from judgecal.errors import InputError
+    from judgecal.judge.prompts import load_prompt, resolve
+
+    base = resolve("pointwise_v1").read_text(encoding="utf-8")
+    cases = {
+        "repeat": (base.replace("scale_max: 10\n", "scale_max: 10\nscale_max: 5\n"), "appears twice"),
+        "misspelt": (base.replace("scale_max: 10\n", "scale_max: 10\nscael_max: 5\n"), "'scael_max' is not one"),
+        "boolean": (base.replace("scale_min: 1\n", "scale_min: false\n").replace("scale_max: 10\n", "scale_max: true\n"),
+                    "must be numbers"),
+        "unsent": (base.replace("roles: [system, user]", "roles: [user]"), "block system %} is not in 'roles'"),
+    }
+    for name, (text, needle) in cases.items():
+        path = tmp_path / f"{name}.md"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=needle.replace("[", r"\[")):
+            load_prompt(path)
+
+
+def test_a_changed_tokenizer_folder_is_another_tokenizer(tmp_path):
+    """`lengths --tokenizer hf:<folder>` keyed lengths by the folder's path: after its
+    tokenizer files changed, the old lengths stayed under the same name beside new ones."""
+    from judgecal import tokens
+
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text('{"version": "1.0"}')
+    before = tokens.canonical_name(f"hf:{folder}")
+    (folder / "tokenizer.json").write_text('{"version": "1.0", "changed": true}')
+    after = tokens.canonical_name(f"hf:{folder}")
+    assert before.startswith(f"hf:{folder.resolve()}#") and before != after

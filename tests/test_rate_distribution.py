@@ -68,7 +68,7 @@ def test_pointwise_distribution_known_answer(seeded):
         out = _rate(seeded, s, logprobs=True)
         assert {b["top_logprobs"] for b in s.bodies} == {20} and all(b["logprobs"] is True for b in s.bodies)
     assert out["logprobs"] == {"with": 6, "without": 0, "no_verdict_token": 0, "no_verdict_alternative": 0,
-                               "distributions": 6, "refused": 0, "top_logprobs": 20}
+                               "distributions": 6, "refused": 0, "dropped": 0, "top_logprobs": 20}
     rows = _rows(seeded, m.Rating, out["judge_id"])
     assert len(rows) == 6
     for status, dist, score, expected in rows:

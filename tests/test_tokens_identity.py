@@ -31,7 +31,7 @@ def test_canonical_names(smol, tmp_path, monkeypatch):
     other.mkdir()
     (other / "tokenizer.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
-    assert tokens.canonical_name("hf:other") == tokens.canonical_name(f"hf:{other}/") == f"hf:{other.resolve()}"
+    assert tokens.canonical_name("hf:other") == tokens.canonical_name(f"hf:{other}/") == f"hf:{other.resolve()}#{tokens._fingerprint(other.resolve())[:12]}"
     assert tokens.canonical_name("words") == "words"
 
 

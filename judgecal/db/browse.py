@@ -31,10 +31,11 @@ CHUNK = 900  # bound parameters per IN (...) list (SQLite's old limit is 999)
 def judge_ref(label_of: dict[int, str], names: dict[int, str], judge_id: int) -> str:
     """What a URL names a judge by: its name where no other judge has it and the name reads as
     a name (:func:`judgecal.db.queries.judge_by_name`), else ``id:N``: a judge named ``id:5``,
-    ``name:x`` or ``7`` would be read as another judge's id or reference."""
+    ``name:x`` or ``7`` would be read as another judge's id or reference, and a name holding a
+    control character cannot travel in a query string the pages accept."""
     name = names[judge_id]
     reads_as_name = not (name[:3].lower() == "id:" or name[:5].lower() == "name:" or name.strip() != name
-                         or (name.isascii() and name.isdigit()))
+                         or (name.isascii() and name.isdigit()) or any(ord(c) < 32 or ord(c) == 127 for c in name))
     return name if label_of[judge_id] == name and reads_as_name else f"id:{judge_id}"
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import os
 import random
 import re
@@ -95,6 +96,7 @@ class CallResult:
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
     logprobs: Optional[list[dict[str, Any]]] = None
+    logprobs_dropped: int = 0  # tokens or alternatives left out: not a text token with a finite log-probability <= 0
 
 
 class _BadBody(Exception):
@@ -137,16 +139,35 @@ def _read_completion(resp: Any, latency: float, want_logprobs: bool) -> CallResu
     if not isinstance(text, str):
         raise _BadBody("the endpoint answered with no message content")
     usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-    lp = None
-    content = (choices[0].get("logprobs") or {}).get("content") if want_logprobs else None
+    lp, dropped = None, 0
+    logprobs = choices[0].get("logprobs")
+    content = logprobs.get("content") if want_logprobs and isinstance(logprobs, dict) else None
     if isinstance(content, list) and content:
-        lp = [{"token": t.get("token"), "logprob": t.get("logprob"),
-               "top_logprobs": [{"token": a.get("token"), "logprob": a.get("logprob")}
-                                for a in (t.get("top_logprobs") or []) if isinstance(a, dict)]}
-              for t in content if isinstance(t, dict)]
-    return CallResult(status="ok", text=text, latency_s=latency, logprobs=lp,
+        lp = []
+        for t in content:
+            if not _usable_logprob(t):
+                dropped += 1
+                continue
+            top = t.get("top_logprobs")
+            alts = [a for a in top if _usable_logprob(a)] if isinstance(top, list) else []
+            dropped += (len(top) if isinstance(top, list) else 0) - len(alts)
+            lp.append({"token": t["token"], "logprob": float(t["logprob"]),
+                       "top_logprobs": [{"token": a["token"], "logprob": float(a["logprob"])} for a in alts]})
+        lp = lp or None
+    return CallResult(status="ok", text=text, latency_s=latency, logprobs=lp, logprobs_dropped=dropped,
                       prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
                       completion_tokens=_int_or_none(usage.get("completion_tokens")))
+
+
+def _usable_logprob(entry: Any) -> bool:
+    """Whether a logprobs entry can be read: an object with a text ``token`` and a ``logprob``
+    that is a finite number <= 0 nats (a probability <= 1; 1e-6 of rounding allowed). NaN, a
+    positive log-probability, a number as the token: left out and counted
+    (:attr:`CallResult.logprobs_dropped`), never read as a probability."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+        return False
+    lp = entry.get("logprob")
+    return isinstance(lp, (int, float)) and not isinstance(lp, bool) and math.isfinite(lp) and lp <= 1e-6
 
 
 def _connection_failure(exc: BaseException) -> Optional[str]:
@@ -176,8 +197,17 @@ def check_top_logprobs(n: Any) -> None:
                          f"API returns at most {MAX_TOP_LOGPROBS} alternatives; 0 would give no distribution), got {n!r}")
 
 
+#: the largest token count stored (an int column on both dialects: PostgreSQL's int4)
+MAX_TOKENS_STORED = 2**31 - 1
+
+
 def _int_or_none(value: Any) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A usage count the endpoint reported, when it is one: an integer from 0 to
+    :data:`MAX_TOKENS_STORED`; anything else (a float, text, a boolean, a negative or huge
+    number) is None, stored as NULL (the rating itself is kept)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS_STORED:
+        return value
+    return None
 
 
 class JudgeClient:

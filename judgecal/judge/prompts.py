@@ -57,6 +57,7 @@ from judgecal import config
 from judgecal.errors import InputError
 from judgecal.judge import sandbox
 from judgecal.judge.sandbox import MAX_TEXT, RENDER_TIME_LIMIT_S, LimitError, RenderAborted
+from judgecal.yamlkeys import UniqueKeyLoader
 
 VERDICTS = {"pointwise": "[[rating]]", "pairwise": "[[A]]/[[B]]/[[C]]"}
 ROLES = ("system", "user", "assistant")
@@ -374,6 +375,25 @@ def _identity(data: bytes, text: str, path: str) -> str:
     return h.hexdigest()
 
 
+#: the front matter fields judgecal reads (module doc); any other is refused
+FRONT_MATTER_FIELDS = ("name", "mode", "scale_min", "scale_max", "verdict", "roles", "variables", "source")
+
+
+def _top_blocks(text: str, path: str) -> list[str]:
+    """The names of the body's blocks that are not inside another block (the chat messages)."""
+    _, body = _split(text, path)
+    names: list[str] = []
+
+    def walk(node: jinja2.nodes.Node) -> None:
+        for child in node.iter_child_nodes():
+            if isinstance(child, jinja2.nodes.Block):
+                names.append(child.name)
+            else:
+                walk(child)
+    walk(jinja2.Environment().parse(body))
+    return names
+
+
 def _front_lines(text: str) -> int:
     return text.split("\n", 1)[1].split("\n---", 1)[0].count("\n") + 3
 
@@ -421,13 +441,18 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
         raise InputError(f"not UTF-8 text (byte {exc.start})", source=src) from None
     front, _ = _split(text, src)
     try:
-        meta = yaml.safe_load(front) or {}
+        meta = yaml.load(front, Loader=UniqueKeyLoader) or {}  # a key given twice: refused, never last-wins
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"front matter is not valid YAML: {getattr(exc, 'problem', exc)}", source=src,
                          line=(mark.line + 2) if mark else None) from None
     if not isinstance(meta, dict):
         raise InputError("front matter must be a YAML mapping", source=src)
+
+    unknown = sorted(str(k) for k in meta if k not in FRONT_MATTER_FIELDS)
+    if unknown:
+        raise InputError(f"front matter field {unknown[0]!r} is not one judgecal reads (the fields: "
+                         f"{', '.join(FRONT_MATTER_FIELDS)}): a misspelt field would be ignored", source=src)
 
     def need(key: str) -> Any:
         if key not in meta or meta[key] in (None, ""):
@@ -447,6 +472,8 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
     scale_min = scale_max = None
     if mode == "pointwise":
         try:
+            if any(isinstance(meta.get(k), bool) for k in ("scale_min", "scale_max")):
+                raise TypeError("a boolean is not a scale end")
             scale_min, scale_max = float(need("scale_min")), float(need("scale_max"))
         except (TypeError, ValueError):
             raise InputError("front matter fields 'scale_min'/'scale_max' must be numbers", source=src) from None
@@ -457,6 +484,11 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
         block = _role_block(spec)[1]
         if block not in template.blocks:
             raise InputError(f"front matter field 'roles' names {spec!r} but the body has no {{% block {block} %}}", source=src)
+    sent = {_role_block(spec)[1] for spec in roles}
+    unsent = [b for b in _top_blocks(text, src) if b not in sent]
+    if unsent:
+        raise InputError(f"the body's {{% block {unsent[0]} %}} is not in 'roles': it would never be sent (list it "
+                         "in roles, or remove it)", source=src)
     return Prompt(
         name=name, mode=mode, roles=tuple(roles), verdict=verdict, scale_min=scale_min, scale_max=scale_max,
         text=text, sha256=_identity(data, text, src), path=src, meta=meta,

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from judgecal.errors import InputError, JudgecalError, UsageError
+from judgecal.loglik.tasks import check_yaml_keys
 
 LM_EVAL_HINT = "install lm-evaluation-harness: pip install 'judgecal[lmeval]'"
 # lm_eval.defaults: DEFAULT_RANDOM_SEED (python random) and DEFAULT_OTHER_SEED (numpy, torch, few-shot sampler)
@@ -188,6 +189,7 @@ def _load_yaml(path: Path, *, recursive: bool, resolve_func: bool = True) -> dic
     from lm_eval.tasks._yaml_loader import load_yaml
 
     src = str(path)
+    check_yaml_keys(path)  # a key given twice: FILE:LINE (lm-eval keeps the last value silently)
     try:
         cfg = load_yaml(path, resolve_func=resolve_func, recursive=recursive)
     except OSError as exc:

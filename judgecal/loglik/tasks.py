@@ -25,6 +25,8 @@ import jinja2
 import yaml
 
 from judgecal.errors import InputError, UsageError
+from judgecal.importers.records import DuplicateKey, _unique_keys
+from judgecal.yamlkeys import UniqueKeyLoader, is_repeat
 
 DEFAULT_PROMPT = "{query}\nAnswer:"
 
@@ -84,9 +86,11 @@ def _json_lines(path: Path, src: str, what: str):
                 if not raw.strip():
                     continue
                 try:
-                    yield lineno, json.loads(raw)
+                    yield lineno, json.loads(raw, object_pairs_hook=_unique_keys)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"invalid JSON: {exc.msg}", source=src, line=lineno) from exc
+                except DuplicateKey as exc:  # json.loads would keep the last value silently
+                    raise InputError(str(exc), source=src, line=lineno) from None
         except (OSError, EOFError) as exc:  # a corrupt .bz2/.gz stream
             raise InputError(f"cannot read {what}: {exc}", source=src, line=lineno + 1) from None
 
@@ -232,8 +236,30 @@ class _FunctionTag(str):
     """Stands for a ``!function module.name`` value (Python code we do not run)."""
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _Loader(UniqueKeyLoader):
+    """YAML as lm-eval writes it (``!function`` kept as a tag), refusing a mapping that gives a
+    key twice (PyYAML keeps the last value silently)."""
+
+
+def check_yaml_keys(path: Path) -> None:
+    """Raise InputError naming FILE:LINE when the YAML file at ``path`` gives a key twice in one
+    mapping (lm-eval's loader, like PyYAML, keeps the last value silently). Other problems are
+    left to the loader that reads the file (its own messages)."""
+    try:
+        yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_RepeatCheck)
+    except yaml.constructor.ConstructorError as exc:
+        if is_repeat(exc):
+            mark = exc.problem_mark
+            raise InputError(f"invalid YAML: {exc.problem}", source=str(path), line=mark.line + 1 if mark else None) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        pass
+
+
+class _RepeatCheck(_Loader):
+    """:class:`_Loader` that reads any tag as plain data (lm-eval's files may carry others)."""
+
+
+_RepeatCheck.add_multi_constructor("!", lambda loader, suffix, node: None)
 
 
 _Loader.add_constructor("!function", lambda loader, node: _FunctionTag(loader.construct_scalar(node)))

@@ -177,7 +177,7 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
             family_id=q.family_id(s, family) if family else None,
             judge_id=q.judge_by_name(s, judge).id if judge else None,
             model=model or None, status=status, score_min=score_min, score_max=score_max, since=_day(since),
-            until=_day(until + dt.timedelta(days=1)) if until is not None else None)
+            until=_day(until + dt.timedelta(days=1)) if until is not None and until < dt.date.max else None)
         rows, total = browse.rating_page(s, f, limit=per_page, offset=(page - 1) * per_page)
     engine.dispose()
     pages = max(1, math.ceil(total / per_page))

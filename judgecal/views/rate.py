@@ -60,7 +60,8 @@ DEFAULT_MAX_OUTAGE_S = 120.0
 # with --logprobs, per answered call: with / without logprobs; of those with: no verdict token in
 # the output, no alternative of the verdict token on the scale, a distribution stored. refused:
 # failed calls whose error says the endpoint refused the logprobs parameters
-LOGPROB_COUNTS = ("with", "without", "no_verdict_token", "no_verdict_alternative", "distributions", "refused")
+LOGPROB_COUNTS = ("with", "without", "no_verdict_token", "no_verdict_alternative", "distributions", "refused",
+                  "dropped")  # dropped: tokens or alternatives not readable (NaN, a positive log-probability...)
 
 
 def logprobs_refusal(error: Optional[str]) -> bool:
@@ -204,6 +205,7 @@ class _Runner:
         if self.logprobs is not None:
             lp = self.logprobs
             lp["without" if not res.logprobs else "with"] += 1
+            lp["dropped"] = lp.get("dropped", 0) + res.logprobs_dropped
             if res.logprobs and top is None:
                 lp["no_verdict_token"] += 1
             elif top is not None and dist is None:
@@ -488,7 +490,8 @@ def run_rate(
     tmpl = load_prompt(prompt or ("pairwise_v1" if pairwise else "pointwise_v1"))
     if (tmpl.mode == "pairwise") != pairwise:
         raise UsageError(f"prompt {tmpl.name!r} is a {tmpl.mode} prompt: "
-                         + ("drop --pairwise or pass a pointwise prompt" if not pairwise else "pass a pairwise prompt such as pairwise_v1"))
+                         + ("add --pairwise (or --baseline) or pass a pointwise prompt" if not pairwise
+                            else "pass a pairwise prompt such as pairwise_v1, or drop --pairwise"))
     folder = prefix = None
     if local is not None:
         from judgecal import localmodel
@@ -670,6 +673,11 @@ def notices(summary: dict[str, Any]) -> list[str]:
                    "answered call(s): no distribution or expected score was stored for them (the server does not "
                    "support logprobs, or ignores them: OpenAI and vLLM return them, `transformers serve` does not; "
                    "`rate --local` reads the local model's distribution without a server)")
+    if lp.get("dropped"):
+        out.append(f"warning: the endpoint {summary['endpoint']} returned {lp['dropped']} logprobs token(s) or "
+                   "alternative(s) that are not a text token with a finite log-probability <= 0 (NaN, a positive "
+                   "log-probability, a number as the token): they were left out of the distributions, which were "
+                   "normalised over the rest")
     if lp.get("refused"):
         out.append(f"warning: the endpoint {summary['endpoint']} refused {lp['refused']} call(s) for asking logprobs "
                    f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")

@@ -70,13 +70,21 @@ class Params:
             takes = ", ".join(sorted(self.allowed - {"token", "fresh"})) or "no parameters"
             raise BadRequest(f"unknown query parameter {unknown[0]!r} (this page takes: {takes})")
 
-    def text(self, name: str, default: str | None = None, max_len: int = 500) -> str | None:
+    def text(self, name: str, default: str | None = None, max_len: int = 500, *, stored_name: bool = False) -> str | None:
+        """The parameter's value (spaces around it dropped), ``default`` when absent or blank.
+        ``stored_name``: the value names something stored (a producing model), which may hold
+        control characters an import accepted: they are allowed (a NUL is not)."""
         vals = self.q.getlist(name)
         if len(vals) > 1:
             raise BadRequest(f"{name} is given {len(vals)} times: give it once")
         v = vals[0].strip() if vals else ""
         if not v:
             return default
+        if stored_name:
+            if len(v) > max_len or "\x00" in v:
+                raise BadRequest(f"{name} is {len(v)} characters long: at most {max_len}" if len(v) > max_len
+                                 else f"{name} holds a NUL character")
+            return v
         return self._check(name, v, max_len)
 
     def texts(self, name: str, max_n: int = 20, max_len: int = 500) -> list[str]:
@@ -549,7 +557,7 @@ class App:
 
         p = Params(request, ("family", "judge", "model", "status", "score_min", "score_max", "since", "until", "page",
                              "per_page"))
-        f = dict(family=p.text("family"), judge=p.text("judge"), model=p.text("model"),
+        f = dict(family=p.text("family"), judge=p.text("judge"), model=p.text("model", stored_name=True),
                  status=p.choice("status", RATING_STATUSES, None), score_min=p.number("score_min"),
                  score_max=p.number("score_max"), since=p.date("since"), until=p.date("until"))
         page = p.integer("page", 1, 1, 10**9)
@@ -565,7 +573,7 @@ class App:
         from judgecal.views import mc
 
         p = Params(request, ("model", "format"))
-        model = p.text("model")
+        model = p.text("model", stored_name=True)
         fmt_ = p.fmt()
         runs = mc.list_runs(self.url, model=model)
         if fmt_ == "json":
