@@ -181,6 +181,16 @@ def function_import_error(exc: BaseException) -> tuple[str | None, str] | None:
     return yaml_path, f"{what}: importing {module} raised {_one_line(exc)[:300]}{at}"
 
 
+def _shipped(path: Path) -> bool:
+    """Whether ``path`` is one of lm-eval's own task files (inside the installed package)."""
+    import lm_eval
+
+    try:
+        return Path(path).resolve().is_relative_to(Path(lm_eval.__file__).resolve().parent)
+    except OSError:
+        return False
+
+
 def _load_yaml(path: Path, *, recursive: bool, resolve_func: bool = True) -> dict:
     """lm-eval's ``load_yaml`` (``!function`` resolved beside the file unless ``resolve_func``
     is False) with one-line errors: ``FILE[:LINE]: reason``; an exception raised while a
@@ -189,7 +199,9 @@ def _load_yaml(path: Path, *, recursive: bool, resolve_func: bool = True) -> dic
     from lm_eval.tasks._yaml_loader import load_yaml
 
     src = str(path)
-    check_yaml_keys(path)  # a key given twice: FILE:LINE (lm-eval keeps the last value silently)
+    if not _shipped(path):  # a key given twice in the user's own YAML: FILE:LINE (lm-eval keeps the last value
+        check_yaml_keys(path)  # silently); lm-eval's shipped files are read as lm-eval reads them (tinyMMLU gives
+        # num_fewshot twice), for parity
     try:
         cfg = load_yaml(path, resolve_func=resolve_func, recursive=recursive)
     except OSError as exc:
