@@ -16,6 +16,7 @@ changed is a new identity (its lengths are not mixed with those of the files bef
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -47,18 +48,30 @@ def _fingerprint(folder: Path) -> str | None:
     return h.hexdigest() if found else None
 
 
+_PINNED = re.compile(r"(.*)#([0-9a-f]{12})")
+
+
 def _hf_folder(name: str) -> Path:
     """The folder of tokenizer ``hf:<folder>`` (not resolved). Raises UsageError naming the
     option and the folder when it is empty, missing, or holds none of :data:`TOKENIZER_FILES`."""
     raw = name[3:]
+    pinned = None
+    m = _PINNED.fullmatch(raw)
+    if m and not Path(raw).expanduser().is_dir():  # an identity (canonical_name): folder#hash of its files
+        raw, pinned = m.group(1), m.group(2)
     if not raw.strip():
         raise UsageError("--tokenizer hf: names no folder: use hf:<folder holding the tokenizer files>")
     folder = Path(raw).expanduser()
     if not folder.is_dir():
         raise UsageError(f"--tokenizer {name}: folder {folder} does not exist")
-    if _fingerprint(folder) is None:
+    found = _fingerprint(folder)
+    if found is None:
         raise UsageError(f"--tokenizer {name}: folder {folder} holds no tokenizer files "
                          f"(expected one of {', '.join(TOKENIZER_FILES)})")
+    if pinned is not None and found[:12] != pinned:
+        raise UsageError(f"--tokenizer {name}: the tokenizer files in {folder} changed since lengths were stored "
+                         f"under this name (their hash is now {found[:12]}): it is another tokenizer; give "
+                         f"hf:{folder} to count with the files as they are")
     return folder
 
 
