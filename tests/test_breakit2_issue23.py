@@ -494,6 +494,9 @@ def test_prompt_front_matter_is_read_whole(tmp_path):
                     "must be numbers"),
         "unsent": (base.replace("roles: [system, user]", "roles: [user]"), "block system %} is not in 'roles'"),
     }
+    for i, written in enumerate(("012", "1:30", "0xA", "1_0", ".inf", "100000000000000000000")):
+        cases[f"scale{i}"] = (base.replace("scale_max: 10\n", f"scale_max: {written}\n"),
+                              "front matter field 'scale_max' is")
     for name, (text, needle) in cases.items():
         path = tmp_path / f"{name}.md"
         path.write_text(text, encoding="utf-8")
@@ -513,3 +516,16 @@ def test_a_changed_tokenizer_folder_is_another_tokenizer(tmp_path):
     (folder / "tokenizer.json").write_text('{"version": "1.0", "changed": true}')
     after = tokens.canonical_name(f"hf:{folder}")
     assert before.startswith(f"hf:{folder.resolve()}#") and before != after
+
+
+def test_mc_task_fields_other_than_the_format_are_refused(tmp_path):
+    """A JSONL task line with `context`, `gold_2` or `Gold` beside query/choices/gold had them
+    passed over without a word; the format has these three fields only."""
+    from judgecal.errors import InputError
+    from judgecal.loglik.tasks import load_task
+
+    task = tmp_path / "t.jsonl"
+    task.write_text('{"query": "Sky is", "choices": ["blue", "green"], "gold": 0}\n'
+                    '{"query": "Grass is", "choices": ["blue", "green"], "gold": 1, "Gold": 0}\n')
+    with pytest.raises(InputError, match="t.jsonl:2: field 'Gold' is not one of query, choices, gold"):
+        load_task(task)

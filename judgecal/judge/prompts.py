@@ -42,6 +42,8 @@ Templates come from many people into one shared database, so they are untrusted 
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -375,6 +377,20 @@ def _identity(data: bytes, text: str, path: str) -> str:
     return h.hexdigest()
 
 
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _scalars(front: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """The text in which the front matter writes each of ``keys`` (its YAML scalar as written)."""
+    node = yaml.compose(front, Loader=UniqueKeyLoader)
+    out = {}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value in keys and isinstance(v, yaml.ScalarNode):
+                out[k.value] = v.value
+    return out
+
+
 #: the front matter fields judgecal reads (module doc); any other is refused
 FRONT_MATTER_FIELDS = ("name", "mode", "scale_min", "scale_max", "verdict", "roles", "variables", "source")
 
@@ -471,12 +487,19 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
         raise InputError(f"front matter field 'roles' must be a list of {', '.join(ROLES)}, not {roles!r}", source=src)
     scale_min = scale_max = None
     if mode == "pointwise":
+        raw = _scalars(front, ("scale_min", "scale_max"))
         try:
             if any(isinstance(meta.get(k), bool) for k in ("scale_min", "scale_max")):
                 raise TypeError("a boolean is not a scale end")
             scale_min, scale_max = float(need("scale_min")), float(need("scale_max"))
         except (TypeError, ValueError):
             raise InputError("front matter fields 'scale_min'/'scale_max' must be numbers", source=src) from None
+        for key, value in (("scale_min", scale_min), ("scale_max", scale_max)):
+            # written as JSON writes a number (YAML 1.1 reads 012 as 10, 1:30 as 90, 0xA and 1_0 as 10), finite and of
+            # reasonable size (the importers' bound: a judge's scale must export and import back)
+            if not _NUMBER.fullmatch(raw.get(key, "")) or not math.isfinite(value) or abs(value) > 1e15:
+                raise InputError(f"front matter field {key!r} is {raw.get(key)!r}: write a finite number as JSON does "
+                                 "(e.g. 1, 10, 0.5), of at most 1e15", source=src)
         if not scale_min < scale_max:
             raise InputError(f"front matter field 'scale_max' ({scale_max:g}) must exceed 'scale_min' ({scale_min:g})", source=src)
     template = _compiled(text, src)

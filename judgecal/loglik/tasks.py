@@ -101,6 +101,10 @@ def _check_record(rec: Any, src: str, line: int) -> tuple[str, list[str], int]:
     for key in ("query", "choices", "gold"):
         if key not in rec:
             raise InputError(f"missing field {key!r}", source=src, line=line)
+    other = sorted(k for k in rec if k not in ("query", "choices", "gold"))
+    if other:  # a misspelt or extra field would be passed over: the format has these three only
+        raise InputError(f"field {other[0]!r} is not one of query, choices, gold (the task format's fields; "
+                         "nothing else is read)", source=src, line=line)
     query, choices, gold = rec["query"], rec["choices"], rec["gold"]
     if not isinstance(query, str):
         raise InputError("field 'query' must be a string", source=src, line=line)
