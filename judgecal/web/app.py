@@ -83,7 +83,7 @@ class Params:
         if stored_name:
             if len(v) > max_len or "\x00" in v:
                 raise BadRequest(f"{name} is {len(v)} characters long: at most {max_len}" if len(v) > max_len
-                                 else f"{name} holds a NUL character")
+                                 else f"{name} holds a control character (NUL)")
             return v
         return self._check(name, v, max_len)
 
