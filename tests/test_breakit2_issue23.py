@@ -529,3 +529,56 @@ def test_mc_task_fields_other_than_the_format_are_refused(tmp_path):
                     '{"query": "Grass is", "choices": ["blue", "green"], "gold": 1, "Gold": 0}\n')
     with pytest.raises(InputError, match="t.jsonl:2: field 'Gold' is not one of query, choices, gold"):
         load_task(task)
+
+
+def test_sixth_pass_reinterpretations(db_url, run_cli, tmp_path):
+    """The sixth pass: JSON given as text in judge_params / distribution kept a repeated key's
+    last value; an LLMBar score '1_0' or '1e1' was read as 10 by float(); a prompt named 012 was
+    stored as '10'; the web stripped model= and judge= values and showed another model's rows."""
+    _upgrade(run_cli, db_url)
+    base = {"task_family": "f", "prompt": "q", "model": "m", "response": "r", "judge": "J", "scale_min": 1,
+            "scale_max": 3, "score": 2}
+    f = tmp_path / "r.jsonl"
+    for field, text in (("judge_params", '{"temperature": 0.0, "temperature": 1.0}'),
+                        ("distribution", '{"probs": {"1": 0.2, "2": 0.3, "2": 0.8}, "outside": 0}')):
+        f.write_text(json.dumps(dict(base, **{field: text})) + "\n")
+        r = run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f)
+        assert r.exit_code == 2 and f"field '{field}' (JSON text): field" in r.stderr and "appears twice" in r.stderr, r
+    rec = {"input": "i", "output_1": "x", "output_2": "yy", "label": "1"}
+    folder = _llmbar(tmp_path / "S", [rec], {"JX": [[{"score_1": ["1_0", "stop"], "score_2": ["3", "stop"]}]]})
+    assert run_cli("--database-url", db_url, "import", "llmbar", folder).exit_code == 0
+    from sqlalchemy import text as sql
+
+    from judgecal.db import engine as eng
+
+    with eng.create(db_url).connect() as conn:
+        rows = sorted(conn.execute(sql("SELECT status, score, raw_output FROM rating")).all(), key=lambda r: r[2])
+    assert [tuple(r) for r in rows] == [("unparsed", None, "1_0"), ("ok", 3.0, "3")], rows
+    from judgecal.errors import InputError
+    from judgecal.judge.prompts import load_prompt, resolve
+
+    prompt = tmp_path / "p.md"
+    for written in ("012", "yes", '" pv "'):
+        prompt.write_text(resolve("pointwise_v1").read_text().replace("name: pointwise_v1", f"name: {written}"))
+        with pytest.raises(InputError, match="front matter field 'name' must be text"):
+            load_prompt(prompt)
+    pytest.importorskip("starlette")
+    from urllib.parse import quote
+
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    rows = [dict(base, task_family="g", model=m, prompt=f"p{k}", response=f"r{k}{m}", score=s)
+            for m, s in (("x", 1), ("x ", 3)) for k in range(2)]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run_cli("--database-url", db_url, "import", "jsonl", "--kind", "ratings", f).exit_code == 0
+    c = TestClient(create_app(db_url))
+    import re
+
+    for model, score in (("x ", "3.00"), ("x", "1.00")):  # each model's own two rows, not the other's
+        page = c.get(f"/ratings?family=g&model={quote(model)}")
+        assert page.status_code == 200, page.status_code
+        body = re.findall(r"<tbody>.*?</tbody>", page.text, re.S)[0]
+        assert re.findall(r"<td>(x ?)</td>", body) == [model, model], body
+        assert re.findall(r'<td class="num">(\d\.\d\d)</td>', body) == [score, score], body

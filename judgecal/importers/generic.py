@@ -54,6 +54,8 @@ from judgecal.judge.distribution import expected as expected_of
 from judgecal.judge.distribution import preference as dist_preference
 from judgecal.judge.distribution import swap as swap_distribution
 from judgecal.importers.records import (
+    DuplicateKey,
+    _unique_keys,
     JUDGE_NAME_MAX,
     SOURCE_MAX,
     Fields,
@@ -108,7 +110,9 @@ def _distribution(f: Fields, *, pairwise: bool, scale: tuple[float, float] | Non
         if len(value) > 100_000:
             raise f.fail("field 'distribution' is over 100,000 characters")
         try:
-            value = json.loads(value)
+            value = json.loads(value, object_pairs_hook=_unique_keys)
+        except DuplicateKey as exc:  # (before ValueError: it is one) the last value would win silently
+            raise f.fail(f"field 'distribution' (JSON text): {exc}") from None
         except (json.JSONDecodeError, RecursionError, ValueError):
             raise f.fail("field 'distribution' is not valid JSON") from None
     why = check_distribution(value, pairwise=pairwise, scale=scale)
@@ -210,7 +214,9 @@ def _params(f: Fields) -> str:
     params = f.obj.get("judge_params")
     if isinstance(params, str):
         try:
-            params = json.loads(params)
+            params = json.loads(params, object_pairs_hook=_unique_keys)
+        except DuplicateKey as exc:
+            raise f.fail(f"field 'judge_params' (JSON text): {exc}") from None
         except (json.JSONDecodeError, RecursionError, ValueError):
             raise f.fail("field 'judge_params' is not valid JSON") from None
     if params is not None and not isinstance(params, dict):

@@ -57,6 +57,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -79,6 +80,8 @@ from judgecal.importers.records import (
 )
 
 LABELS = {"1": "a", "2": "b"}
+#: a score as LLMBar's judges write it: ASCII digits, with a decimal part at most
+_SCORE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 #: The fields of a dataset.json record, and of a ratings/result file's record (plus ``results``).
 DATASET_FIELDS = frozenset({"input", "output_1", "output_2", "label"})
 RESULT_FIELDS = DATASET_FIELDS | {"results"}
@@ -512,10 +515,10 @@ def _rating(f: Fields, judge: JudgeSpec, ref: RespRef, value, key: str) -> dict:
         value = value[0]
     raw = "" if value is None else str(value)
     row = {"judge": judge, "response": ref, "sample_index": 0, "raw_output": raw}
-    try:
-        score = float(raw)
-    except ValueError:
-        return dict(row, status="unparsed", score=None, error=f"{key} is {raw!r} in the source file")
+    if not _SCORE.fullmatch(raw.strip()):  # ASCII digits only: float() also reads '1_0', '1e1', '٧', 'nan'
+        return dict(row, status="unparsed", score=None, error=f"{key} is {raw!r} in the source file (not a number "
+                                                               "written in digits)")
+    score = float(raw)
     if not judge.scale_min <= score <= judge.scale_max:
         raise f.fail(f"{key} {score:g} is outside the declared scale {judge.scale_min:g}-{judge.scale_max:g}")
     return dict(row, status="ok", score=score, error=None)

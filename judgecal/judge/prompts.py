@@ -475,7 +475,10 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
             raise InputError(f"front matter field {key!r} is missing", source=src)
         return meta[key]
 
-    name = str(need("name"))
+    name = need("name")
+    if not isinstance(name, str) or name != name.strip():  # YAML 1.1 reads 012 as 10 and yes as True
+        raise InputError(f"front matter field 'name' must be text without spaces around it (quote it: name: "
+                         f"\"{name}\"), got {name!r}", source=src)
     mode = need("mode")
     if mode not in VERDICTS:
         raise InputError(f"front matter field 'mode' must be pointwise or pairwise, not {mode!r}", source=src)

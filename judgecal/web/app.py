@@ -77,8 +77,9 @@ class Params:
         vals = self.q.getlist(name)
         if len(vals) > 1:
             raise BadRequest(f"{name} is given {len(vals)} times: give it once")
-        v = vals[0].strip() if vals else ""
-        if not v:
+        stored_name = stored_name or name in ("model", "judge")  # names stored as given: matched exactly
+        v = (vals[0] if stored_name else vals[0].strip()) if vals else ""
+        if not v.strip():
             return default
         if stored_name:
             if len(v) > max_len or "\x00" in v:
