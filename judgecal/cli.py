@@ -448,6 +448,17 @@ SUMMARY_HELP = ("Rating summary: greedy (the stored score, the default and refer
                 "(rate --logprobs or --local).")
 
 
+def refuse_idle_risk_k(summary: str | None) -> None:
+    """Refuse --risk-k given on the command line where no risk-averse summary reads it
+    (leaderboard, report, check: it would change nothing, without a word)."""
+    from click.core import ParameterSource
+
+    cctx = click.get_current_context()
+    if summary != "risk-averse" and cctx.get_parameter_source("risk_k") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--risk-k is the k of --summary risk-averse: give --summary risk-averse, or drop --risk-k "
+                               "(without it the option changes nothing)")
+
+
 def summary_opts(default: str | None = "greedy", extra: str = ""):
     """--summary and --risk-k (judgecal.calibrate.summaries)."""
     def wrap(f):
@@ -586,6 +597,8 @@ def report(ctx: Ctx, families, judge, calibrations, fmt, out_dir, no_plots, n_bo
     """Verbosity win-rate and expert agreement before and after calibration, with baselines and CIs."""
     from judgecal.views import reporting
 
+    refuse_idle_risk_k(summary)
+
     if wide and fmt != "table":
         raise click.UsageError(f"--wide applies to --format table ({fmt} holds every column)")
     if fmt == "html" and out_dir is None:
@@ -681,6 +694,7 @@ def leaderboard(cctx: click.Context, ctx: Ctx, families, judge, calibration, min
     regulariser and instruction difficulty) and calibrated (the seed's penalty, its strength
     from the gamed baselines), with bootstrap CIs, ranks and verbosity spreads; a model's
     figures do not depend on the other models unless --joint."""
+    refuse_idle_risk_k(summary)
     from click.core import ParameterSource
 
     given = {n for n in cctx.params if cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
@@ -808,6 +822,7 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
     Examples:
       judgecal check --judge GPT-4
       judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
+    refuse_idle_risk_k(summary)
     from judgecal.views.check import run_check
     from judgecal.report.board import check_table
 

@@ -582,3 +582,14 @@ def test_sixth_pass_reinterpretations(db_url, run_cli, tmp_path):
         body = re.findall(r"<tbody>.*?</tbody>", page.text, re.S)[0]
         assert re.findall(r"<td>(x ?)</td>", body) == [model, model], body
         assert re.findall(r'<td class="num">(\d\.\d\d)</td>', body) == [score, score], body
+
+
+def test_risk_k_without_a_risk_averse_summary_is_refused(run_cli, sqlite_url):
+    """`leaderboard --risk-k 3`, `report --risk-k 7` and `check --risk-k 2` without `--summary
+    risk-averse` changed nothing, without a word (the last pass): now refused before any work."""
+    _upgrade(run_cli, sqlite_url)
+    for args in (("leaderboard", "--risk-k", "3"), ("leaderboard", "--baseline", "b", "--risk-k", "2"),
+                 ("report", "--risk-k", "7"), ("check", "--risk-k", "2"),
+                 ("leaderboard", "--summary", "mean", "--risk-k", "3")):
+        r = run_cli("--database-url", sqlite_url, *args)
+        assert r.exit_code == 2 and "--risk-k is the k of --summary risk-averse" in r.stderr, (args, r)
