@@ -397,7 +397,6 @@ def test_endpoint_usage_and_logprobs_that_cannot_be_read():
 
 
 def test_rate_stores_the_rating_beside_unreadable_logprobs(db_url, run_cli, tmp_path):
-    import math
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -417,7 +416,6 @@ def test_rate_stores_the_rating_beside_unreadable_logprobs(db_url, run_cli, tmp_
     assert out["logprobs"]["dropped"] == 6, out["logprobs"]
     assert any("left out of the distributions" in line for line in notices(out)), notices(out)
     assert out["logprobs"]["distributions"] == 3  # from the readable alternative alone, said in the notice
-    assert not math.isnan(out["logprobs"]["distributions"])
 
 
 def test_ratings_until_the_last_day_is_a_page(db_url, run_cli):
@@ -459,7 +457,7 @@ def test_serve_links_names_holding_control_characters(db_url, run_cli, tmp_path)
     from urllib.parse import quote
 
     page = c.get(f"/ratings?model={quote(model)}")
-    assert page.status_code == 200 and "3 ratings" in page.text or "3 rating" in page.text
+    assert page.status_code == 200 and "3 rating" in page.text, page.text[-600:]
 
 
 def test_mc_task_keys_given_twice_are_refused(tmp_path, run_cli):

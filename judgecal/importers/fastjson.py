@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from judgecal.errors import InputError
-from judgecal.importers.records import (DuplicateKey, FileDigest, Record, _unique_keys, first_repeat, read_bytes,
+from judgecal.importers.records import (DuplicateKey, FileDigest, Record, unique_keys, first_repeat, read_bytes,
                                        read_json_array, repeat_message)
 
 _WS = re.compile(rb"[ \t\r\n]*")
@@ -157,7 +157,7 @@ def _decode_raw(record: Record, raw_fields: tuple[tuple[int, str], ...], values:
         raw = values[i]
         if isinstance(raw, msgspec.Raw):
             try:
-                setattr(record, name, json.loads(bytes(raw), object_pairs_hook=_unique_keys))
+                setattr(record, name, json.loads(bytes(raw), object_pairs_hook=unique_keys))
             except DuplicateKey:
                 return False
     return True

@@ -55,7 +55,7 @@ from judgecal.judge.distribution import preference as dist_preference
 from judgecal.judge.distribution import swap as swap_distribution
 from judgecal.importers.records import (
     DuplicateKey,
-    _unique_keys,
+    unique_keys,
     JUDGE_NAME_MAX,
     SOURCE_MAX,
     Fields,
@@ -110,7 +110,7 @@ def _distribution(f: Fields, *, pairwise: bool, scale: tuple[float, float] | Non
         if len(value) > 100_000:
             raise f.fail("field 'distribution' is over 100,000 characters")
         try:
-            value = json.loads(value, object_pairs_hook=_unique_keys)
+            value = json.loads(value, object_pairs_hook=unique_keys)
         except DuplicateKey as exc:  # (before ValueError: it is one) the last value would win silently
             raise f.fail(f"field 'distribution' (JSON text): {exc}") from None
         except (json.JSONDecodeError, RecursionError, ValueError):
@@ -214,7 +214,7 @@ def _params(f: Fields) -> str:
     params = f.obj.get("judge_params")
     if isinstance(params, str):
         try:
-            params = json.loads(params, object_pairs_hook=_unique_keys)
+            params = json.loads(params, object_pairs_hook=unique_keys)
         except DuplicateKey as exc:
             raise f.fail(f"field 'judge_params' (JSON text): {exc}") from None
         except (json.JSONDecodeError, RecursionError, ValueError):

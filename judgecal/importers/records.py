@@ -279,7 +279,7 @@ def read_json_array(path: Path, *, repeats: str = "refuse") -> list[tuple[int, A
     that refuses repeats only in the parts it reads (judgecal.importers.fastjson)."""
     text = read_text(path)
     # a key given twice: FILE:LINE (or marked), never last-wins
-    dec = json.JSONDecoder(object_pairs_hook=_mark_repeats if repeats == "mark" else _unique_keys)
+    dec = json.JSONDecoder(object_pairs_hook=_mark_repeats if repeats == "mark" else unique_keys)
     pos = _skip_ws(text, 0)
     if pos >= len(text) or text[pos] != "[":
         raise InputError("expected a JSON array of records", source=str(path), line=line_of(text, pos))
@@ -455,7 +455,9 @@ class DuplicateKey(ValueError):
     """A JSON object that gives one key twice (the json module would keep the last value silently)."""
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``object_pairs_hook`` for ``json.loads``: the object as a dict, or DuplicateKey when it
+    gives a key twice (the json module would keep the last value silently)."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -521,7 +523,7 @@ def read_jsonl(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int
                 blank.append(lineno)
             continue
         try:
-            obj = json.loads(line, object_pairs_hook=_unique_keys)
+            obj = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {json_problem(exc, 'the line')}", source=str(path), line=lineno) from None
         except DuplicateKey as exc:

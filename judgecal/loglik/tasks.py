@@ -25,7 +25,7 @@ import jinja2
 import yaml
 
 from judgecal.errors import InputError, UsageError
-from judgecal.importers.records import DuplicateKey, _unique_keys
+from judgecal.importers.records import DuplicateKey, unique_keys
 from judgecal.yamlkeys import UniqueKeyLoader, is_repeat
 
 DEFAULT_PROMPT = "{query}\nAnswer:"
@@ -86,7 +86,7 @@ def _json_lines(path: Path, src: str, what: str):
                 if not raw.strip():
                     continue
                 try:
-                    yield lineno, json.loads(raw, object_pairs_hook=_unique_keys)
+                    yield lineno, json.loads(raw, object_pairs_hook=unique_keys)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"invalid JSON: {exc.msg}", source=src, line=lineno) from exc
                 except DuplicateKey as exc:  # json.loads would keep the last value silently

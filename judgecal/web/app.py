@@ -70,14 +70,14 @@ class Params:
             takes = ", ".join(sorted(self.allowed - {"token", "fresh"})) or "no parameters"
             raise BadRequest(f"unknown query parameter {unknown[0]!r} (this page takes: {takes})")
 
-    def text(self, name: str, default: str | None = None, max_len: int = 500, *, stored_name: bool = False) -> str | None:
+    def text(self, name: str, default: str | None = None, max_len: int = 500) -> str | None:
         """The parameter's value (spaces around it dropped), ``default`` when absent or blank.
-        ``stored_name``: the value names something stored (a producing model), which may hold
-        control characters an import accepted: they are allowed (a NUL is not)."""
+        ``model`` and ``judge`` name something stored as given: matched exactly (spaces kept),
+        control characters an import accepted allowed (a NUL is not)."""
         vals = self.q.getlist(name)
         if len(vals) > 1:
             raise BadRequest(f"{name} is given {len(vals)} times: give it once")
-        stored_name = stored_name or name in ("model", "judge")  # names stored as given: matched exactly
+        stored_name = name in ("model", "judge")  # names stored as given: matched exactly
         v = (vals[0] if stored_name else vals[0].strip()) if vals else ""
         if not v.strip():
             return default
@@ -558,7 +558,7 @@ class App:
 
         p = Params(request, ("family", "judge", "model", "status", "score_min", "score_max", "since", "until", "page",
                              "per_page"))
-        f = dict(family=p.text("family"), judge=p.text("judge"), model=p.text("model", stored_name=True),
+        f = dict(family=p.text("family"), judge=p.text("judge"), model=p.text("model"),
                  status=p.choice("status", RATING_STATUSES, None), score_min=p.number("score_min"),
                  score_max=p.number("score_max"), since=p.date("since"), until=p.date("until"))
         page = p.integer("page", 1, 1, 10**9)
@@ -574,7 +574,7 @@ class App:
         from judgecal.views import mc
 
         p = Params(request, ("model", "format"))
-        model = p.text("model", stored_name=True)
+        model = p.text("model")
         fmt_ = p.fmt()
         runs = mc.list_runs(self.url, model=model)
         if fmt_ == "json":
