@@ -26,6 +26,9 @@ answer's model and text SHA-256)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from judgecal.db.models import iso_utc
 from judgecal.calibrate.metrics import expert_agreement, order_credit
@@ -74,8 +77,67 @@ def _verdict_decision(verdicts: dict) -> str | None:
     return found.pop() if len(found) == 1 else "inconsistent"
 
 
+#: the decisions and labels an index stores as small integer codes (0: none)
+CODES = (None, "a", "b", "tie", "inconsistent")
+CODE = {v: i for i, v in enumerate(CODES)}
+KINDS = ("expert", "verbosity", "verdicts")
+#: one bit per filter other than 'all', in FILTERS order
+BIT = {f: 1 << i for i, f in enumerate(FILTERS[1:])}
+
+
+@dataclass
+class AuditIndex:
+    """Everything an audit page needs that is not a text, computed once for a family, a judge
+    and a calibration (:func:`audit_index`); :func:`audit_page` cuts any filter and page out of
+    it, so a server can keep it (``judgecal serve`` does, until the database changes) and every
+    filter and page of the audit costs one read of that page's texts.
+
+    ``head``: the page dict's fields that do not depend on the filter or page (task_family,
+    judge, judge_id, judge_mode, scale, calibration, length_unit, counts, agreement, left_out).
+    One entry per pair, in content order: ``a``, ``b`` (response ids, int64), ``kind``
+    (index into :data:`KINDS`), ``gold``, ``raw``, ``cal``, ``vdec``, ``dec`` (the expert
+    label, raw, calibrated, verdict and judge decisions as :data:`CODES` indices, int8),
+    ``changed`` (bool), ``flags`` (:data:`BIT` mask, uint8). Per response, ``rid`` (sorted
+    int64) and ``values`` (3 x n float64: raw score, length in the calibration's unit,
+    calibrated score; NaN where there is none)."""
+
+    head: dict
+    a: np.ndarray
+    b: np.ndarray
+    kind: np.ndarray
+    gold: np.ndarray
+    raw: np.ndarray
+    cal: np.ndarray
+    vdec: np.ndarray
+    dec: np.ndarray
+    changed: np.ndarray
+    flags: np.ndarray
+    rid: np.ndarray
+    values: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (what a cache of indexes counts)."""
+        return sum(getattr(self, f).nbytes for f in ("a", "b", "kind", "gold", "raw", "cal", "vdec", "dec", "changed",
+                                                      "flags", "rid", "values"))
+
+    def value(self, which: int, rid: int) -> float | None:
+        """Row ``which`` of ``values`` (0 score, 1 length, 2 calibrated) for response ``rid``;
+        None where it has none."""
+        i = int(np.searchsorted(self.rid, rid))
+        if i >= len(self.rid) or self.rid[i] != rid:
+            return None
+        v = float(self.values[which, i])
+        return None if math.isnan(v) else v
+
+
+def _check_calibration(calibration) -> None:
+    if str(calibration) not in ("latest", "none") and not str(calibration).isdigit():
+        raise UsageError(f"calibration must be an id, 'latest' or 'none', got {calibration!r}")
+
+
 def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str = "all", page: int = 1,
-                per_page: int = PER_PAGE, calibration: str = "latest") -> dict:
+                per_page: int = PER_PAGE, calibration: str = "latest", index: AuditIndex | None = None) -> dict:
     """One page of the audit of ``judge`` on ``family`` (module doc) as a dict:
 
     task_family, judge (name), judge_id, judge_mode, scale, calibration ({id, length_unit,
@@ -93,12 +155,26 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     (the filters the pair passes).
 
     ``calibration``: "latest" (the newest of the family and judge, if any), "none", or an id
-    of this family and judge. Raises NotFoundError, UsageError."""
+    of this family and judge. ``index``: the :func:`audit_index` of the same family, judge and
+    calibration on the same data, where the caller kept one (else it is computed). Raises
+    NotFoundError, UsageError."""
     if filter not in FILTERS:
         raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
     from judgecal.views.browse import check_page
 
     check_page(page, per_page)
+    _check_calibration(calibration)
+    if index is None:
+        index = audit_index(family, judge, url, calibration=calibration)
+    return audit_page(index, url, filter=filter, page=page, per_page=per_page)
+
+
+def audit_index(family: str, judge: str, url: str | None = None, *, calibration: str = "latest") -> AuditIndex:
+    """The :class:`AuditIndex` of ``judge`` on ``family`` under ``calibration`` (see
+    :func:`judge_audit`): reads every rating and verdict of the judge on the family, so it
+    takes seconds on a family of 100,000s of pairs (docs/performance.md). Raises
+    NotFoundError, UsageError."""
+    _check_calibration(calibration)
     engine = get_engine(url)
     with session_scope(engine) as s:
         fam_id = q.family_id(s, family)
@@ -111,8 +187,6 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
         if str(calibration) == "latest":
             found = load_calibrations([family], f"id:{jrow.id}", "latest", url)
         else:
-            if not str(calibration).isdigit():
-                raise UsageError(f"calibration must be an id, 'latest' or 'none', got {calibration!r}")
             found = load_calibrations(None, None, str(calibration), url)
             refuse_out_of_scope(found, [family], f"id:{jrow.id}", url)
         cal = found[0][0] if found else None
@@ -142,7 +216,9 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
         extra = browse.response_keys(s, missing) if missing else {}
     engine.dispose()
     key_of = {**{r: e["key"] for r, e in extra.items()}, **vidx.key_of, **rows.key_of}
+    del vidx, extra
     ordered = sorted(pairs.values(), key=lambda p: (key_of[p["a"]], key_of[p["b"]]))
+    del pairs, key_of
 
     # judge decisions: raw scores (mean of ok ratings), calibrated scores where a calibration applies
     score = rows.score
@@ -162,22 +238,32 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     status_of: dict[int, set] = {}
     for rid, _, status, _ in rows.ratings:
         status_of.setdefault(rid, set()).add(status)
+    n = len(ordered)
+    idx = {name: np.zeros(n, dtype=np.int8) for name in ("kind", "gold", "raw", "cal", "vdec", "dec")}
+    changed_a = np.zeros(n, dtype=bool)
+    flags_a = np.zeros(n, dtype=np.uint8)
+    counts = {f: 0 for f in FILTERS}
+    counts["all"] = n
     for i, p in enumerate(ordered):
-        p["raw_decision"], p["calibrated_decision"] = raw_dec[i], cal_dec[i]
-        p["changed"] = raw_dec[i] is not None and cal_dec[i] is not None and raw_dec[i] != cal_dec[i]
-        p["verdict_decision"] = _verdict_decision(p["verdicts"])
-        p["decision"] = raw_dec[i] if raw_dec[i] is not None else p["verdict_decision"]
+        rd, cd = raw_dec[i], cal_dec[i]
+        changed = rd is not None and cd is not None and rd != cd
+        vd = _verdict_decision(p["verdicts"])
+        decision = rd if rd is not None else vd
         bad = (status_of.get(p["a"], set()) | status_of.get(p["b"], set())) & set(BAD) or \
             any(status in BAD for status, _ in p["verdicts"].values())
-        p["flags"] = [name for name, hit in (
-            ("disagree", p["gold"] is not None and p["decision"] in ("a", "b", "tie") and p["decision"] != p["gold"]),
-            ("flips", p["changed"]),
-            ("ties", raw_dec[i] == "tie" or any(v == "tie" for st, v in p["verdicts"].values() if st == "ok")),
-            ("unparsed", bool(bad)),
-            ("inconsistent", p["verdict_decision"] == "inconsistent"),
-        ) if hit]
-    counts = {f: (len(ordered) if f == "all" else sum(f in p["flags"] for p in ordered)) for f in FILTERS}
-    chosen = ordered if filter == "all" else [p for p in ordered if filter in p["flags"]]
+        mask = 0
+        for name, hit in (
+                ("disagree", p["gold"] is not None and decision in ("a", "b", "tie") and decision != p["gold"]),
+                ("flips", changed),
+                ("ties", rd == "tie" or any(v == "tie" for st, v in p["verdicts"].values() if st == "ok")),
+                ("unparsed", bool(bad)),
+                ("inconsistent", vd == "inconsistent")):
+            if hit:
+                mask |= BIT[name]
+                counts[name] += 1
+        idx["kind"][i], idx["gold"][i] = KINDS.index(p["kind"]), CODE[p["gold"]]
+        idx["raw"][i], idx["cal"][i], idx["vdec"][i], idx["dec"][i] = CODE[rd], CODE[cd], CODE[vd], CODE[decision]
+        changed_a[i], flags_a[i] = changed, mask
 
     agreement = None
     expert = [p for p in ordered if p["gold"] is not None and p["a"] in score and p["b"] in score]
@@ -194,45 +280,71 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     if n_no_score:
         left["expert pairs without an ok rating of both answers (no raw decision)"] = n_no_score
 
-    total = len(chosen)
-    pages = max(1, math.ceil(total / per_page))
-    if page > pages:
-        raise UsageError(f"page {page} is past the last page ({pages}) of {total} pairs")
-    shown = chosen[(page - 1) * per_page: page * per_page]
-
-    engine = get_engine(url)
-    with session_scope(engine) as s:
-        detail = browse.pair_details(s, jrow.id, [(p["a"], p["b"]) for p in shown])
-    engine.dispose()
-    out_rows = []
-    for p in shown:
-        ra, rb = detail["responses"].get(p["a"], {}), detail["responses"].get(p["b"], {})
-        item = detail["items"].get(ra.get("item_id"), {})
-        ver = {}
-        for (va, vb), by_pos in detail["verdicts"].items():
-            if {va, vb} != {p["a"], p["b"]}:
-                continue
-            same = va == p["a"]
-            for pos, d in by_pos.items():
-                ver[pos if same else MIRROR_POSITION[pos]] = {**d, "verdict": d["verdict"] if same else MIRROR[d["verdict"]],
-                                                              "preference": d["preference"] if same or d["preference"] is None
-                                                              else 1.0 - d["preference"]}
-
-        def side(rid: int, r: dict) -> dict:
-            return {**r, "length": rows.length.get(rid), "score": score.get(rid), "calibrated": calibrated.get(rid),
-                    "ratings": detail["ratings"].get(rid, [])}
-
-        out_rows.append({"kind": p["kind"], "item": item,
-                         "a": side(p["a"], ra), "b": side(p["b"], rb), "gold": p["gold"],
-                         "raw_decision": p["raw_decision"], "calibrated_decision": p["calibrated_decision"],
-                         "changed": p["changed"], "verdicts": {k: ver[k] for k in ("ab", "ba", "na") if k in ver},
-                         "verdict_decision": p["verdict_decision"], "decision": p["decision"], "flags": p["flags"]})
     cal_info = None
     if cal is not None:
         fresh = staleness([(cal, family, jrow.name)], url)
         cal_info = {"id": cal.id, "length_unit": cal.length_unit, "tokenizer": cal.tokenizer, "stale": fresh[cal.id],
                     "created_at": iso_utc(cal.created_at),
                     "density_exemption": bool(cal.density_exemption)}
-    return {"task_family": family, **jinfo, "calibration": cal_info, "length_unit": unit, "filter": filter,
-            "filter_text": FILTER_TEXT[filter], "page": page, "per_page": per_page, "pages": pages, "total": total,
-            "counts": counts, "agreement": agreement, "left_out": left, "rows": out_rows}
+    rid = np.array(sorted(set(score) | set(rows.length) | set(calibrated)), dtype=np.int64)
+    values = np.full((3, len(rid)), np.nan)
+    for row, d in enumerate((score, rows.length, calibrated)):
+        if d:
+            ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+            values[row, np.searchsorted(rid, ids)] = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+    head = {"task_family": family, **jinfo, "calibration": cal_info, "length_unit": unit, "counts": counts,
+            "agreement": agreement, "left_out": left}
+    return AuditIndex(head=head, a=np.fromiter((p["a"] for p in ordered), dtype=np.int64, count=n),
+                      b=np.fromiter((p["b"] for p in ordered), dtype=np.int64, count=n), **idx,
+                      changed=changed_a, flags=flags_a, rid=rid, values=values)
+
+
+def audit_page(index: AuditIndex, url: str | None = None, *, filter: str = "all", page: int = 1,
+               per_page: int = PER_PAGE) -> dict:
+    """One page of an :class:`AuditIndex` as :func:`judge_audit` returns it: the pairs passing
+    ``filter``, page ``page`` of ``per_page``, with their texts, ratings and verdicts read for
+    that page only. Raises UsageError (a page past the last)."""
+    if filter not in FILTERS:
+        raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
+    chosen = np.arange(len(index.a)) if filter == "all" else np.flatnonzero(index.flags & BIT[filter])
+    total = len(chosen)
+    pages = max(1, math.ceil(total / per_page))
+    if page > pages:
+        raise UsageError(f"page {page} is past the last page ({pages}) of {total} pairs")
+    shown = [int(i) for i in chosen[(page - 1) * per_page: page * per_page]]
+    pairs = [(int(index.a[i]), int(index.b[i])) for i in shown]
+
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        detail = browse.pair_details(s, index.head["judge_id"], pairs)
+    engine.dispose()
+    out_rows = []
+    for i, (pa, pb) in zip(shown, pairs):
+        ra, rb = detail["responses"].get(pa, {}), detail["responses"].get(pb, {})
+        item = detail["items"].get(ra.get("item_id"), {})
+        ver = {}
+        for (va, vb), by_pos in detail["verdicts"].items():
+            if {va, vb} != {pa, pb}:
+                continue
+            same = va == pa
+            for pos, d in by_pos.items():
+                ver[pos if same else MIRROR_POSITION[pos]] = {**d, "verdict": d["verdict"] if same else MIRROR[d["verdict"]],
+                                                              "preference": d["preference"] if same or d["preference"] is None
+                                                              else 1.0 - d["preference"]}
+
+        def side(rid: int, r: dict) -> dict:
+            return {**r, "length": index.value(1, rid), "score": index.value(0, rid),
+                    "calibrated": index.value(2, rid), "ratings": detail["ratings"].get(rid, [])}
+
+        out_rows.append({"kind": KINDS[index.kind[i]], "item": item,
+                         "a": side(pa, ra), "b": side(pb, rb), "gold": CODES[index.gold[i]],
+                         "raw_decision": CODES[index.raw[i]], "calibrated_decision": CODES[index.cal[i]],
+                         "changed": bool(index.changed[i]), "verdicts": {k: ver[k] for k in ("ab", "ba", "na") if k in ver},
+                         "verdict_decision": CODES[index.vdec[i]], "decision": CODES[index.dec[i]],
+                         "flags": [f for f in FILTERS[1:] if index.flags[i] & BIT[f]]})
+    h = index.head
+    return {"task_family": h["task_family"], "judge": h["judge"], "judge_id": h["judge_id"],
+            "judge_mode": h["judge_mode"], "scale": h["scale"], "calibration": h["calibration"],
+            "length_unit": h["length_unit"], "filter": filter, "filter_text": FILTER_TEXT[filter], "page": page,
+            "per_page": per_page, "pages": pages, "total": total, "counts": dict(h["counts"]),
+            "agreement": h["agreement"], "left_out": dict(h["left_out"]), "rows": out_rows}

@@ -267,6 +267,12 @@ class App:
         self.url, self.shown = url, shown
         self.env = _environment()
         self.cache = cache if cache is not None else PageCache(max_entries=0)
+        # the audits' pair indexes (judgecal.views.audit.AuditIndex): every filter and page of an
+        # audit is cut from its index, kept until the database changes, in AUDIT_INDEX_SHARE times
+        # the pages' budget (one index of a 300,000-pair family is about 17 MB)
+        self.audit_indexes = PageCache(max_entries=64 if self.cache.max_entries else 0,
+                                       max_bytes=AUDIT_INDEX_SHARE * self.cache.max_bytes, max_share=1,
+                                       size=lambda index: index.nbytes, keep=lambda index: True)
         self.warmer = None  # judgecal.web.warm.Warmer when pages are computed ahead (create_app(warm=True))
 
     def render(self, template: str, status_code: int = 200, **ctx) -> HTMLResponse:
@@ -522,8 +528,9 @@ class App:
     def audit(self, request: Request):
         from judgecal.views.audit import FILTER_TEXT, FILTERS, PER_PAGE, judge_audit
 
-        p = Params(request, ("family", "judge", "filter", "page", "per_page", "calibration"))
+        p = Params(request, ("family", "judge", "filter", "page", "per_page", "calibration", "format"))
         family, judge = p.text("family"), p.text("judge")
+        fmt_ = p.fmt()
         flt = p.choice("filter", FILTERS, "all")
         page = p.integer("page", 1, 1, 10**9)
         from judgecal.db.browse import MAX_PAGE
@@ -535,21 +542,36 @@ class App:
         if family is None or judge is None:
             from judgecal.views.browse import family_judges
 
-            return self.choose(p, title="Judge audit", nav="audit", path="/audit", fmt_="html",
+            return self.choose(p, title="Judge audit", nav="audit", path="/audit", fmt_=fmt_,
                                heading="Judge audit: choose a task family and a judge", chosen=("family", "judge"),
                                options=[(f"{fam} · {j['label']} ({j['kind']})", {"family": fam, "judge": j["ref"]})
                                         for fam, js in family_judges(self.url).items() for j in js
                                         if (family is None or fam == family) and (judge is None or judge in (j["ref"], j["label"]))])
-        a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal)
+        a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal,
+                        index=self._audit_index(family, judge, cal))
+        if fmt_ == "json":
+            return self.json(a)
         here = dict(family=family, judge=judge, calibration=None if cal == "latest" else cal,
                     per_page=None if per_page == PER_PAGE else per_page)
         return self.render("audit.html.j2", title=f"Audit: {family} · {a['judge']}", nav="audit", a=a, here=here,
+                           json_link=link("/audit", **here, filter=None if flt == "all" else flt,
+                                          page=None if page == 1 else page, format="json"),
                            filters=[(f, FILTER_TEXT[f], link("/audit", **here, filter=None if f == "all" else f))
                                     for f in FILTERS],
                            prev=link("/audit", **here, filter=None if flt == "all" else flt, page=page - 1)
                            if page > 1 else None,
                            next=link("/audit", **here, filter=None if flt == "all" else flt, page=page + 1)
                            if page < a["pages"] else None)
+
+    def _audit_index(self, family: str, judge: str, cal: str):
+        """The audit's pair index, from the index cache while the database has not changed."""
+        from judgecal.db.engine import data_version, get_engine
+        from judgecal.views.audit import audit_index
+
+        version = data_version(get_engine(self.url))
+        index, _ = self.audit_indexes.get_or_compute((family, judge, cal), version,
+                                                     lambda: audit_index(family, judge, self.url, calibration=cal))
+        return index
 
     def ratings(self, request: Request):
         from judgecal.db.browse import MAX_PAGE
@@ -719,18 +741,24 @@ class Guard:
 
 #: the page cache's default bound (``judgecal serve --cache-mb``)
 DEFAULT_CACHE_MB = 64
+#: the audits' pair indexes may hold this many times the pages' budget
+AUDIT_INDEX_SHARE = 4
 
 
-def _seeds(url: str, cap: int = 40) -> list[tuple]:
-    """The entry pages' cache keys (judgecal.web.warm): the lists, and the first choice of each
-    chooser (each judge's score board, each baseline's win rates), at most ``cap``."""
-    from judgecal.views.browse import baselines, choices
+def _seeds(url: str, cap: int = 40, audit_cap: int = 40) -> list[tuple]:
+    """The entry pages' cache keys (judgecal.web.warm): the lists and the first choice of each
+    chooser (each judge's score board, each baseline's win rates), at most ``cap``; then the
+    audit of each task family and judge (which keeps its pair index, so every filter and page
+    of it is quick), at most ``audit_cap``."""
+    from judgecal.views.browse import baselines, choices, family_judges
 
     keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/calibration", "/audit", "/mc")]
     keys += [page_key("/leaderboard", [("judge", j["ref"])]) for j in choices(url)["judges"] if j["ratings"]]
     keys += [page_key("/winrates", [("baseline", b["model"]), ("family", b["task_family"]), ("judge", b["judge_ref"])])
              for b in baselines(url)]
-    return keys[:cap]
+    audits = [page_key("/audit", [("family", fam), ("judge", j["ref"])])
+              for fam, js in family_judges(url).items() for j in js]
+    return keys[:cap] + audits[:audit_cap]
 
 
 def create_app(url: str | None = None, *, token: str | None = None, cache_mb: int = DEFAULT_CACHE_MB,
@@ -824,5 +852,6 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
     app.state.database_url = ro
     app.state.database_shown = pages.shown
     app.state.page_cache = cache
+    app.state.audit_indexes = pages.audit_indexes
     weakref.finalize(app, unpin_engine, ro)
     return app

@@ -30,15 +30,30 @@ class Page:
     computed_at: float = 0.0  # time.time() when the page was computed (a stale page says it)
 
 
+def _body_size(page: Page) -> int:
+    return len(page.body)
+
+
+def _is_ok(page: Page) -> bool:
+    return page.status == 200
+
+
 class PageCache:
     """Least-recently-used pages, at most ``max_entries`` of them and ``max_bytes`` of bodies in
-    all (a page bigger than a quarter of ``max_bytes`` is served but not kept).
-    ``max_entries=0`` turns the cache off. Thread-safe."""
+    all (a page bigger than ``max_bytes / max_share`` is served but not kept).
+    ``max_entries=0`` turns the cache off. Thread-safe.
 
-    def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20):
-        if max_entries < 0 or max_bytes < 0:
-            raise ValueError("max_entries and max_bytes must be >= 0")
-        self.max_entries, self.max_bytes = max_entries, max_bytes
+    The same cache keeps other computed values stamped with the data version (``judgecal
+    serve`` keeps the audits' pair indexes, :class:`judgecal.views.audit.AuditIndex`, in one):
+    ``size`` gives a value's bytes (default: a page's body) and ``keep`` whether a computed
+    value is kept (default: a page of status 200)."""
+
+    def __init__(self, max_entries: int = 256, max_bytes: int = 64 * 2**20, *, max_share: int = 4,
+                 size: Callable[[object], int] = _body_size, keep: Callable[[object], bool] = _is_ok):
+        if max_entries < 0 or max_bytes < 0 or max_share < 1:
+            raise ValueError("max_entries and max_bytes must be >= 0, max_share >= 1")
+        self.max_entries, self.max_bytes, self.max_share = max_entries, max_bytes, max_share
+        self._size, self._keep = size, keep
         self._pages: OrderedDict[tuple, tuple[object, Page]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -55,18 +70,18 @@ class PageCache:
             return held[1]
 
     def _put(self, key: tuple, version: object, page: Page) -> None:
-        size = len(page.body)
-        if self.max_entries == 0 or size > self.max_bytes // 4:
+        size = self._size(page)
+        if self.max_entries == 0 or size > self.max_bytes // self.max_share:
             return
         with self._lock:
             old = self._pages.pop(key, None)
             if old is not None:
-                self._bytes -= len(old[1].body)
+                self._bytes -= self._size(old[1])
             self._pages[key] = (version, page)
             self._bytes += size
             while self._pages and (len(self._pages) > self.max_entries or self._bytes > self.max_bytes):
                 _, (_, gone) = self._pages.popitem(last=False)
-                self._bytes -= len(gone.body)
+                self._bytes -= self._size(gone)
 
     def peek(self, key: tuple) -> tuple[object, Page] | None:
         """(version, page) of the page kept for ``key`` whatever its version (None when none is
@@ -107,7 +122,7 @@ class PageCache:
             with self._lock:
                 self.misses += 1
             page = compute()
-            if page.status == 200:
+            if self._keep(page):
                 self._put(key, version, page)
         with self._lock:
             if not gate.locked():

@@ -1,0 +1,118 @@
+"""The judge audit's pair index (judgecal.views.audit.AuditIndex): every filter and page of an
+audit is cut from one index of the family and judge, equal to the audit computed afresh;
+``judgecal serve`` keeps the index until the database changes (then computes it again, with the
+new data), and its warmer computes each family's and judge's audit ahead. SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+import serve_data as sd
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from judgecal.views.audit import FILTERS, audit_index, audit_page, judge_audit  # noqa: E402
+from judgecal.views.browse import family_judges  # noqa: E402
+from judgecal.web import create_app  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, data_dir):
+    return sd.demo_db(tmp_path_factory, data_dir)
+
+
+def test_every_filter_and_page_of_one_index_equals_the_audit(demo):
+    url = demo["url"]
+    combos = [(fam, j["ref"]) for fam, js in family_judges(url).items() for j in js]
+    assert ("llmbar/Natural", "GPT-4") in combos and len(combos) >= 4
+    for fam, judge in combos:
+        index = audit_index(fam, judge, url)
+        n = len(index.a)
+        assert index.head["counts"]["all"] == n and index.nbytes >= 24 * n
+        for flt in FILTERS:
+            first = audit_page(index, url, filter=flt, per_page=7)
+            assert first == judge_audit(fam, judge, url, filter=flt, per_page=7)  # computed afresh
+            assert first["total"] == first["counts"][flt]
+            seen = []
+            for page in range(1, first["pages"] + 1):
+                rows = audit_page(index, url, filter=flt, page=page, per_page=7)["rows"]
+                assert all(flt == "all" or flt in r["flags"] for r in rows)
+                seen += [(r["item"]["prompt_sha256"], r["a"]["model"], r["b"]["model"], r["a"]["text"][:50]) for r in rows]
+            assert len(seen) == first["total"] == len(set(seen))
+
+
+def test_the_index_shows_scores_lengths_and_calibrated_scores(demo):
+    a = judge_audit("llmbar/Natural", "GPT-4", demo["url"], per_page=200)
+    assert a["calibration"]["id"] == demo["calibration"] and a["length_unit"] == "words"
+    for r in a["rows"]:
+        for side in ("a", "b"):
+            x = r[side]
+            assert x["length"] == float(x["n_words"])  # the calibration's unit, as stored
+            ok = [g["score"] for g in x["ratings"] if g["status"] == "ok"]
+            assert x["score"] == pytest.approx(sum(ok) / len(ok))
+            assert x["calibrated"] is not None and (x["calibrated"] != x["score"] or x["length"] == x["length"])
+    none = judge_audit("llmbar/Natural", "GPT-4", demo["url"], calibration="none", per_page=3)
+    assert all(r[s]["calibrated"] is None for r in none["rows"] for s in "ab")
+
+
+def _one_ok_rating(url: str) -> int:
+    from sqlalchemy import text
+
+    from judgecal.db.engine import get_engine
+
+    engine = get_engine(url)
+    with engine.connect() as c:
+        rid = c.execute(text("select r.id from rating r join judge j on j.id = r.judge_id join response p on "
+                             "p.id = r.response_id join item i on i.id = p.item_id join task_family f on "
+                             "f.id = i.task_family_id where j.name = 'GPT-4' and f.name = 'llmbar/Natural' and "
+                             "r.status = 'ok' order by p.text_sha256 limit 1")).scalar_one()
+    engine.dispose()
+    return rid
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_serve_keeps_the_index_until_the_data_changes(dialect, tmp_path, data_dir, request):
+    from sqlalchemy import text
+
+    from judgecal.db.engine import get_engine
+
+    url = f"sqlite:///{tmp_path / 'a.db'}" if dialect == "sqlite" else request.getfixturevalue("pg_url")
+    sd.fill(url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
+    c = TestClient(create_app(url))
+    indexes = c.app.state.audit_indexes
+    base = "/audit?family=llmbar/Natural&judge=GPT-4&format=json"
+    pages = [c.get(base + ("" if f == "all" else f"&filter={f}")) for f in FILTERS]
+    assert all(r.status_code == 200 for r in pages)
+    assert (indexes.misses, indexes.hits) == (1, len(FILTERS) - 1)  # one index, every filter cut from it
+    before = pages[0].json()["counts"]
+    # a rating of the audit becomes unparsed: the next page reads a new index with it
+    engine = get_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("update rating set status = 'unparsed', score = null where id = :i"), {"i": _one_ok_rating(url)})
+    engine.dispose()
+    after = c.get(base + "&filter=unparsed").json()
+    assert indexes.misses == 2
+    assert after["counts"]["unparsed"] == before["unparsed"] + 1 == after["total"]
+    assert after == judge_audit("llmbar/Natural", "GPT-4", url, filter="unparsed")
+    # --cache-mb 0: nothing kept
+    off = TestClient(create_app(url, cache_mb=0))
+    off.get(base), off.get(base + "&filter=ties")
+    assert off.app.state.audit_indexes.misses == 2 and len(off.app.state.audit_indexes) == 0
+
+
+def test_the_warmer_computes_each_audit_ahead(demo):
+    from judgecal.web.app import _seeds, page_key
+
+    seeds = _seeds(demo["url"])
+    audits = [k for k in seeds if k[0] == "/audit" and k[1]]
+    want = [page_key("/audit", [("family", fam), ("judge", j["ref"])])
+            for fam, js in family_judges(demo["url"]).items() for j in js]
+    assert audits == want and page_key("/audit", [("family", "llmbar/Natural"), ("judge", "GPT-4")]) in audits
+    c = TestClient(create_app(demo["url"], warm=True))
+    with c:  # the lifespan starts the warmer
+        assert c.app.state.warmer.wait_warm(240)
+        assert len(c.app.state.audit_indexes) == len(want)
+        r = c.get("/audit?family=llmbar/Natural&judge=GPT-4&filter=flips&page=1")
+        assert r.status_code == 200 and c.app.state.audit_indexes.hits >= 1
