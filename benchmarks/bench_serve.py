@@ -396,6 +396,11 @@ def pages(args) -> list[tuple[str, str]]:
         ("audit, pairwise judge, big family", f"/audit?family={chat}&judge={PAIR_JUDGES[0]}"),
         ("audit, pointwise judge, big family", f"/audit?family={chat}&judge={POINT_JUDGES[0]}"),
         ("audit, calibrated, labelled family", f"/audit?family={LABELLED}&judge={POINT_JUDGES[0]}&filter=flips"),
+        # filters and pages nobody opened before: cut from the audit's pair index where it is kept
+        ("audit, pairwise judge, big family, ties, page 3", f"/audit?family={chat}&judge={PAIR_JUDGES[0]}&filter=ties&page=3"),
+        ("audit, pointwise judge, big family, disagree", f"/audit?family={chat}&judge={POINT_JUDGES[0]}&filter=disagree"),
+        ("audit, pairwise judge, code family, inconsistent", f"/audit?family={FAMILIES[1]}&judge={PAIR_JUDGES[0]}"
+                                                              f"&filter=inconsistent"),
         ("ratings, no filter", "/ratings"),
         ("ratings, family+judge+status+score", f"/ratings?family={chat}&judge={POINT_JUDGES[0]}&status=ok&score_min=8"),
         ("ratings, model+dates, page 3", f"/ratings?model=model-{min(42, args.models - 1):03d}&since=2026-10-10"

@@ -106,13 +106,19 @@ def test_the_warmer_computes_each_audit_ahead(demo):
     from judgecal.web.app import _seeds, page_key
 
     seeds = _seeds(demo["url"])
+    assert page_key("/ratings", ()) in seeds and page_key("/", ()) in seeds
     audits = [k for k in seeds if k[0] == "/audit" and k[1]]
     want = [page_key("/audit", [("family", fam), ("judge", j["ref"])])
             for fam, js in family_judges(demo["url"]).items() for j in js]
     assert audits == want and page_key("/audit", [("family", "llmbar/Natural"), ("judge", "GPT-4")]) in audits
+    # the newest calibrations' reports, as the overview links them (by id, and by family and judge)
+    assert page_key("/calibration", [("calibration", str(demo["calibration"]))]) in seeds
+    assert page_key("/calibration", [("family", "llmbar/Natural"), ("judge", "GPT-4")]) in seeds
     c = TestClient(create_app(demo["url"], warm=True))
     with c:  # the lifespan starts the warmer
         assert c.app.state.warmer.wait_warm(240)
         assert len(c.app.state.audit_indexes) == len(want)
         r = c.get("/audit?family=llmbar/Natural&judge=GPT-4&filter=flips&page=1")
         assert r.status_code == 200 and c.app.state.audit_indexes.hits >= 1
+        report = c.get(f"/calibration?calibration={demo['calibration']}")
+        assert report.status_code == 200 and report.headers["x-judgecal-cache"] == "hit"

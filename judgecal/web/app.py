@@ -745,20 +745,25 @@ DEFAULT_CACHE_MB = 64
 AUDIT_INDEX_SHARE = 4
 
 
-def _seeds(url: str, cap: int = 40, audit_cap: int = 40) -> list[tuple]:
+def _seeds(url: str, cap: int = 40, audit_cap: int = 40, calibration_cap: int = 20) -> list[tuple]:
     """The entry pages' cache keys (judgecal.web.warm): the lists and the first choice of each
-    chooser (each judge's score board, each baseline's win rates), at most ``cap``; then the
-    audit of each task family and judge (which keeps its pair index, so every filter and page
-    of it is quick), at most ``audit_cap``."""
-    from judgecal.views.browse import baselines, choices, family_judges
+    chooser (each judge's score board, each baseline's win rates), at most ``cap``; the reports
+    of the ``calibration_cap`` newest calibrations, as the overview and the lists link them (by
+    id, and by family and judge); then the audit of each task family and judge (which keeps its
+    pair index, so every filter and page of it is quick), at most ``audit_cap``."""
+    from judgecal.views.browse import baselines, calibrations, choices, family_judges
 
-    keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/calibration", "/audit", "/mc")]
+    keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/calibration", "/audit", "/ratings", "/mc")]
     keys += [page_key("/leaderboard", [("judge", j["ref"])]) for j in choices(url)["judges"] if j["ratings"]]
     keys += [page_key("/winrates", [("baseline", b["model"]), ("family", b["task_family"]), ("judge", b["judge_ref"])])
              for b in baselines(url)]
+    newest = calibrations(url)[:calibration_cap]
+    reports = [page_key("/calibration", [("calibration", str(f["id"]))]) for f in newest]
+    reports += list(dict.fromkeys(page_key("/calibration", [("family", f["task_family"]), ("judge", f["judge_ref"])])
+                                  for f in newest))
     audits = [page_key("/audit", [("family", fam), ("judge", j["ref"])])
               for fam, js in family_judges(url).items() for j in js]
-    return keys[:cap] + audits[:audit_cap]
+    return keys[:cap] + reports + audits[:audit_cap]
 
 
 def create_app(url: str | None = None, *, token: str | None = None, cache_mb: int = DEFAULT_CACHE_MB,
