@@ -1142,7 +1142,8 @@ def _loopback(host: str) -> bool:
               help="Require this token on every request (?token=, Authorization: Bearer, or the cookie set after the "
                    "first good one); env JUDGECAL_SERVE_TOKEN. At least 16 characters.")
 @click.option("--cache-mb", default=64, show_default=True, type=click.IntRange(0, 65536), metavar="MIB",
-              help="Keep computed pages (at most this many MiB) until the database changes; 0: compute every request.")
+              help="Keep computed pages (at most this many MiB, and 4x as much for the audits' and ratings list's "
+                   "indexes) until the database changes; 0: compute every request.")
 @click.option("--warm/--no-warm", default=True, show_default=True,
               help="Compute the entry pages (and those read) ahead, again after each change of the database; while "
                    "a page is computed again its previous copy is served with a banner saying so (never to "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
@@ -142,7 +143,9 @@ def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tupl
     The page is chosen on the sort keys and the rating id alone (a narrow sort), and only its
     rows' texts are then read: sorting every matching row with its texts attached cost seconds
     on a million ratings. The count joins the answers and items only when a family or model
-    filter needs them (every rating has exactly one answer and one item)."""
+    filter needs them (every rating has exactly one answer and one item). The order is the
+    database's text order: byte order on SQLite and on a PostgreSQL database of collation C;
+    :class:`RatingIndex` gives byte order on any."""
     limit = max(1, min(int(limit), MAX_PAGE))
     R = m.Rating
     if f.family_id is None and f.model is None:
@@ -158,26 +161,155 @@ def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tupl
             .join(m.Item, m.Item.id == m.Response.item_id)
             .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
             .join(m.Judge, m.Judge.id == R.judge_id))
-    page = (_rating_where(page, f).order_by(*keys).limit(limit).offset(max(0, int(offset)))
-            .subquery("page"))
-    q = (select(m.TaskFamily.name, m.Item.external_id, func.substr(m.Item.prompt, 1, 300), m.Response.model,
+    page = _rating_where(page, f).order_by(*keys).limit(limit).offset(max(0, int(offset)))
+    return rating_rows(s, [rid for rid, *_ in s.execute(page)]), int(total)
+
+
+def rating_rows(s: Session, ids: list[int]) -> list[dict]:
+    """The rows of the ratings ``ids`` (at most :data:`MAX_PAGE`), in the order given: {task_family,
+    item (external id, else the prompt SHA-256's first 12), prompt and answer (first 300
+    characters), model, n_words, n_chars, judge (label), judge_id, sample_index, status, score,
+    raw_output (cut to :data:`TEXT_LIMIT`), error, created_at (ISO 8601, UTC)}."""
+    ids = list(ids)[:MAX_PAGE]
+    if not ids:
+        return []
+    R = m.Rating
+    q = (select(R.id, m.TaskFamily.name, m.Item.external_id, func.substr(m.Item.prompt, 1, 300), m.Response.model,
                 func.substr(m.Response.text, 1, 300), m.Response.n_words, m.Response.n_chars, R.judge_id,
                 R.sample_index, R.status, R.score, func.substr(R.raw_output, 1, TEXT_LIMIT), R.error, R.created_at,
                 m.Item.prompt_sha256)
-         .select_from(page)
-         .join(R, R.id == page.c.id)
          .join(m.Response, m.Response.id == R.response_id)
          .join(m.Item, m.Item.id == m.Response.item_id)
          .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
-         .order_by(*[page.c[f"k{i}"] for i in range(len(keys))]))
+         .where(R.id.in_(ids)))
     label = judge_labels(s)
-    rows = []
-    for fam, ext, prompt, model, text, words, chars, jid, k, status, score, raw, error, created, sha in s.execute(q):
-        rows.append({"task_family": fam, "item": ext or sha[:12], "prompt": prompt, "model": model, "answer": text,
-                     "n_words": words, "n_chars": chars, "judge": label[jid], "judge_id": jid, "sample_index": k,
-                     "status": status, "score": score, "raw_output": raw, "error": error,
-                     "created_at": iso_utc(created)})
-    return rows, int(total)
+    by_id = {}
+    for rid, fam, ext, prompt, model, text, words, chars, jid, k, status, score, raw, error, created, sha in s.execute(q):
+        by_id[rid] = {"task_family": fam, "item": ext or sha[:12], "prompt": prompt, "model": model, "answer": text,
+                      "n_words": words, "n_chars": chars, "judge": label[jid], "judge_id": jid, "sample_index": k,
+                      "status": status, "score": score, "raw_output": raw, "error": error,
+                      "created_at": iso_utc(created)}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _utc_us(value: dt.datetime) -> int:
+    """Microseconds since the epoch of a stored time (naive: UTC, as judgecal writes it)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass
+class RatingIndex:
+    """Every rating's filter columns, in content order (family name, item prompt SHA-256, model,
+    answer SHA-256, judge key, sample index; texts compared by code point, on every database):
+    what ``judgecal serve``'s ratings list cuts any filter and page from without a query over
+    the ratings (:func:`rating_index`). One entry per rating: ``id`` (int64), ``family_id``,
+    ``judge_id`` (int64), ``model`` (int32 code into ``models``), ``status`` (int8 code into
+    :data:`judgecal.db.models.RATING_STATUSES`), ``score`` (float64, NaN where NULL),
+    ``created_us`` (int64 microseconds since 1970-01-01 UTC). About 40 bytes a rating."""
+
+    id: np.ndarray
+    family_id: np.ndarray
+    judge_id: np.ndarray
+    model: np.ndarray
+    models: dict[str, int]
+    status: np.ndarray
+    score: np.ndarray
+    created_us: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (what a cache of indexes counts)."""
+        return sum(a.nbytes for a in (self.id, self.family_id, self.judge_id, self.model, self.status, self.score,
+                                      self.created_us))
+
+    def select(self, f: RatingFilter) -> np.ndarray:
+        """Positions (content order) of the ratings matching ``f``, as :func:`rating_page`'s
+        WHERE reads it (a NULL score matches no score bound; ``until`` exclusive)."""
+        keep = np.ones(len(self.id), dtype=bool)
+        if f.family_id is not None:
+            keep &= self.family_id == f.family_id
+        if f.judge_id is not None:
+            keep &= self.judge_id == f.judge_id
+        if f.model is not None:
+            code = self.models.get(f.model)
+            if code is None:
+                return np.zeros(0, dtype=np.int64)
+            keep &= self.model == code
+        if f.status is not None:
+            keep &= self.status == m.RATING_STATUSES.index(f.status)
+        with np.errstate(invalid="ignore"):
+            if f.score_min is not None:
+                keep &= self.score >= f.score_min
+            if f.score_max is not None:
+                keep &= self.score <= f.score_max
+        if f.since is not None:
+            keep &= self.created_us >= _utc_us(f.since)
+        if f.until is not None:
+            keep &= self.created_us < _utc_us(f.until)
+        return np.flatnonzero(keep)
+
+
+def _lookup(table: dict[int, int], keys: np.ndarray) -> np.ndarray:
+    """``table[k]`` for each ``k`` of ``keys`` (ids of a few families or judges)."""
+    known = np.array(sorted(table), dtype=np.int64)
+    values = np.array([table[k] for k in known], dtype=np.int64)
+    return values[np.searchsorted(known, keys)]
+
+
+def rating_index(s: Session, chunk: int = 50_000) -> RatingIndex:
+    """The :class:`RatingIndex` of every rating in the database: one streamed query, texts
+    coded as they arrive (each distinct key kept once), sorted here by code point. Takes
+    seconds on a million ratings (docs/performance.md)."""
+    R = m.Rating
+    statuses = {st: i for i, st in enumerate(m.RATING_STATUSES)}
+    q = (select(R.id, m.Item.task_family_id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256,
+                R.judge_id, R.sample_index, R.status, R.score, R.created_at)
+         .join(m.Response, m.Response.id == R.response_id)
+         .join(m.Item, m.Item.id == m.Response.item_id))
+    prompts: dict[str, int] = {}
+    models: dict[str, int] = {}
+    texts: dict[str, int] = {}
+    cols: list[list] = [[] for _ in range(10)]
+    for part in s.connection().execute(q).partitions(chunk):
+        ids, fams, ps, ms, ts, js, ks, sts, scores, created = zip(*part)
+        cols[0].append(np.array(ids, dtype=np.int64))
+        cols[1].append(np.array(fams, dtype=np.int64))
+        cols[2].append(np.array([prompts.setdefault(x, len(prompts)) for x in ps], dtype=np.int64))
+        cols[3].append(np.array([models.setdefault(x, len(models)) for x in ms], dtype=np.int32))
+        cols[4].append(np.array([texts.setdefault(x, len(texts)) for x in ts], dtype=np.int64))
+        cols[5].append(np.array(js, dtype=np.int64))
+        cols[6].append(np.array(ks, dtype=np.int64))
+        cols[7].append(np.array([statuses[x] for x in sts], dtype=np.int8))
+        cols[8].append(np.array([np.nan if x is None else x for x in scores], dtype=np.float64))
+        cols[9].append(np.array([_utc_us(x) for x in created], dtype=np.int64))
+    if not cols[0]:
+        empty = np.zeros(0, dtype=np.int64)
+        return RatingIndex(empty, empty, empty, empty.astype(np.int32), {}, empty.astype(np.int8),
+                           empty.astype(np.float64), empty)
+    ids, fams, ps, ms, ts, js, ks, sts, scores, created = (np.concatenate(c) for c in cols)
+
+    def rank(codes: dict[str, int]) -> np.ndarray:
+        """code -> rank of its text in code-point order."""
+        out = np.empty(len(codes), dtype=np.int64)
+        for r, key in enumerate(sorted(codes)):
+            out[codes[key]] = r
+        return out
+
+    fam_names = dict(s.execute(select(m.TaskFamily.id, m.TaskFamily.name)).all())
+    fam_rank = {fid: r for r, fid in enumerate(sorted(fam_names, key=lambda i: (fam_names[i], i)))}
+    judge_keys = dict(s.execute(select(m.Judge.id, m.Judge.judge_key)).all())
+    judge_rank = {jid: r for r, jid in enumerate(sorted(judge_keys, key=lambda i: (judge_keys[i], i)))}
+    fam_r = _lookup(fam_rank, fams)
+    judge_r = _lookup(judge_rank, js)
+    order = np.lexsort((ks, judge_r, rank(texts)[ts], rank(models)[ms], rank(prompts)[ps], fam_r))
+    return RatingIndex(id=ids[order], family_id=fams[order], judge_id=js[order], model=ms[order], models=dict(models),
+                       status=sts[order], score=scores[order], created_us=created[order])
 
 
 # ---------------------------------------------------------------- judge audit

@@ -156,11 +156,13 @@ def _day(value: dt.date | None) -> dt.datetime | None:
 def ratings(url: str | None = None, *, family: str | None = None, judge: str | None = None, model: str | None = None,
             status: str | None = None, score_min: float | None = None, score_max: float | None = None,
             since: dt.date | None = None, until: dt.date | None = None, page: int = 1,
-            per_page: int = RATINGS_PER_PAGE) -> dict:
+            per_page: int = RATINGS_PER_PAGE, index: browse.RatingIndex | None = None) -> dict:
     """One page of ratings: {"rows": :func:`judgecal.db.browse.rating_page` rows, "total",
     "page", "pages", "per_page"}. ``since``/``until``: days (UTC) of the rating's creation,
-    both included. Raises UsageError (unknown status, empty score range, page out of range),
-    NotFoundError (unknown family or judge)."""
+    both included. ``index``: a :func:`rating_index` of the same data, where the caller kept
+    one: the page is then cut from it and only its rows are read (the same rows, in code-point
+    order on every database). Raises UsageError (unknown status, empty score range, page out
+    of range), NotFoundError (unknown family or judge)."""
     if status is not None and status not in m.RATING_STATUSES:
         raise UsageError(f"status must be one of {', '.join(m.RATING_STATUSES)}, got {status!r}")
     for name, v in (("score_min", score_min), ("score_max", score_max)):
@@ -178,12 +180,28 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
             judge_id=q.judge_by_name(s, judge).id if judge else None,
             model=model or None, status=status, score_min=score_min, score_max=score_max, since=_day(since),
             until=_day(until + dt.timedelta(days=1)) if until is not None and until < dt.date.max else None)
-        rows, total = browse.rating_page(s, f, limit=per_page, offset=(page - 1) * per_page)
+        if index is None:
+            rows, total = browse.rating_page(s, f, limit=per_page, offset=(page - 1) * per_page)
+        else:
+            chosen = index.select(f)
+            total = len(chosen)
+            start = (page - 1) * per_page
+            rows = browse.rating_rows(s, [int(i) for i in index.id[chosen[start:start + per_page]]])
     engine.dispose()
     pages = max(1, math.ceil(total / per_page))
     if page > pages:
         raise UsageError(f"page {page} is past the last page ({pages}) of {total} ratings")
     return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page}
+
+
+def rating_index(url: str | None = None) -> browse.RatingIndex:
+    """Every rating's filter columns in content order (:class:`judgecal.db.browse.RatingIndex`):
+    what ``judgecal serve`` keeps to answer any filter and page of its ratings list."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = browse.rating_index(s)
+    engine.dispose()
+    return out
 
 
 def baselines(url: str | None = None) -> list[dict]:

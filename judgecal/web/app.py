@@ -267,12 +267,13 @@ class App:
         self.url, self.shown = url, shown
         self.env = _environment()
         self.cache = cache if cache is not None else PageCache(max_entries=0)
-        # the audits' pair indexes (judgecal.views.audit.AuditIndex): every filter and page of an
-        # audit is cut from its index, kept until the database changes, in AUDIT_INDEX_SHARE times
-        # the pages' budget (one index of a 300,000-pair family is about 17 MB)
-        self.audit_indexes = PageCache(max_entries=64 if self.cache.max_entries else 0,
-                                       max_bytes=AUDIT_INDEX_SHARE * self.cache.max_bytes, max_share=1,
-                                       size=lambda index: index.nbytes, keep=lambda index: True)
+        # the audits' pair indexes (judgecal.views.audit.AuditIndex) and the ratings list's index
+        # (judgecal.db.browse.RatingIndex): every filter and page is cut from them, kept until the
+        # database changes, in INDEX_SHARE times the pages' budget (the index of a 300,000-pair
+        # audit is about 17 MB, of a million ratings about 40 MB)
+        self.indexes = PageCache(max_entries=64 if self.cache.max_entries else 0,
+                                 max_bytes=INDEX_SHARE * self.cache.max_bytes, max_share=1,
+                                 size=lambda index: index.nbytes, keep=lambda index: True)
         self.warmer = None  # judgecal.web.warm.Warmer when pages are computed ahead (create_app(warm=True))
 
     def render(self, template: str, status_code: int = 200, **ctx) -> HTMLResponse:
@@ -563,15 +564,18 @@ class App:
                            next=link("/audit", **here, filter=None if flt == "all" else flt, page=page + 1)
                            if page < a["pages"] else None)
 
-    def _audit_index(self, family: str, judge: str, cal: str):
-        """The audit's pair index, from the index cache while the database has not changed."""
+    def _index(self, key: tuple, compute):
+        """An index (an audit's pairs, the ratings), from the index cache while the database has
+        not changed."""
         from judgecal.db.engine import data_version, get_engine
+
+        index, _ = self.indexes.get_or_compute(key, data_version(get_engine(self.url)), compute)
+        return index
+
+    def _audit_index(self, family: str, judge: str, cal: str):
         from judgecal.views.audit import audit_index
 
-        version = data_version(get_engine(self.url))
-        index, _ = self.audit_indexes.get_or_compute((family, judge, cal), version,
-                                                     lambda: audit_index(family, judge, self.url, calibration=cal))
-        return index
+        return self._index(("audit", family, judge, cal), lambda: audit_index(family, judge, self.url, calibration=cal))
 
     def ratings(self, request: Request):
         from judgecal.db.browse import MAX_PAGE
@@ -585,7 +589,11 @@ class App:
                  score_max=p.number("score_max"), since=p.date("since"), until=p.date("until"))
         page = p.integer("page", 1, 1, 10**9)
         per_page = p.integer("per_page", RATINGS_PER_PAGE, 1, MAX_PAGE)
-        r = ratings(self.url, **f, page=page, per_page=per_page)
+        from judgecal.views.browse import rating_index
+
+        # the index pays off once kept; without a cache (--cache-mb 0) each page is one query
+        index = self._index(("ratings",), lambda: rating_index(self.url)) if self.indexes.max_entries else None
+        r = ratings(self.url, **f, page=page, per_page=per_page, index=index)
         here = {**f, "per_page": None if per_page == RATINGS_PER_PAGE else per_page}
         return self.render("ratings.html.j2", title="Ratings", nav="ratings", r=r, f=f, c=choices(self.url),
                            prev=link("/ratings", **here, page=page - 1) if page > 1 else None,
@@ -741,8 +749,8 @@ class Guard:
 
 #: the page cache's default bound (``judgecal serve --cache-mb``)
 DEFAULT_CACHE_MB = 64
-#: the audits' pair indexes may hold this many times the pages' budget
-AUDIT_INDEX_SHARE = 4
+#: the audits' and the ratings list's indexes may hold this many times the pages' budget
+INDEX_SHARE = 4
 
 
 def _seeds(url: str, cap: int = 40, audit_cap: int = 40, calibration_cap: int = 20) -> list[tuple]:
@@ -857,6 +865,6 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
     app.state.database_url = ro
     app.state.database_shown = pages.shown
     app.state.page_cache = cache
-    app.state.audit_indexes = pages.audit_indexes
+    app.state.indexes = pages.indexes
     weakref.finalize(app, unpin_engine, ro)
     return app

@@ -1,7 +1,8 @@
-"""The judge audit's pair index (judgecal.views.audit.AuditIndex): every filter and page of an
-audit is cut from one index of the family and judge, equal to the audit computed afresh;
-``judgecal serve`` keeps the index until the database changes (then computes it again, with the
-new data), and its warmer computes each family's and judge's audit ahead. SQLite and
+"""The indexes ``judgecal serve`` keeps: the judge audit's pair index
+(judgecal.views.audit.AuditIndex) and the ratings list's (judgecal.db.browse.RatingIndex).
+Every filter and page is cut from one index, equal to the page computed afresh by its query;
+serve keeps an index until the database changes (then computes it again, with the new data),
+and its warmer computes each family's and judge's audit and the ratings list ahead. SQLite and
 PostgreSQL."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
 from judgecal.views.audit import FILTERS, audit_index, audit_page, judge_audit  # noqa: E402
-from judgecal.views.browse import family_judges  # noqa: E402
+from judgecal.views.browse import family_judges, rating_index, ratings  # noqa: E402
 from judgecal.web import create_app  # noqa: E402
 
 
@@ -81,7 +82,7 @@ def test_serve_keeps_the_index_until_the_data_changes(dialect, tmp_path, data_di
     url = f"sqlite:///{tmp_path / 'a.db'}" if dialect == "sqlite" else request.getfixturevalue("pg_url")
     sd.fill(url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
     c = TestClient(create_app(url))
-    indexes = c.app.state.audit_indexes
+    indexes = c.app.state.indexes
     base = "/audit?family=llmbar/Natural&judge=GPT-4&format=json"
     pages = [c.get(base + ("" if f == "all" else f"&filter={f}")) for f in FILTERS]
     assert all(r.status_code == 200 for r in pages)
@@ -99,10 +100,10 @@ def test_serve_keeps_the_index_until_the_data_changes(dialect, tmp_path, data_di
     # --cache-mb 0: nothing kept
     off = TestClient(create_app(url, cache_mb=0))
     off.get(base), off.get(base + "&filter=ties")
-    assert off.app.state.audit_indexes.misses == 2 and len(off.app.state.audit_indexes) == 0
+    assert off.app.state.indexes.misses == 2 and len(off.app.state.indexes) == 0
 
 
-def test_the_warmer_computes_each_audit_ahead(demo):
+def test_the_warmer_computes_each_audit_and_the_ratings_ahead(demo):
     from judgecal.web.app import _seeds, page_key
 
     seeds = _seeds(demo["url"])
@@ -117,8 +118,74 @@ def test_the_warmer_computes_each_audit_ahead(demo):
     c = TestClient(create_app(demo["url"], warm=True))
     with c:  # the lifespan starts the warmer
         assert c.app.state.warmer.wait_warm(240)
-        assert len(c.app.state.audit_indexes) == len(want)
+        kept = set(c.app.state.indexes.keys())
+        assert kept == {("audit", fam, judge, "latest") for _, ((_, fam), (_, judge)) in want} | {("ratings",)}
         r = c.get("/audit?family=llmbar/Natural&judge=GPT-4&filter=flips&page=1")
-        assert r.status_code == 200 and c.app.state.audit_indexes.hits >= 1
+        assert r.status_code == 200 and c.app.state.indexes.hits >= 1
         report = c.get(f"/calibration?calibration={demo['calibration']}")
         assert report.status_code == 200 and report.headers["x-judgecal-cache"] == "hit"
+
+
+def _rating_filters():
+    import datetime as dt
+
+    today = dt.datetime.now(dt.timezone.utc).date()
+    return [dict(), dict(family="llmbar/Natural"), dict(judge="GPT-4", status="ok", score_min=6.0),
+            dict(model="llmbar/output_1", score_max=5.5), dict(status="unparsed"), dict(family=sd.HOSTILE_FAMILY),
+            dict(since=today - dt.timedelta(days=1), until=today), dict(since=today + dt.timedelta(days=1)),
+            dict(model="no such model"), dict(judge="ChatGPT", score_min=7.0, score_max=7.0)]
+
+
+def _same_ratings_both_ways(url: str) -> int:
+    index = rating_index(url)
+    compared = 0
+    for f in _rating_filters():
+        first = ratings(url, **f, per_page=7)
+        for page in range(1, first["pages"] + 1):
+            assert ratings(url, **f, page=page, per_page=7, index=index) == ratings(url, **f, page=page, per_page=7)
+            compared += 1
+        assert first["total"] == len(index.select(_filter_of(url, f)))
+    return compared
+
+
+def _filter_of(url: str, f: dict):
+    import datetime as dt
+
+    from judgecal.db import browse
+    from judgecal.db import queries as q
+    from judgecal.db.engine import get_engine, session_scope
+
+    day = lambda d: dt.datetime(d.year, d.month, d.day, tzinfo=dt.timezone.utc)  # noqa: E731
+    with session_scope(get_engine(url)) as s:
+        return browse.RatingFilter(
+            family_id=q.family_id(s, f["family"]) if "family" in f else None,
+            judge_id=q.judge_by_name(s, f["judge"]).id if "judge" in f else None, model=f.get("model"),
+            status=f.get("status"), score_min=f.get("score_min"), score_max=f.get("score_max"),
+            since=day(f["since"]) if "since" in f else None,
+            until=day(f["until"] + dt.timedelta(days=1)) if "until" in f else None)
+
+
+def test_the_ratings_index_gives_the_query_s_pages(demo):
+    assert _same_ratings_both_ways(demo["url"]) >= 20
+    index = rating_index(demo["url"])
+    assert index.nbytes >= 40 * len(index.id) - 8 * len(index.id)  # about 40 bytes a rating
+    # content order: family name, then item; texts by code point, as on SQLite (and PostgreSQL with collation C)
+    fams = [int(x) for x in index.family_id]
+    assert fams == sorted(fams, key=lambda f: fams.index(f))  # each family in one run
+
+
+@pytest.mark.postgres
+def test_the_ratings_index_on_postgresql(pg_url, tmp_path, data_dir):
+    sd.fill(pg_url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
+    assert _same_ratings_both_ways(pg_url) >= 20
+
+
+def test_serve_cuts_every_ratings_page_from_one_index(demo):
+    c = TestClient(create_app(demo["url"]))
+    pages = [c.get("/ratings"), c.get("/ratings?status=unparsed"), c.get("/ratings?family=llmbar/Natural&page=2"),
+             c.get("/ratings?judge=GPT-4&score_min=6")]
+    assert all(p.status_code == 200 for p in pages)
+    assert (c.app.state.indexes.misses, c.app.state.indexes.hits) == (1, 3)
+    off = TestClient(create_app(demo["url"], cache_mb=0))  # without a cache: one query a page, no index
+    assert off.get("/ratings?status=unparsed").text == pages[1].text
+    assert off.app.state.indexes.misses == 0
