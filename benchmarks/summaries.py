@@ -109,7 +109,7 @@ def main(argv=None) -> None:
     if args.collect_only:
         print(json.dumps(spent))
         return
-    rows = fits(url, args.n_bootstrap)
+    rows = fits(url, args.n_bootstrap, args.alpaca_items)
     print(section(rows, spent, args.alpaca_items, args.n_bootstrap))
 
 
@@ -121,7 +121,7 @@ def run_all(data: Path | None = None, alpaca_items: int = 100, n_bootstrap: int 
     cache.parent.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{cache}"
     spent = collect(url, alpaca_items, log=log or (lambda s: print(s, file=sys.stderr, flush=True)), data=data)
-    return {"rows": fits(url, n_bootstrap), "spent": spent, "alpaca_items": alpaca_items, "n_bootstrap": n_bootstrap}
+    return {"rows": fits(url, n_bootstrap, alpaca_items), "spent": spent, "alpaca_items": alpaca_items, "n_bootstrap": n_bootstrap}
 
 
 def pct(x, ci=None, signed=False) -> str:
@@ -131,15 +131,24 @@ def pct(x, ci=None, signed=False) -> str:
     return f.format(100 * x) + (f" [{f.format(100 * ci[0])}, {f.format(100 * ci[1])}]" if ci else "")
 
 
-def fits(url: str, n_bootstrap: int) -> dict:
+def fits(url: str, n_bootstrap: int, alpaca_items: int) -> dict:
     """{LLMBar set: fit row (JSON)} of the greedy fit of each set on a copy of the cache (the
-    cache itself is left as rated)."""
+    cache itself is left as rated). Only the ratings of the first ``alpaca_items`` AlpacaEval
+    items (by id, as ``rate --items`` picks them) are kept in the copy, so the figures are the
+    same whatever else the cache holds (a cache rated with a larger ``--alpaca-items``)."""
     import shutil
+    import sqlite3
     import tempfile
 
     src = Path(url.removeprefix("sqlite:///"))
     tmp = Path(tempfile.mkdtemp(prefix="judgecal-summaries-")) / "fit.db"
-    shutil.copyfile(src, tmp)
+    with sqlite3.connect(src) as a, sqlite3.connect(tmp) as b:  # a consistent copy, also while a rating job writes
+        a.backup(b)
+    with sqlite3.connect(tmp) as conn:
+        conn.execute(
+            "DELETE FROM rating WHERE response_id IN (SELECT r.id FROM response r JOIN item i ON i.id = r.item_id "
+            "JOIN task_family f ON f.id = i.task_family_id WHERE f.name = ? AND i.id NOT IN (SELECT i2.id FROM item "
+            "i2 WHERE i2.task_family_id = f.id ORDER BY i2.id LIMIT ?))", (ALPACA_FAMILY, alpaca_items))
     turl = f"sqlite:///{tmp}"
     out = {}
     for name in LLMBAR_SETS:
