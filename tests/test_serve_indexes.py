@@ -189,3 +189,120 @@ def test_serve_cuts_every_ratings_page_from_one_index(demo):
     off = TestClient(create_app(demo["url"], cache_mb=0))  # without a cache: one query a page, no index
     assert off.get("/ratings?status=unparsed").text == pages[1].text
     assert off.app.state.indexes.misses == 0
+
+
+# ---------------------------------------------------------------- break-it pass (helper-7) findings
+def test_a_ratings_index_that_could_not_be_kept_is_not_computed(demo, monkeypatch):
+    from judgecal.db import browse
+
+    monkeypatch.setattr(browse, "RATING_INDEX_BYTES", 10**5)  # ~400 ratings x 100 kB: over 4 x 1 MiB
+    c = TestClient(create_app(demo["url"], cache_mb=1))
+    pages = [c.get("/ratings?status=ok"), c.get("/ratings?status=ok&page=2")]
+    assert all(p.status_code == 200 for p in pages)
+    assert c.app.state.indexes.misses == 0 and ("ratings",) not in c.app.state.indexes.keys()  # one query a page
+    assert pages[0].text == TestClient(create_app(demo["url"], cache_mb=0)).get("/ratings?status=ok").text
+
+
+def test_the_ratings_index_counts_its_model_names(demo):
+    index = rating_index(demo["url"])
+    arrays = sum(a.nbytes for a in (index.id, index.family_id, index.judge_id, index.model, index.status, index.score,
+                                    index.created_us))
+    assert index.models and index.nbytes >= arrays + sum(len(k) for k in index.models)
+
+
+def test_a_page_that_became_an_error_is_not_served_stale(tmp_path, data_dir):
+    from sqlalchemy import text
+
+    from judgecal.db.engine import get_engine
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    sd.fill(url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
+    c = TestClient(create_app(url, warm=True))
+    with c:
+        assert c.app.state.warmer.wait_warm(240)
+        last = c.get("/ratings?per_page=7").text.count("page 1 of")
+        total = ratings(url, per_page=200)["total"]
+        page = (total + 6) // 7
+        assert c.get(f"/ratings?per_page=7&page={page}").status_code == 200 and last == 1
+        engine = get_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("delete from rating where judge_id = (select id from judge where name = 'ChatGPT')"))
+        engine.dispose()
+        first = c.get(f"/ratings?per_page=7&page={page}")
+        assert first.status_code == 200 and first.headers["x-judgecal-cache"] == "stale"  # with its banner, once
+        assert c.app.state.warmer.wait_warm(240)
+        after = c.get(f"/ratings?per_page=7&page={page}")
+        assert after.status_code == 400 and "past the last page" in after.text
+
+
+def test_an_audit_with_a_nan_score_on_postgresql(pg_url, tmp_path, data_dir):
+    from sqlalchemy import text
+
+    from judgecal.db.engine import get_engine
+
+    sd.fill(pg_url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
+    engine = get_engine(pg_url)
+    with engine.begin() as conn:  # only a hand edit stores NaN (the importers refuse it)
+        conn.execute(text("update rating set score = 'NaN' where id = :i"), {"i": _one_ok_rating(pg_url)})
+    engine.dispose()
+    c = TestClient(create_app(pg_url))
+    a = c.get("/audit?family=llmbar/Natural&judge=GPT-4&format=json&per_page=200")
+    assert a.status_code == 200
+    assert any(r["raw_decision"] is None for r in a.json()["rows"])
+    off = TestClient(create_app(pg_url, cache_mb=0))
+    for q in ("/ratings?family=llmbar/Natural&score_min=1", "/ratings?score_max=10&per_page=200"):
+        assert c.get(q).text == off.get(q).text  # NaN matches no score bound, query or index
+
+
+test_an_audit_with_a_nan_score_on_postgresql = pytest.mark.postgres(test_an_audit_with_a_nan_score_on_postgresql)
+
+
+def test_timestamps_written_in_bulk_keep_their_microseconds(tmp_path):
+    import datetime as dt
+    import sqlite3
+
+    from judgecal.db import models as m
+    from judgecal.db import queries
+    from judgecal.db.engine import create, session_scope
+    from judgecal.db.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    engine = create(url)
+    upgrade(engine, "head")
+    midnight = dt.datetime(2026, 12, 5, tzinfo=dt.timezone.utc)
+    with session_scope(engine) as s:
+        queries.insert_ignore_rows(s, m.TaskFamily, ["name", "created_at"], [("f1", midnight), ("f2", midnight)])
+    engine.dispose()
+    stored = [r[0] for r in sqlite3.connect(tmp_path / "b.db").execute("select created_at from task_family")]
+    # '2026-12-05 00:00:00+00:00' would sort as text below the bound '2026-12-05 00:00:00.000000'
+    assert stored == ["2026-12-05 00:00:00.000000+00:00"] * 2
+
+
+@pytest.mark.postgres
+def test_the_ratings_order_is_code_point_order_under_a_language_collation(pg_server, tmp_path, data_dir):
+    import uuid
+
+    from sqlalchemy import text
+
+    from conftest import PG_ADMIN_URL
+
+    name = f"judgecal_test_icu_{uuid.uuid4().hex[:8]}"
+    with pg_server.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' "
+                          f"LOCALE 'C.UTF-8'"))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        sd.fill(url, data_dir, tmp_path / "files", fit_nested=False, alpaca=False)
+        index = rating_index(url)
+        for f in (dict(), dict(family=sd.HOSTILE_FAMILY), dict(status="ok")):
+            for page in range(1, ratings(url, **f, per_page=200)["pages"] + 1):
+                got = ratings(url, **f, page=page, per_page=200)
+                assert got == ratings(url, **f, page=page, per_page=200, index=index)  # the query sorts by code point too
+        by_item: dict[str, list[str]] = {}
+        for r in ratings(url, family=sd.HOSTILE_FAMILY, per_page=200)["rows"]:
+            by_item.setdefault(r["item"], []).append(r["model"])
+        assert all(models == sorted(models) for models in by_item.values())  # each item's models by code point
+    finally:
+        from conftest import _drop_pg
+
+        _drop_pg(pg_server, name)

@@ -10,10 +10,11 @@ long texts are cut in SQL (``substr``) to :data:`TEXT_LIMIT` characters.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session, aliased
 
 from judgecal.db.models import iso_utc
@@ -114,8 +115,10 @@ class RatingFilter:
     until: dt.datetime | None = None
 
 
-def _rating_where(q, f: RatingFilter):
+def _rating_where(q, f: RatingFilter, postgresql: bool = False):
     R = m.Rating
+    if postgresql and (f.score_min is not None or f.score_max is not None):
+        q = q.where(R.score != literal_column("'NaN'::float8"))  # PostgreSQL sorts NaN above every number
     if f.family_id is not None:
         q = q.where(m.Item.task_family_id == f.family_id)
     if f.judge_id is not None:
@@ -143,25 +146,28 @@ def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tupl
     The page is chosen on the sort keys and the rating id alone (a narrow sort), and only its
     rows' texts are then read: sorting every matching row with its texts attached cost seconds
     on a million ratings. The count joins the answers and items only when a family or model
-    filter needs them (every rating has exactly one answer and one item). The order is the
-    database's text order: byte order on SQLite and on a PostgreSQL database of collation C;
-    :class:`RatingIndex` gives byte order on any."""
+    filter needs them (every rating has exactly one answer and one item). Texts are ordered by
+    code point on both dialects (PostgreSQL: ``COLLATE "C"``, whatever the database's
+    collation), as :class:`RatingIndex` orders them."""
     limit = max(1, min(int(limit), MAX_PAGE))
     R = m.Rating
+    pg = s.get_bind().dialect.name == "postgresql"
     if f.family_id is None and f.model is None:
-        counted = _rating_where(select(R.id), f)
+        counted = _rating_where(select(R.id), f, pg)
     else:
         counted = _rating_where(select(R.id).join(m.Response, m.Response.id == R.response_id)
-                                .join(m.Item, m.Item.id == m.Response.item_id), f)
+                                .join(m.Item, m.Item.id == m.Response.item_id), f, pg)
     total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
     keys = (m.TaskFamily.name, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.Judge.judge_key,
             R.sample_index)
+    if pg:  # code-point order whatever the database's collation
+        keys = tuple(k.collate("C") if i < 5 else k for i, k in enumerate(keys))
     page = (select(R.id, *[k.label(f"k{i}") for i, k in enumerate(keys)])
             .join(m.Response, m.Response.id == R.response_id)
             .join(m.Item, m.Item.id == m.Response.item_id)
             .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
             .join(m.Judge, m.Judge.id == R.judge_id))
-    page = _rating_where(page, f).order_by(*keys).limit(limit).offset(max(0, int(offset)))
+    page = _rating_where(page, f, pg).order_by(*keys).limit(limit).offset(max(0, int(offset)))
     return rating_rows(s, [rid for rid, *_ in s.execute(page)]), int(total)
 
 
@@ -224,9 +230,10 @@ class RatingIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the arrays (what a cache of indexes counts)."""
-        return sum(a.nbytes for a in (self.id, self.family_id, self.judge_id, self.model, self.status, self.score,
-                                      self.created_us))
+        """Bytes of the arrays and of the model-name table (what a cache of indexes counts)."""
+        names = sys.getsizeof(self.models) + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.models.items())
+        return names + sum(a.nbytes for a in (self.id, self.family_id, self.judge_id, self.model, self.status,
+                                              self.score, self.created_us))
 
     def select(self, f: RatingFilter) -> np.ndarray:
         """Positions (content order) of the ratings matching ``f``, as :func:`rating_page`'s
@@ -253,6 +260,17 @@ class RatingIndex:
         if f.until is not None:
             keep &= self.created_us < _utc_us(f.until)
         return np.flatnonzero(keep)
+
+
+#: bytes a :class:`RatingIndex` holds per rating (its arrays; the model names come on top)
+RATING_INDEX_BYTES = 41
+
+
+def rating_index_bytes_at_most(s: Session) -> int:
+    """An upper bound of the arrays' bytes of :func:`rating_index` (highest rating id x
+    :data:`RATING_INDEX_BYTES`), read by one index probe: whether the index could be kept is
+    known before it is computed."""
+    return int(s.scalar(select(func.max(m.Rating.id))) or 0) * RATING_INDEX_BYTES
 
 
 def _lookup(table: dict[int, int], keys: np.ndarray) -> np.ndarray:

@@ -84,7 +84,8 @@ def _sqlite_executemany(conn, table, cols: list[str], rows: Sequence[tuple], chu
     # parameter handling costs more than SQLite's insert itself
     first = rows[0]
     # one timestamp for a whole import: formatted once, as SQLAlchemy's SQLite DateTime reads it
-    stamps = {i: v.isoformat(" ") for i, v in enumerate(first)
+    # (always with the microseconds: '00:00:00+00:00' would compare as text below '00:00:00.000000')
+    stamps = {i: v.isoformat(" ", timespec="microseconds") for i, v in enumerate(first)
               if isinstance(v, dt.datetime) and all(r[i] is v for r in rows)}
     procs = [(i, p) for i, c in enumerate(cols)
              if i not in stamps and (p := table.c[c].type.bind_processor(conn.dialect)) is not None

@@ -58,8 +58,9 @@ BAD = ("unparsed", "failed")
 
 
 def _decisions(score_a: list, score_b: list) -> list[str | None]:
-    """'a' | 'b' | 'tie' per pair (None where a score is missing)."""
-    have = [i for i, (x, y) in enumerate(zip(score_a, score_b)) if x is not None and y is not None]
+    """'a' | 'b' | 'tie' per pair (None where a score is missing or not a finite number)."""
+    have = [i for i, (x, y) in enumerate(zip(score_a, score_b))
+            if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
     out: list[str | None] = [None] * len(score_a)
     if have:
         credit = order_credit([score_a[i] for i in have], [score_b[i] for i in have])
@@ -221,7 +222,8 @@ def audit_index(family: str, judge: str, url: str | None = None, *, calibration:
     del pairs, key_of
 
     # judge decisions: raw scores (mean of ok ratings), calibrated scores where a calibration applies
-    score = rows.score
+    # a score that is not a number (PostgreSQL can hold NaN; no importer writes one) gives no decision
+    score = {r: v for r, v in rows.score.items() if math.isfinite(v)}
     calibrated: dict[int, float] = {}
     left: dict[str, int] = {}
     if cal is not None and score:

@@ -194,6 +194,16 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
     return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page}
 
 
+def rating_index_bytes_at_most(url: str | None = None) -> int:
+    """An upper bound of :func:`rating_index`'s array bytes, by one index probe
+    (:func:`judgecal.db.browse.rating_index_bytes_at_most`)."""
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        out = browse.rating_index_bytes_at_most(s)
+    engine.dispose()
+    return out
+
+
 def rating_index(url: str | None = None) -> browse.RatingIndex:
     """Every rating's filter columns in content order (:class:`judgecal.db.browse.RatingIndex`):
     what ``judgecal serve`` keeps to answer any filter and page of its ratings list."""

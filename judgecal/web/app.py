@@ -271,6 +271,7 @@ class App:
         # (judgecal.db.browse.RatingIndex): every filter and page is cut from them, kept until the
         # database changes, in INDEX_SHARE times the pages' budget (the index of a 300,000-pair
         # audit is about 17 MB, of a million ratings about 40 MB)
+        self._rating_index_seen = 0  # bytes of the last ratings index that could not be kept
         self.indexes = PageCache(max_entries=64 if self.cache.max_entries else 0,
                                  max_bytes=INDEX_SHARE * self.cache.max_bytes, max_share=1,
                                  size=lambda index: index.nbytes, keep=lambda index: True)
@@ -572,6 +573,24 @@ class App:
         index, _ = self.indexes.get_or_compute(key, data_version(get_engine(self.url)), compute)
         return index
 
+    def _rating_index(self):
+        """The ratings list's index where it is (or can be) kept; else None: each page is then one
+        query (the index pays off only once kept: it reads every rating)."""
+        from judgecal.db.engine import data_version, get_engine
+        from judgecal.views.browse import rating_index, rating_index_bytes_at_most
+
+        key = ("ratings",)
+        if not self.indexes.max_entries:
+            return None
+        if not self.indexes.fresh(key, data_version(get_engine(self.url))):
+            need = max(rating_index_bytes_at_most(self.url), self._rating_index_seen)
+            if not self.indexes.fits(need):
+                return None
+        index = self._index(key, lambda: rating_index(self.url))
+        if not self.indexes.fits(index.nbytes):  # bigger than its estimate (long model names): not kept
+            self._rating_index_seen = index.nbytes
+        return index
+
     def _audit_index(self, family: str, judge: str, cal: str):
         from judgecal.views.audit import audit_index
 
@@ -589,11 +608,7 @@ class App:
                  score_max=p.number("score_max"), since=p.date("since"), until=p.date("until"))
         page = p.integer("page", 1, 1, 10**9)
         per_page = p.integer("per_page", RATINGS_PER_PAGE, 1, MAX_PAGE)
-        from judgecal.views.browse import rating_index
-
-        # the index pays off once kept; without a cache (--cache-mb 0) each page is one query
-        index = self._index(("ratings",), lambda: rating_index(self.url)) if self.indexes.max_entries else None
-        r = ratings(self.url, **f, page=page, per_page=per_page, index=index)
+        r = ratings(self.url, **f, page=page, per_page=per_page, index=self._rating_index())
         here = {**f, "per_page": None if per_page == RATINGS_PER_PAGE else per_page}
         return self.render("ratings.html.j2", title="Ratings", nav="ratings", r=r, f=f, c=choices(self.url),
                            prev=link("/ratings", **here, page=page - 1) if page > 1 else None,

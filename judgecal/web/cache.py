@@ -83,6 +83,17 @@ class PageCache:
                 _, (_, gone) = self._pages.popitem(last=False)
                 self._bytes -= self._size(gone)
 
+    def _drop(self, key: tuple) -> None:
+        with self._lock:
+            old = self._pages.pop(key, None)
+            if old is not None:
+                self._bytes -= self._size(old[1])
+
+    def fits(self, nbytes: int) -> bool:
+        """Whether a value of ``nbytes`` would be kept (the cache is on and it is within its
+        share of ``max_bytes``)."""
+        return self.max_entries > 0 and nbytes <= self.max_bytes // self.max_share
+
     def peek(self, key: tuple) -> tuple[object, Page] | None:
         """(version, page) of the page kept for ``key`` whatever its version (None when none is
         kept): what a stale-while-recomputing response shows (judgecal.web.warm)."""
@@ -124,6 +135,8 @@ class PageCache:
             page = compute()
             if self._keep(page):
                 self._put(key, version, page)
+            else:  # the data changed and the page is now an error: its old copy must not be served stale
+                self._drop(key)
         with self._lock:
             if not gate.locked():
                 self._computing.pop(key, None)
