@@ -306,3 +306,26 @@ def test_the_ratings_order_is_code_point_order_under_a_language_collation(pg_ser
         from conftest import _drop_pg
 
         _drop_pg(pg_server, name)
+
+
+# ---------------------------------------------------------------- confirming pass (helper-8) findings
+def test_a_page_that_outgrew_the_cache_is_not_served_stale():
+    from judgecal.web.cache import Page, PageCache
+
+    cache = PageCache(max_entries=8, max_bytes=400)  # a page over 100 bytes is served, not kept
+    small, big = Page(200, b"x" * 50, "text/html", ()), Page(200, b"y" * 300, "text/html", ())
+    assert cache.get_or_compute(("/p", ()), 1, lambda: small) == (small, False)
+    assert cache.peek(("/p", ())) == (1, small)
+    # the data changed and the page grew past a quarter of the budget: the old copy goes
+    assert cache.get_or_compute(("/p", ()), 2, lambda: big) == (big, False)
+    assert cache.peek(("/p", ())) is None and cache.size_bytes == 0
+
+
+def test_every_response_says_how_it_was_made(demo):
+    c = TestClient(create_app(demo["url"]))
+    for path, status in (("/?fresh=2", 400), ("/no-such-page", 404), ("/ratings?page=0", 400), ("/", 200)):
+        r = c.get(path)
+        assert r.status_code == status and r.headers["x-judgecal-cache"] in ("miss", "hit"), path
+    assert c.post("/").headers["x-judgecal-cache"] == "miss"
+    token = TestClient(create_app(demo["url"], token="t" * 20)).get("/")
+    assert token.status_code == 401 and token.headers["x-judgecal-cache"] == "miss"

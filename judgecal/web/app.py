@@ -271,7 +271,7 @@ class App:
         # (judgecal.db.browse.RatingIndex): every filter and page is cut from them, kept until the
         # database changes, in INDEX_SHARE times the pages' budget (the index of a 300,000-pair
         # audit is about 17 MB, of a million ratings about 40 MB)
-        self._rating_index_seen = 0  # bytes of the last ratings index that could not be kept
+        self._rating_index_seen: tuple = (None, 0)  # (data version, bytes) of a ratings index that could not be kept
         self.indexes = PageCache(max_entries=64 if self.cache.max_entries else 0,
                                  max_bytes=INDEX_SHARE * self.cache.max_bytes, max_share=1,
                                  size=lambda index: index.nbytes, keep=lambda index: True)
@@ -299,13 +299,13 @@ class App:
             try:
                 version = data_version(get_engine(self.url))
             except Exception:  # noqa: BLE001 - the page itself says what is wrong with the database
-                return respond(request)
+                return _computed(respond(request))
             key = page_key(request.url.path, request.query_params.multi_items())
             q = request.query_params
             try:  # checked before the cache: the key leaves it out, so a cached page must not hide a bad value
                 fresh = Params(request, tuple(q.keys())).flag("fresh")
             except BadRequest as exc:
-                return self.error(400, str(exc))
+                return _computed(self.error(400, str(exc)))
             waits = q.get("format") == "json" or fresh
             if self.warmer is not None and not waits and not self.cache.fresh(key, version):
                 held = self.cache.peek(key)
@@ -582,13 +582,15 @@ class App:
         key = ("ratings",)
         if not self.indexes.max_entries:
             return None
-        if not self.indexes.fresh(key, data_version(get_engine(self.url))):
-            need = max(rating_index_bytes_at_most(self.url), self._rating_index_seen)
+        version = data_version(get_engine(self.url))
+        if not self.indexes.fresh(key, version):
+            seen_version, seen = self._rating_index_seen
+            need = max(rating_index_bytes_at_most(self.url), seen if seen_version == version else 0)
             if not self.indexes.fits(need):
                 return None
         index = self._index(key, lambda: rating_index(self.url))
         if not self.indexes.fits(index.nbytes):  # bigger than its estimate (long model names): not kept
-            self._rating_index_seen = index.nbytes
+            self._rating_index_seen = (version, index.nbytes)  # not computed again for this data
         return index
 
     def _audit_index(self, family: str, judge: str, cal: str):
@@ -653,6 +655,12 @@ def to_page(r: Response) -> Page:
 
     return Page(r.status_code, bytes(r.body), r.media_type,
                 tuple((k, v) for k, v in r.headers.items() if k.lower() != "content-length"), time.time())
+
+
+def _computed(response: Response) -> Response:
+    """A response computed for its request and not kept (an error before the cache is read)."""
+    response.headers["x-judgecal-cache"] = "miss"
+    return response
 
 
 def _response(page: Page, how: str) -> Response:
@@ -746,6 +754,7 @@ class Guard:
                 response = self.pages.error(401, "this judgecal serve needs its token: open the address with "
                                                  "?token=TOKEN (or send Authorization: Bearer TOKEN)")
                 response.headers["www-authenticate"] = "Bearer"
+                response.headers["x-judgecal-cache"] = "miss"
                 for k, v in SECURITY_HEADERS:
                     response.headers[k.decode()] = v.decode()
                 return await response(scope, receive, send)
@@ -833,11 +842,12 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
 
     async def not_found(request: Request, exc: HTTPException):
         if exc.status_code == 405:
-            response = pages.error(405, f"{request.method} is not allowed: this web view is read-only (GET and HEAD only)")
+            response = _computed(pages.error(405, f"{request.method} is not allowed: this web view is read-only "
+                                                  f"(GET and HEAD only)"))
             response.headers["allow"] = "GET, HEAD"
             return response
-        return pages.error(exc.status_code, "no such page (see the overview at /)" if exc.status_code == 404
-                           else str(exc.detail))
+        return _computed(pages.error(exc.status_code, "no such page (see the overview at /)" if exc.status_code == 404
+                                     else str(exc.detail)))
 
     warmer = None
     if warm and cache_mb:

@@ -72,6 +72,7 @@ class PageCache:
     def _put(self, key: tuple, version: object, page: Page) -> None:
         size = self._size(page)
         if self.max_entries == 0 or size > self.max_bytes // self.max_share:
+            self._drop(key)  # an older copy must not outlive the value that replaced it (served stale)
             return
         with self._lock:
             old = self._pages.pop(key, None)
