@@ -45,15 +45,22 @@ def test_every_filter_and_page_of_one_index_equals_the_audit(demo):
 
 
 def test_the_index_shows_scores_lengths_and_calibrated_scores(demo):
+    from judgecal.views.fitting import apply_calibration, load_calibrations
+
     a = judge_audit("llmbar/Natural", "GPT-4", demo["url"], per_page=200)
     assert a["calibration"]["id"] == demo["calibration"] and a["length_unit"] == "words"
+    (cal, _, _), = load_calibrations(None, None, str(demo["calibration"]), demo["url"])
+    moved = 0
     for r in a["rows"]:
         for side in ("a", "b"):
             x = r[side]
             assert x["length"] == float(x["n_words"])  # the calibration's unit, as stored
             ok = [g["score"] for g in x["ratings"] if g["status"] == "ok"]
             assert x["score"] == pytest.approx(sum(ok) / len(ok))
-            assert x["calibrated"] is not None and (x["calibrated"] != x["score"] or x["length"] == x["length"])
+            # the stored calibration applied to this answer alone, as the fit applies it
+            assert x["calibrated"] == float(apply_calibration(cal, [x["score"]], [x["length"]])[0])
+            moved += x["calibrated"] != x["score"]
+    assert moved > 0
     none = judge_audit("llmbar/Natural", "GPT-4", demo["url"], calibration="none", per_page=3)
     assert all(r[s]["calibrated"] is None for r in none["rows"] for s in "ab")
 
@@ -144,25 +151,7 @@ def _same_ratings_both_ways(url: str) -> int:
         for page in range(1, first["pages"] + 1):
             assert ratings(url, **f, page=page, per_page=7, index=index) == ratings(url, **f, page=page, per_page=7)
             compared += 1
-        assert first["total"] == len(index.select(_filter_of(url, f)))
     return compared
-
-
-def _filter_of(url: str, f: dict):
-    import datetime as dt
-
-    from judgecal.db import browse
-    from judgecal.db import queries as q
-    from judgecal.db.engine import get_engine, session_scope
-
-    day = lambda d: dt.datetime(d.year, d.month, d.day, tzinfo=dt.timezone.utc)  # noqa: E731
-    with session_scope(get_engine(url)) as s:
-        return browse.RatingFilter(
-            family_id=q.family_id(s, f["family"]) if "family" in f else None,
-            judge_id=q.judge_by_name(s, f["judge"]).id if "judge" in f else None, model=f.get("model"),
-            status=f.get("status"), score_min=f.get("score_min"), score_max=f.get("score_max"),
-            since=day(f["since"]) if "since" in f else None,
-            until=day(f["until"] + dt.timedelta(days=1)) if "until" in f else None)
 
 
 def test_the_ratings_index_gives_the_query_s_pages(demo):
@@ -220,10 +209,8 @@ def test_a_page_that_became_an_error_is_not_served_stale(tmp_path, data_dir):
     c = TestClient(create_app(url, warm=True))
     with c:
         assert c.app.state.warmer.wait_warm(240)
-        last = c.get("/ratings?per_page=7").text.count("page 1 of")
-        total = ratings(url, per_page=200)["total"]
-        page = (total + 6) // 7
-        assert c.get(f"/ratings?per_page=7&page={page}").status_code == 200 and last == 1
+        page = ratings(url, per_page=7)["pages"]
+        assert c.get(f"/ratings?per_page=7&page={page}").status_code == 200
         engine = get_engine(url)
         with engine.begin() as conn:
             conn.execute(text("delete from rating where judge_id = (select id from judge where name = 'ChatGPT')"))
@@ -235,6 +222,7 @@ def test_a_page_that_became_an_error_is_not_served_stale(tmp_path, data_dir):
         assert after.status_code == 400 and "past the last page" in after.text
 
 
+@pytest.mark.postgres
 def test_an_audit_with_a_nan_score_on_postgresql(pg_url, tmp_path, data_dir):
     from sqlalchemy import text
 
@@ -253,8 +241,6 @@ def test_an_audit_with_a_nan_score_on_postgresql(pg_url, tmp_path, data_dir):
     for q in ("/ratings?family=llmbar/Natural&score_min=1", "/ratings?score_max=10&per_page=200"):
         assert c.get(q).text == off.get(q).text  # NaN matches no score bound, query or index
 
-
-test_an_audit_with_a_nan_score_on_postgresql = pytest.mark.postgres(test_an_audit_with_a_nan_score_on_postgresql)
 
 
 def test_timestamps_written_in_bulk_keep_their_microseconds(tmp_path):

@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import func, literal_column, select
 from sqlalchemy.orm import Session, aliased
 
-from judgecal.db.models import iso_utc
+from judgecal.db.models import as_utc, iso_utc
 from judgecal.db import models as m
 from judgecal.db.queries import judge_labels
 
@@ -198,15 +198,13 @@ def rating_rows(s: Session, ids: list[int]) -> list[dict]:
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _utc_us(value: dt.datetime) -> int:
-    """Microseconds since the epoch of a stored time (naive: UTC, as judgecal writes it)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    delta = value - _EPOCH
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def _utc_us(value: dt.datetime) -> int:
+    """Microseconds since the epoch of a stored time (:func:`judgecal.db.models.as_utc`), exact."""
+    return (as_utc(value) - _EPOCH) // _MICROSECOND
 
 
 @dataclass
@@ -232,8 +230,7 @@ class RatingIndex:
     def nbytes(self) -> int:
         """Bytes of the arrays and of the model-name table (what a cache of indexes counts)."""
         names = sys.getsizeof(self.models) + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.models.items())
-        return names + sum(a.nbytes for a in (self.id, self.family_id, self.judge_id, self.model, self.status,
-                                              self.score, self.created_us))
+        return names + sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
 
     def select(self, f: RatingFilter) -> np.ndarray:
         """Positions (content order) of the ratings matching ``f``, as :func:`rating_page`'s

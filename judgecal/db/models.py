@@ -42,14 +42,16 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+def as_utc(value: dt.datetime) -> dt.datetime:
+    """A stored time as an aware UTC datetime, the same on both dialects: SQLite gives back a
+    naive datetime (stored as UTC), PostgreSQL an aware one."""
+    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+
+
 def iso_utc(value: dt.datetime | None) -> str | None:
     """A stored time as ISO 8601 text in UTC with its offset (``2026-12-03T18:09:59.946506+00:00``),
-    the same on both dialects: SQLite gives back a naive datetime (stored as UTC), PostgreSQL an
-    aware one. None stays None."""
-    if value is None:
-        return None
-    aware = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-    return aware.isoformat()
+    the same on both dialects (:func:`as_utc`). None stays None."""
+    return None if value is None else as_utc(value).isoformat()
 
 
 class Base(DeclarativeBase):

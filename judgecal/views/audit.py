@@ -119,8 +119,7 @@ class AuditIndex:
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays (what a cache of indexes counts)."""
-        return sum(getattr(self, f).nbytes for f in ("a", "b", "kind", "gold", "raw", "cal", "vdec", "dec", "changed",
-                                                      "flags", "rid", "values"))
+        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
 
     def value(self, which: int, rid: int) -> float | None:
         """Row ``which`` of ``values`` (0 score, 1 length, 2 calibrated) for response ``rid``;
@@ -130,6 +129,11 @@ class AuditIndex:
             return None
         v = float(self.values[which, i])
         return None if math.isnan(v) else v
+
+
+def _check_filter(filter: str) -> None:
+    if filter not in FILTERS:
+        raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
 
 
 def _check_calibration(calibration) -> None:
@@ -159,10 +163,9 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     of this family and judge. ``index``: the :func:`audit_index` of the same family, judge and
     calibration on the same data, where the caller kept one (else it is computed). Raises
     NotFoundError, UsageError."""
-    if filter not in FILTERS:
-        raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
     from judgecal.views.browse import check_page
 
+    _check_filter(filter)  # the arguments are checked before the index is computed (seconds on a big family)
     check_page(page, per_page)
     _check_calibration(calibration)
     if index is None:
@@ -306,14 +309,13 @@ def audit_page(index: AuditIndex, url: str | None = None, *, filter: str = "all"
     """One page of an :class:`AuditIndex` as :func:`judge_audit` returns it: the pairs passing
     ``filter``, page ``page`` of ``per_page``, with their texts, ratings and verdicts read for
     that page only. Raises UsageError (a page past the last)."""
-    if filter not in FILTERS:
-        raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
+    from judgecal.views.browse import page_span
+
+    _check_filter(filter)
     chosen = np.arange(len(index.a)) if filter == "all" else np.flatnonzero(index.flags & BIT[filter])
     total = len(chosen)
-    pages = max(1, math.ceil(total / per_page))
-    if page > pages:
-        raise UsageError(f"page {page} is past the last page ({pages}) of {total} pairs")
-    shown = [int(i) for i in chosen[(page - 1) * per_page: page * per_page]]
+    pages, shown = page_span(total, page, per_page, "pairs")
+    shown = [int(i) for i in chosen[shown]]
     pairs = [(int(index.a[i]), int(index.b[i])) for i in shown]
 
     engine = get_engine(url)

@@ -185,12 +185,10 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
         else:
             chosen = index.select(f)
             total = len(chosen)
-            start = (page - 1) * per_page
-            rows = browse.rating_rows(s, [int(i) for i in index.id[chosen[start:start + per_page]]])
+            _, span = page_span(total, page, per_page, "ratings")
+            rows = browse.rating_rows(s, [int(i) for i in index.id[chosen[span]]])
     engine.dispose()
-    pages = max(1, math.ceil(total / per_page))
-    if page > pages:
-        raise UsageError(f"page {page} is past the last page ({pages}) of {total} ratings")
+    pages, _ = page_span(total, page, per_page, "ratings")
     return {"rows": rows, "total": total, "page": page, "pages": pages, "per_page": per_page}
 
 
@@ -221,6 +219,15 @@ def baselines(url: str | None = None) -> list[dict]:
         out = browse.baseline_models(s)
     engine.dispose()
     return out
+
+
+def page_span(total: int, page: int, per_page: int, what: str) -> tuple[int, slice]:
+    """(number of pages, the slice of page ``page``) of ``total`` rows, ``per_page`` a page
+    (at least one page, even of nothing). Raises UsageError for a page past the last."""
+    pages = max(1, math.ceil(total / per_page))
+    if page > pages:
+        raise UsageError(f"page {page} is past the last page ({pages}) of {total} {what}")
+    return pages, slice((page - 1) * per_page, page * per_page)
 
 
 def check_page(page: int, per_page: int) -> None:

@@ -565,12 +565,14 @@ class App:
                            next=link("/audit", **here, filter=None if flt == "all" else flt, page=page + 1)
                            if page < a["pages"] else None)
 
-    def _index(self, key: tuple, compute):
+    def _index(self, key: tuple, compute, version=None):
         """An index (an audit's pairs, the ratings), from the index cache while the database has
-        not changed."""
+        not changed (``version``: the data version, read here when not given)."""
         from judgecal.db.engine import data_version, get_engine
 
-        index, _ = self.indexes.get_or_compute(key, data_version(get_engine(self.url)), compute)
+        if version is None:
+            version = data_version(get_engine(self.url))
+        index, _ = self.indexes.get_or_compute(key, version, compute)
         return index
 
     def _rating_index(self):
@@ -588,7 +590,7 @@ class App:
             need = max(rating_index_bytes_at_most(self.url), seen if seen_version == version else 0)
             if not self.indexes.fits(need):
                 return None
-        index = self._index(key, lambda: rating_index(self.url))
+        index = self._index(key, lambda: rating_index(self.url), version)
         if not self.indexes.fits(index.nbytes):  # bigger than its estimate (long model names): not kept
             self._rating_index_seen = (version, index.nbytes)  # not computed again for this data
         return index
