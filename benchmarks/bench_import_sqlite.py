@@ -13,14 +13,33 @@ Variants: ``multi`` (judgecal's: several rows per INSERT, 16 KiB pages), ``singl
 per INSERT, as before issue 20's change), ``page4k`` (SQLite's default 4 KiB pages),
 ``fkoff`` (foreign keys not checked: for comparison only, judgecal keeps them on).
 
-    .venv/bin/python benchmarks/bench_import_sqlite.py [--folder DIR] [--repeat 5] [--variants multi,single,page4k]
+``--floor`` (issue 20: can any SQLite import of these files be as fast as ``json.loads``?)
+measures instead, best of --repeat, each step on its own:
+
+- ``json.loads`` of every file (read + decode, the issue's reference), in a fresh Python
+  process, and in this process after the recording import (its garbage collector then walks
+  the objects the import left: ``json.loads`` of files full of small objects is slower there);
+- the whole import (``judgecal.views.importing.import_alpaca_eval``, parsing workers as
+  picked, commit included) into a fresh database;
+- judgecal's own inserts replayed (variant ``multi``, no parsing), commit included;
+- the floor: the same rows (every table the import writes) into tables of the same columns
+  with no index, constraint, key or foreign key, no parsing, no conversion, committed, in
+  WAL (judgecal's journal: readers and rating workers go on while an import writes) and in
+  a rollback journal (DELETE: the import would lock every reader out), 16 KiB pages.
+
+    .venv/bin/python benchmarks/bench_import_sqlite.py [--folder DIR] [--repeat 5] [--variants multi,single,page4k] [--floor]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import os
+import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -81,15 +100,117 @@ def replay(calls, variant: str) -> dict[str, float]:
         q._SQLITE_ROWS_PER_INSERT, eng.SQLITE_PAGE_SIZE = group, page
 
 
+_JSON_LOADS = """
+import json, sys, time
+files = sys.argv[1:]
+t = time.perf_counter()
+for f in files:
+    with open(f, encoding="utf-8") as fh:
+        json.loads(fh.read())
+print(time.perf_counter() - t)
+"""
+
+
+def json_loads_fresh(files: list[Path]) -> float:
+    """Seconds ``json.loads`` takes to read and decode ``files`` in a fresh Python process."""
+    out = subprocess.run([sys.executable, "-c", _JSON_LOADS, *map(str, files)], check=True, capture_output=True,
+                         text=True)
+    return float(out.stdout)
+
+
+def json_loads_here(files: list[Path]) -> float:
+    t = time.perf_counter()
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            json.loads(fh.read())
+    return time.perf_counter() - t
+
+
+def _plain(v):
+    """A value as sqlite3 binds it without SQLAlchemy (as the JSON and DateTime columns store it)."""
+    if isinstance(v, dt.datetime):
+        return v.isoformat(" ")
+    return json.dumps(v) if isinstance(v, (dict, list)) else v
+
+
+def bare(calls, journal: str) -> float:
+    """Wall seconds to write the recorded rows into tables of the same columns with no index,
+    constraint or key, plain executemany, committed and closed (16 KiB pages)."""
+    tables: dict[str, list[str]] = {}
+    rows_of: list[tuple[str, list[str], list[tuple]]] = []
+    for name, cols, rows in calls:
+        tables.setdefault(name, [])
+        for c in cols:
+            if c not in tables[name]:
+                tables[name].append(c)
+        rows_of.append((name, cols, [tuple(map(_plain, r)) for r in rows]))
+    with tempfile.TemporaryDirectory() as d:
+        conn = sqlite3.connect(f"{d}/bare.db", isolation_level=None)
+        conn.execute("PRAGMA page_size=16384")
+        conn.execute(f"PRAGMA journal_mode={journal}")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        for name, cols in tables.items():
+            conn.execute(f"CREATE TABLE {name} ({', '.join(cols)})")
+        t = time.perf_counter()
+        conn.execute("BEGIN")
+        for name, cols, rows in rows_of:
+            conn.executemany(f"INSERT INTO {name} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", rows)
+        conn.execute("COMMIT")
+        conn.close()
+        return time.perf_counter() - t
+
+
+def whole_import(folder: Path) -> float:
+    with tempfile.TemporaryDirectory() as d:
+        url = f"sqlite:///{d}/imp.db"
+        e = eng.create(url)
+        migrate.upgrade(e, "head")
+        e.dispose()
+        t = time.perf_counter()
+        importing.import_alpaca_eval([folder], [], None, url)
+        return time.perf_counter() - t
+
+
+def replay_total(calls) -> float:
+    r = replay(calls, "multi")
+    return sum(v for k, v in r.items() if k != "MB")
+
+
+def floor(folder: Path, calls, repeat: int) -> None:
+    files = sorted(folder.glob("*/*/annotations.json"))
+    size = sum(f.stat().st_size for f in files)
+    steps = {
+        "json.loads, fresh process (the reference)": lambda: json_loads_fresh(files),
+        "json.loads, this process after an import": lambda: json_loads_here(files),
+        "judgecal import (parse + write + commit)": lambda: whole_import(folder),
+        "judgecal's inserts replayed + commit (no parse)": lambda: replay_total(calls),
+        "floor: same rows, bare tables, WAL + commit": lambda: bare(calls, "WAL"),
+        "floor: same rows, bare tables, DELETE journal + commit": lambda: bare(calls, "DELETE"),
+    }
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(repeat):
+        for k, fn in steps.items():
+            times[k].append(fn())
+    ref = min(times["json.loads, fresh process (the reference)"])
+    print(f"{folder}: {len(files)} files, {size / 1e6:.0f} MB, {sum(len(r) for _, _, r in calls):,} rows; "
+          f"best / median of {repeat}, seconds (x the reference, best):")
+    for k, ts in times.items():
+        print(f"  {k:58} {min(ts):7.3f} / {statistics.median(ts):7.3f}  {min(ts) / ref:5.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--folder", default=None, help="AlpacaEval results folder (default: the shared one)")
     ap.add_argument("--data", default=os.environ.get("JUDGECAL_SHARED_DATA", "../shared/data"))
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--variants", default="multi,single,page4k")
+    ap.add_argument("--floor", action="store_true", help="json.loads against the import, its inserts and bare tables")
     args = ap.parse_args()
     folder = Path(args.folder) if args.folder else Path(args.data) / "alpaca_eval" / "results"
     calls = record(folder)
+    if args.floor:
+        floor(folder, calls, args.repeat)
+        return
     print(f"{folder}: {sum(len(r) for _, _, r in calls):,} rows in {len(calls)} bulk inserts")
     variants = args.variants.split(",")
     res: dict[str, list[dict[str, float]]] = {v: [] for v in variants}

@@ -4,7 +4,10 @@
    database through judgecal's import path, --repeat times: with the automatic number of parsing
    workers (judgecal.importers.parallel) and, as the reference in the same run, with the files
    parsed in the importing process alone (workers=0); prints the best and median verdicts/s of
-   each, their ratio, and the time Python's own json.loads takes on the same files;
+   each, their ratio, and the time Python's own json.loads takes on the same files (read +
+   decode, in a fresh Python process, best of --repeat: in this process, after the imports,
+   the garbage collector walks what they left and json.loads of these files full of small
+   objects is 1.3-1.7x slower: a reference that flattered the import until 2026-12-04);
 2. the win-rate leaderboard with all three columns (raw, LC, calibrated) and N bootstrap
    resamples over the shared models, with nothing but the annotations imported; prints seconds,
    and the LC/raw parity with AlpacaEval's published leaderboard.csv (median and max
@@ -12,7 +15,11 @@
 3. --synthetic N (default 200) synthetic models on AlpacaEval's 805 instructions (the real
    baseline answers; answers of random length, soft verdicts drawn from a logistic model with a
    length effect), written as AlpacaEval annotation files: import vs json.loads of the same
-   files, then the leaderboard (raw, LC, calibrated, N bootstrap resamples).
+   files (fresh process, as above), then the leaderboard (raw, LC, calibrated, N bootstrap
+   resamples).
+
+``benchmarks/bench_import_sqlite.py --floor`` sets these against what SQLite alone needs for
+the same rows.
 
     .venv/bin/python benchmarks/bench_winrate.py [--bootstrap 1000] [--repeat 7] [--synthetic 200] [--data ../shared/data]
 """
@@ -30,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_import_sqlite import json_loads_fresh  # benchmarks/, this script's folder
 from judgecal.views import importing
 from judgecal.db import engine as eng
 from judgecal.db import migrate
@@ -60,10 +68,7 @@ def main() -> None:
                 res = importing.import_alpaca_eval([ae / "results"], [], None, url, workers=workers)
                 times[workers].append(time.perf_counter() - t)
                 n = res["added"]["pairwise_judgment"]
-    t = time.perf_counter()
-    for f in files:
-        json.loads(f.read_text(encoding="utf-8"))
-    t_json = time.perf_counter() - t
+    t_json = min(json_loads_fresh(files) for _ in range(args.repeat))
     best = {w: min(ts) for w, ts in times.items()}
     median = {w: statistics.median(ts) for w, ts in times.items()}
     print(f"import: {len(files)} files, {n} verdicts, best / median of {args.repeat} runs each (fresh database, "
@@ -71,7 +76,8 @@ def main() -> None:
     for w, label in ((auto, f"{auto} parsing worker(s) + the importing process"), (0, "the importing process alone")):
         print(f"  {label}: {best[w]:.3f} / {median[w]:.3f} s = {n / best[w]:,.0f} / {n / median[w]:,.0f} verdicts/s")
     print(f"  ratio (median): {median[0] / median[auto]:.2f}x the importing process alone; Python's json.loads of the "
-          f"same files alone: {t_json:.2f} s ({n / t_json:,.0f} verdicts/s)")
+          f"same files alone (fresh process, best of {args.repeat}): {t_json:.3f} s ({n / t_json:,.0f} verdicts/s): the import "
+          f"(best) {best[auto] / t_json:.2f}x json.loads")
     with tempfile.TemporaryDirectory() as d:
         url = f"sqlite:///{d}/bench.db"
         importing.import_alpaca_eval([ae / "results"], [], None, url)
@@ -113,10 +119,7 @@ def synthetic(ae: Path, n_models: int, n_bootstrap: int) -> None:
             f.write_text(json.dumps(recs))
         files = sorted(res.glob("*/*/annotations.json"))
         size = sum(f.stat().st_size for f in files)
-        t = time.perf_counter()
-        for f in files:
-            json.loads(f.read_text(encoding="utf-8"))
-        t_json = time.perf_counter() - t
+        t_json = min(json_loads_fresh(files) for _ in range(3))
         url = f"sqlite:///{d}/bench.db"
         e = eng.create(url)
         migrate.upgrade(e, "head")
@@ -126,7 +129,7 @@ def synthetic(ae: Path, n_models: int, n_bootstrap: int) -> None:
         t_import = time.perf_counter() - t
         n = res_["added"]["pairwise_judgment"]
         print(f"synthetic: {n_models} models, {n} verdicts, {size / 1e6:.0f} MB: import {t_import:.2f} s ({n / t_import:,.0f} "
-              f"verdicts/s); json.loads of the same files {t_json:.2f} s ({n / t_json:,.0f}/s): "
+              f"verdicts/s); json.loads of the same files (fresh process, best of 3) {t_json:.2f} s ({n / t_json:,.0f}/s): "
               f"{t_import / t_json:.2f}x json.loads")
         t = time.perf_counter()
         board = build_winrate_board("gpt4_1106_preview", url=url, n_bootstrap=n_bootstrap)

@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from proc_helpers import children
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Column, DateTime, Float, Integer, MetaData, String, Table, create_engine, text
 from sqlalchemy.orm import Session
@@ -29,9 +29,9 @@ from judgecal.views import importing
 from judgecal.db import queries as q
 from judgecal.db.ingest import n_words
 from judgecal.errors import InputError, WorkerError
-from judgecal.importers import alpaca_eval, parallel
+from judgecal.importers import alpaca_eval, fastjson, parallel
 from judgecal.importers.fastjson import read_json_fields
-from judgecal.importers.records import Fields, read_json_array
+from judgecal.importers.records import DuplicateKey, Fields, read_json_array, unique_keys
 
 FIELDS = alpaca_eval._Record.__struct_fields__
 
@@ -84,6 +84,12 @@ CASES = {
     "number_element": b'[\n  1,\n  ' + json.dumps(_rec(1)).encode() + b"\n]",
     "list_raw_completion": json.dumps([_rec(1, raw_completion=[1, 2]), _rec(2, raw_completion="text")], indent=2).encode(),
     "message_content": json.dumps([_rec(1, raw_completion={"message": {"content": "b"}, "logprobs": None})]).encode(),
+    "message_openai": json.dumps([_rec(1, raw_completion={"message": {"content": "b", "role": "assistant", "function_call": None,
+                                                                      "tool_calls": None}, "logprobs": None})]).encode(),
+    "message_repeat": ONE.replace('"text": "m"', '"message": {"content": "x", "role": "r", "content": null}', 1).encode(),
+    "message_solidus_repeat": ONE.replace('"text": "m"', '"message": {"a/b": "x", "a\\/b": "y"}', 1).encode(),
+    "message_name_in_value": ONE.replace('"text": "m"', '"message": {"content": "\\"content\\"", "role": "r"}', 1).encode(),
+    "message_nested_repeat": ONE.replace('"text": "m"', '"message": {"tool_calls": [{"id": 1, "id": 2}]}', 1).encode(),
     "absent_and_null": json.dumps([{"instruction": "q", "output_1": None}, _rec(2)], indent=2).encode(),
     "empty": b"  [ ]  ",
     "trailing_comma": ONE[:-2].encode() + b",\n]",
@@ -107,6 +113,43 @@ def test_fast_reader_line_numbers_on_real_file(data_dir):
     path = _annotations(data_dir)[0]
     reference, fast = _both(path)
     assert fast == reference and len(reference[0]) == 805
+
+
+# --- the flat-object reader (raw_completion.message) decides nothing json.loads would decide otherwise
+
+
+_keys = st.sampled_from(["content", "role", "a/b", "é", 'q"x', "back\\slash", ""])
+_values = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["", "content", '"content"', 'x": "y', "\\", "é", "a/b"]),
+                    st.dictionaries(st.sampled_from(["content", "id"]), st.none(), max_size=2))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(pairs=st.lists(st.tuples(_keys, _values, st.booleans(), st.booleans()), max_size=4), spaced=st.booleans())
+@example(pairs=[("a/b", "x", True, False), ("a/b", "y", True, True)], spaced=False)
+@example(pairs=[("é", "x", True, False), ("é", "y", False, False)], spaced=False)
+@example(pairs=[("content", "M", True, False), ("role", "assistant", True, False), ("content", None, True, False)],
+         spaced=True)
+def test_flat_object_reads_what_json_module_reads(pairs, spaced):
+    """Written as any JSON writer may write it (each key and value with non-ASCII escaped or
+    not, the solidus escaped or not; spaces): ``_flat_object`` gives None (the careful decode
+    decides) or exactly the dict json.loads gives, and never for an object that repeats a key."""
+    sep = " : " if spaced else ":"
+
+    def dump(x, ascii_only: bool, solidus: bool) -> str:
+        out = json.dumps(x, ensure_ascii=ascii_only)
+        return out.replace("/", "\\/") if solidus else out
+
+    data = ("{" + ", ".join(dump(k, a, sl) + sep + dump(v, a, sl) for k, v, a, sl in pairs) + "}").encode()
+    if fastjson._ASCII_ESCAPE.search(data):
+        return  # such a file never reaches it (_keys_once sends it to the reference reader)
+    got = fastjson._flat_object(data)
+    if got is None:
+        return
+    try:
+        expected = json.loads(data, object_pairs_hook=unique_keys)
+    except DuplicateKey:
+        pytest.fail(f"a repeated key read as {got!r}: {data!r}")
+    assert got == expected and list(got) == list(expected)
 
 
 # --- the fast record acceptor decides nothing the careful path would decide otherwise ----------

@@ -150,16 +150,48 @@ def _kinds(schema: type[Record]) -> tuple[tuple[tuple[int, str, type], ...], tup
     return _KINDS[schema]
 
 
+_FLAT = msgspec.json.Decoder(dict[str, str | None])
+#: a key whose quoted spelling is the only one a JSON writer can give it, given that the file
+#: escapes no printable ASCII character (:data:`_ASCII_ESCAPE`): printable ASCII, no quote,
+#: backslash or solidus (``"a\\/b"`` is ``"a/b"`` too)
+_PLAIN_KEY = re.compile(r"[ !#-.0-\[\]-~]*")
+
+
+def _flat_object(data: bytes) -> dict | None:
+    """The JSON object ``data`` as a dict when every value is a string or null (no nested
+    object that could hide a repeated key) and each key occurs once: its quoted name, plain
+    (:data:`_PLAIN_KEY`), appears exactly once in the bytes (a key given twice appears
+    twice; a string value holding the name only adds occurrences). None otherwise, for the
+    careful decode to decide. An OpenAI chat ``message`` (``content``, ``role``,
+    ``function_call``: null, ``tool_calls``: null) is read here in about a tenth of the time
+    Python's json module with a repeat check takes."""
+    try:
+        obj = _FLAT.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    for key in obj:
+        if not _PLAIN_KEY.fullmatch(key) or data.count(b'"%s"' % key.encode()) != 1:
+            return None
+    return obj
+
+
 def _decode_raw(record: Record, raw_fields: tuple[tuple[int, str], ...], values: tuple) -> bool:
     """Decode ``record``'s :class:`msgspec.Raw` fields in place, refusing a key given twice at
-    any depth (False: the reference path names it at FILE:LINE)."""
+    any depth (False: the reference path names it at FILE:LINE). A flat object of plain keys
+    is read by :func:`_flat_object` (the same dict), anything else by Python's json module
+    with a repeat check. Only for a file in which no printable ASCII character is escaped
+    (:func:`_keys_once` checks that first)."""
     for i, name in raw_fields:
         raw = values[i]
         if isinstance(raw, msgspec.Raw):
-            try:
-                setattr(record, name, json.loads(bytes(raw), object_pairs_hook=unique_keys))
-            except DuplicateKey:
-                return False
+            data = bytes(raw)
+            obj = _flat_object(data)
+            if obj is None:
+                try:
+                    obj = json.loads(data, object_pairs_hook=unique_keys)
+                except DuplicateKey:
+                    return False
+            setattr(record, name, obj)
     return True
 
 
