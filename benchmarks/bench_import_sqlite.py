@@ -160,15 +160,17 @@ def bare(calls, journal: str) -> float:
         return time.perf_counter() - t
 
 
-def whole_import(folder: Path) -> float:
+def timed_import(folder: Path, workers: int | None = None) -> tuple[float, dict]:
+    """(wall seconds, the import's result) of importing ``folder`` (AlpacaEval files) into a
+    fresh SQLite database at head, commit included; ``workers`` as ``import_alpaca_eval``."""
     with tempfile.TemporaryDirectory() as d:
         url = f"sqlite:///{d}/imp.db"
         e = eng.create(url)
         migrate.upgrade(e, "head")
         e.dispose()
         t = time.perf_counter()
-        importing.import_alpaca_eval([folder], [], None, url)
-        return time.perf_counter() - t
+        res = importing.import_alpaca_eval([folder], [], None, url, workers=workers)
+        return time.perf_counter() - t, res
 
 
 def replay_total(calls) -> float:
@@ -182,7 +184,7 @@ def floor(folder: Path, calls, repeat: int) -> None:
     steps = {
         "json.loads, fresh process (the reference)": lambda: json_loads_fresh(files),
         "json.loads, this process after an import": lambda: json_loads_here(files),
-        "judgecal import (parse + write + commit)": lambda: whole_import(folder),
+        "judgecal import (parse + write + commit)": lambda: timed_import(folder)[0],
         "judgecal's inserts replayed + commit (no parse)": lambda: replay_total(calls),
         "floor: same rows, bare tables, WAL + commit": lambda: bare(calls, "WAL"),
         "floor: same rows, bare tables, DELETE journal + commit": lambda: bare(calls, "DELETE"),

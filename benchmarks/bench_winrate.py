@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_import_sqlite import json_loads_fresh  # benchmarks/, this script's folder
+from bench_import_sqlite import json_loads_fresh, timed_import  # benchmarks/, this script's folder
 from judgecal.views import importing
 from judgecal.db import engine as eng
 from judgecal.db import migrate
@@ -59,15 +59,9 @@ def main() -> None:
     n = 0
     for _ in range(args.repeat):
         for workers in times:
-            with tempfile.TemporaryDirectory() as d:
-                url = f"sqlite:///{d}/bench.db"
-                e = eng.create(url)
-                migrate.upgrade(e, "head")
-                e.dispose()
-                t = time.perf_counter()
-                res = importing.import_alpaca_eval([ae / "results"], [], None, url, workers=workers)
-                times[workers].append(time.perf_counter() - t)
-                n = res["added"]["pairwise_judgment"]
+            seconds, res = timed_import(ae / "results", workers)
+            times[workers].append(seconds)
+            n = res["added"]["pairwise_judgment"]
     t_json = min(json_loads_fresh(files) for _ in range(args.repeat))
     best = {w: min(ts) for w, ts in times.items()}
     median = {w: statistics.median(ts) for w, ts in times.items()}
