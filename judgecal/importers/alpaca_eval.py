@@ -395,6 +395,8 @@ def _preference(f: Fields) -> float | None:
 
 
 def _raw_output(obj: dict) -> str | None:
+    """The judge's raw output of an annotation record: ``raw_completion`` when it is a string,
+    else its ``text``, else its ``message.content`` (None when none is a string)."""
     rc = obj.get("raw_completion")
     if is_object(rc):
         text = rc.get("text")
@@ -402,6 +404,24 @@ def _raw_output(obj: dict) -> str | None:
             text = rc.get("message").get("content")
         return text if isinstance(text, str) else None
     return rc if isinstance(rc, str) else None
+
+
+def _storable_raw_output(obj: dict, f: Fields) -> str | None:
+    """:func:`_raw_output`, refused at FILE:LINE as every text field is when no database could
+    store it alike: a NUL character (PostgreSQL refuses it), an unpaired surrogate (not UTF-8)."""
+    raw = _raw_output(obj)
+    if raw is None or ("\x00" not in raw and raw.isascii()):
+        return raw
+    rc = obj.get("raw_completion")
+    name = ("raw_completion" if isinstance(rc, str) else "raw_completion.text" if isinstance(rc.get("text"), str)
+            else "raw_completion.message.content")
+    if "\x00" in raw:
+        raise f.fail(f"field {name!r} contains a NUL character (PostgreSQL cannot store it)")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise f.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
+    return raw
 
 
 def _clean(r: _Record) -> tuple | None:
@@ -490,7 +510,7 @@ def _annotations(batch: ImportBatch, path: Path, records: JsonArray, family: str
         if judge is None:
             judge = judges[annotator] = JudgeSpec(name=annotator, model=annotator, endpoint="import:alpaca_eval",
                                                   prompt_name=annotator, scale_min=1.0, scale_max=2.0, mode="pairwise")
-        raw = _raw_output(obj)
+        raw = _storable_raw_output(obj, f)
         if pref is None:
             what = "null" if obj.get("preference") is None else "empty"
             batch.verdicts.append(Verdict(judge, a, b, status="unparsed", baseline_side="b", source=source, raw_output=raw,

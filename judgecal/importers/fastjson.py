@@ -28,8 +28,8 @@ from typing import Any
 import msgspec
 
 from judgecal.errors import InputError
-from judgecal.importers.records import (DuplicateKey, FileDigest, Record, unique_keys, first_repeat, read_bytes,
-                                       read_json_array, repeat_message)
+from judgecal.importers.records import (FileDigest, Record, TooLong, unique_keys, first_repeat, first_too_long,
+                                       read_bytes, read_json_array, repeat_message, too_long_error)
 
 _WS = re.compile(rb"[ \t\r\n]*")
 _BOM = b"\xef\xbb\xbf"
@@ -177,7 +177,8 @@ def _flat_object(data: bytes) -> dict | None:
 
 def _decode_raw(record: Record, raw_fields: tuple[tuple[int, str], ...], values: tuple) -> bool:
     """Decode ``record``'s :class:`msgspec.Raw` fields in place, refusing a key given twice at
-    any depth (False: the reference path names it at FILE:LINE). A flat object of plain keys
+    any depth, or a value Python's json module refuses (False: the reference path names it
+    at FILE:LINE). A flat object of plain keys
     is read by :func:`_flat_object` (the same dict), anything else by Python's json module
     with a repeat check. Only for a file in which no printable ASCII character is escaped
     (:func:`_keys_once` checks that first)."""
@@ -189,8 +190,8 @@ def _decode_raw(record: Record, raw_fields: tuple[tuple[int, str], ...], values:
             if obj is None:
                 try:
                     obj = json.loads(data, object_pairs_hook=unique_keys)
-                except DuplicateKey:
-                    return False
+                except (ValueError, RecursionError):  # a repeat, or a value Python's json refuses (a
+                    return False  # 5,000-digit integer): the reference path names it at FILE:LINE
             setattr(record, name, obj)
     return True
 
@@ -242,14 +243,43 @@ def _keys_once(data: bytes, records: list[Any], schema: type[Record]) -> bool:
     return len(pattern.findall(data)) == expected
 
 
+def _too_long_read(obj: Any, nested) -> TooLong | None:
+    """A :class:`TooLong` integer in a part of ``obj`` (an element of the array) that the fast
+    path reads: anywhere except under a key that a nested schema (``nested``, from
+    :func:`_kinds`) does not name, which msgspec skips unread (token log-probabilities)."""
+    if not isinstance(obj, dict):
+        return first_too_long(obj)
+    subs = {name: sub for _, name, sub in nested}
+    for key, value in obj.items():
+        sub = subs.get(key)
+        if sub is not None and isinstance(value, dict):
+            for inner, v in value.items():
+                if inner in sub.__struct_fields__:
+                    found = first_too_long(v)
+                    if found is not None:
+                        return found
+            continue
+        found = first_too_long(value)
+        if found is not None:
+            return found
+    return None
+
+
 def _reference(path: Path, schema: type[Record]) -> JsonArray:
     """The file read by Python's json module (the reference), refusing at FILE:LINE a key given
     twice in the parts the fast path reads (:func:`_keys_once`): the record itself, the fields of
     a nested schema, everything inside a field typed :class:`msgspec.Raw`; a repeat elsewhere
-    (inside token log-probabilities, which no importer reads) is read as the fast path reads it."""
-    pairs = read_json_array(path, repeats="mark")
+    (inside token log-probabilities, which no importer reads) is read as the fast path reads it;
+    so is an integer over Python's digit limit (refused in the parts read, skipped elsewhere:
+    :func:`_too_long_read`)."""
+    too_long: list = []
+    pairs = read_json_array(path, repeats="mark", too_long=too_long)
     nested, raw_fields = _kinds(schema)
     for line, obj in pairs:
+        if too_long:
+            marker = _too_long_read(obj, nested)
+            if marker is not None:
+                raise too_long_error(path, marker, line)
         if not isinstance(obj, dict):
             continue
         found = first_repeat(obj)

@@ -10,6 +10,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -268,7 +269,7 @@ def json_problem(exc: json.JSONDecodeError, doc: str = "the file") -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def read_json_array(path: Path, *, repeats: str = "refuse") -> list[tuple[int, Any]]:
+def read_json_array(path: Path, *, repeats: str = "refuse", too_long: list | None = None) -> list[tuple[int, Any]]:
     """The elements of a JSON file whose top level is an array, each with its 1-based line.
 
     Raises InputError naming FILE:LINE for invalid JSON, a top level that is not an array,
@@ -276,10 +277,14 @@ def read_json_array(path: Path, *, repeats: str = "refuse") -> list[tuple[int, A
     value silently), nesting too deep for the parser, or a literal too large (see
     :func:`_json_error`). ``repeats="mark"``: an object giving a key twice is not refused but
     read as a :class:`Repeated` dict that names the key (:func:`first_repeat`), for a caller
-    that refuses repeats only in the parts it reads (judgecal.importers.fastjson)."""
+    that refuses repeats only in the parts it reads (judgecal.importers.fastjson). With
+    ``too_long`` (a list), an integer literal over Python's digit limit is not refused either
+    but read as a :class:`TooLong` (also appended to ``too_long``), for the same caller."""
     text = read_text(path)
     # a key given twice: FILE:LINE (or marked), never last-wins
     dec = json.JSONDecoder(object_pairs_hook=_mark_repeats if repeats == "mark" else unique_keys)
+    if too_long is not None:
+        dec = json.JSONDecoder(object_pairs_hook=dec.object_pairs_hook, parse_int=partial(_mark_int, too_long))
     pos = _skip_ws(text, 0)
     if pos >= len(text) or text[pos] != "[":
         raise InputError("expected a JSON array of records", source=str(path), line=line_of(text, pos))
@@ -469,8 +474,9 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 class Repeated(dict):
-    """A decoded JSON object that gave a key twice (``repeated``: the first such key); its value
-    is the last one given, as Python's json module reads it (:func:`read_json_array`, ``repeats="mark"``)."""
+    """A decoded JSON object that gave a key twice (``repeated``: every such key, in the order
+    of their second occurrence); its value is the last one given, as Python's json module reads
+    it (:func:`read_json_array`, ``repeats="mark"``)."""
 
     __slots__ = ("repeated",)
 
@@ -480,20 +486,63 @@ def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict:
     if len(obj) == len(pairs):
         return obj
     seen: set[str] = set()
-    marked = Repeated(obj)
+    twice: dict[str, None] = {}
     for key, _ in pairs:
         if key in seen:
-            marked.repeated = key
-            break
+            twice[key] = None
         seen.add(key)
+    marked = Repeated(obj)
+    marked.repeated = tuple(twice)
     return marked
+
+
+class TooLong:
+    """An integer literal with more digits than Python converts (``sys.get_int_max_str_digits``),
+    read by :func:`read_json_array` with ``too_long``; ``message``: Python's own reason."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"TooLong({self.message[:40]!r})"
+
+
+def _mark_int(found: list, literal: str) -> int | TooLong:
+    try:
+        return int(literal)
+    except ValueError as exc:
+        marker = TooLong(str(exc))
+        found.append(marker)
+        return marker
+
+
+def first_too_long(value: Any) -> TooLong | None:
+    """The first :class:`TooLong` in a decoded JSON value, at any depth (None when none)."""
+    if isinstance(value, TooLong):
+        return value
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for v in inner:
+        found = first_too_long(v)
+        if found is not None:
+            return found
+    return None
+
+
+def too_long_error(path: Path, marker: TooLong, line: int) -> InputError:
+    """The error :func:`read_json_array` raises for the literal ``marker`` stands for."""
+    return _json_error(path, ValueError(marker.message), line)
 
 
 def first_repeat(value: Any, names: Iterable[str] | None = None, *, deep: bool = False) -> str | None:
     """The first key ``value`` (a decoded JSON value) gives twice: at its own level, among
-    ``names`` only when given; with ``deep``, in every object it holds too. None when none."""
-    if isinstance(value, Repeated) and (names is None or value.repeated in names):
-        return value.repeated
+    ``names`` only when given (a repeat of another key before it does not hide it); with
+    ``deep``, in every object it holds too. None when none."""
+    if isinstance(value, Repeated):
+        for key in value.repeated:
+            if names is None or key in names:
+                return key
     if deep:
         inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
         for v in inner:
