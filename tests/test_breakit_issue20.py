@@ -6,6 +6,7 @@ to a field name sends the file to)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,27 @@ def test_repeat_of_a_read_key_after_a_repeat_of_an_unread_one(db_url, run_cli, t
     r = _import(run_cli, db_url, f)
     assert r.exit_code == 2 and f"hidden.json:2: field {field!r} appears twice" in r.stderr, r
     assert _count(db_url, "pairwise_judgment") == 0
+
+
+def test_a_path_that_is_not_utf8_is_one_error(db_url, run_cli, tmp_path):
+    """A file or folder name of bytes that are not UTF-8 (any bytes are allowed in a name) ended
+    in "unexpected UnicodeEncodeError" (exit 1) where the path was looked up or stored. Refused
+    now, naming the path, by every importer, nothing written (the confirming pass, helper-10)."""
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    bad = os.fsdecode(b"x\xff.json")
+    f = _file(tmp_path / bad, '{"text": "t"}', "fast")
+    folder = tmp_path / "res" / os.fsdecode(b"m\xfe") / "a"
+    folder.mkdir(parents=True)
+    (folder / "annotations.json").write_bytes(f.read_bytes())
+    llmbar = tmp_path / os.fsdecode(b"set\xff")
+    llmbar.mkdir()
+    (llmbar / "dataset.json").write_text(json.dumps([{"input": "q", "output_1": "a", "output_2": "bb", "label": 1}]))
+    csv = tmp_path / os.fsdecode(b"r\xff.csv")
+    csv.write_text("prompt,response,model,score,scale_min,scale_max,judge\nq,a,m,5,1,10,j\n")
+    for args, shown in ((["alpaca-eval", f], "x\\xff.json"), (["alpaca-eval", tmp_path / "res"], "m\\xfe/a/annotations.json"),
+                        (["llmbar", llmbar], "set\\xff"), (["csv", "--kind", "ratings", csv], "r\\xff.csv")):
+        r = run_cli("--database-url", db_url, "import", *args)
+        assert r.exit_code == 2 and "the path is not UTF-8 text" in r.stderr and shown in r.stderr, (args, r)
+        assert "unexpected" not in r.stderr and "Traceback" not in r.stderr
+    for table in ("response", "pairwise_judgment", "rating", "expert_label", "imported_file"):
+        assert _count(db_url, table) == 0, table

@@ -350,6 +350,17 @@ def _not_regular(mode: int) -> str | None:
     return "not a regular file"
 
 
+def check_text_path(path: Path | str) -> None:
+    """Raise InputError naming ``path`` when its name is not UTF-8 text: a file system allows
+    any bytes in a name, but an import stores the path (its source, the file book) as text."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        bad = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+        raise InputError(f"the path is not UTF-8 text (as bytes: {bad}): judgecal stores a file's path as text; rename it",
+                         source=str(path)) from None
+
+
 def read_bytes(path: Path) -> bytes:
     """The bytes of a file, as :func:`read_text` reads it (no decoding).
 
@@ -358,12 +369,13 @@ def read_bytes(path: Path) -> bytes:
     forever), a socket or a folder is refused from its ``stat`` BEFORE it is opened (a
     symlink is followed first), and the opened file is checked again (it cannot be swapped
     in between). Raises InputError naming the file for those, a missing or unreadable (a
-    symlink loop, no permission...) file."""
+    symlink loop, no permission...) file, and a path that is not UTF-8 text (:func:`check_text_path`)."""
     src = str(path)
     try:
         st = os.stat(path)
     except OSError as exc:
         raise InputError(unreadable(path, exc), source=src) from None
+    check_text_path(src)
     kind = _not_regular(st.st_mode)
     if kind == "a folder":
         raise InputError("is a folder, expected a file", source=src)

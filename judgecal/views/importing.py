@@ -19,7 +19,7 @@ from judgecal.errors import DatabaseError, InputError
 from judgecal.db.filebook import FileBook
 from judgecal.db.ingest import Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
-from judgecal.importers.records import ImportBatch, bulk
+from judgecal.importers.records import ImportBatch, bulk, check_text_path
 
 commits = 0
 """Imports this process has committed. It counts an import before its Ctrl-C hold ends (a
@@ -128,9 +128,11 @@ def import_llmbar(folder: Path, family: str | None = None, url: str | None = Non
     parity: list[dict] = []
     folder = Path(folder)
     try:
-        name = folder.resolve().name
+        resolved = folder.resolve()
     except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError on Python 3.11) or an unreadable link
         raise InputError(f"{folder}: cannot be read as a folder ({exc})") from None
+    check_text_path(resolved)  # its name names the set's task family
+    name = resolved.name
     result = import_batches(f"llmbar/{name}", llmbar.batches(folder, family, parity, _gold_pairs(url)), url,
                             importer="llmbar", family=family)
     result["llmbar_statistics"] = {
@@ -189,6 +191,8 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
         # process's later batches may name its responses without their texts): the book is
         # asked about every file, in the listed order, before the first is parsed
         def skip(files: list[Path]) -> set[Path]:
+            for p in files:
+                check_text_path(p)  # before the book looks a path up
             book.presize([str(p) for p in files])  # files no other can equal are not read here
             entries = [(p, book.status(str(p))) for p in files]
             return {p for p, e in entries if e is not None and e.status == "duplicate"}
