@@ -178,10 +178,9 @@ def _flat_object(data: bytes) -> dict | None:
 def _decode_raw(record: Record, raw_fields: tuple[tuple[int, str], ...], values: tuple) -> bool:
     """Decode ``record``'s :class:`msgspec.Raw` fields in place, refusing a key given twice at
     any depth, or a value Python's json module refuses (False: the reference path names it
-    at FILE:LINE). A flat object of plain keys
-    is read by :func:`_flat_object` (the same dict), anything else by Python's json module
-    with a repeat check. Only for a file in which no printable ASCII character is escaped
-    (:func:`_keys_once` checks that first)."""
+    at FILE:LINE). A flat object of plain keys is read by :func:`_flat_object` (the same
+    dict), anything else by Python's json module with a repeat check. Only for a file in
+    which no printable ASCII character is escaped (:func:`_keys_once` checks that first)."""
     for i, name in raw_fields:
         raw = values[i]
         if isinstance(raw, msgspec.Raw):
