@@ -44,6 +44,7 @@ from judgecal.importers.records import (
     UnreadFields,
     ImportBatch,
     JudgeSpec,
+    unstorable,
     RespRef,
     Seen,
     Verdict,
@@ -412,15 +413,12 @@ def _storable_raw_output(obj: dict, f: Fields) -> str | None:
     raw = _raw_output(obj)
     if raw is None or ("\x00" not in raw and raw.isascii()):
         return raw
-    rc = obj.get("raw_completion")
-    name = ("raw_completion" if isinstance(rc, str) else "raw_completion.text" if isinstance(rc.get("text"), str)
-            else "raw_completion.message.content")
-    if "\x00" in raw:
-        raise f.fail(f"field {name!r} contains a NUL character (PostgreSQL cannot store it)")
-    try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError:
-        raise f.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
+    problem = unstorable(raw)
+    if problem:
+        rc = obj.get("raw_completion")
+        name = ("raw_completion" if isinstance(rc, str) else "raw_completion.text" if isinstance(rc.get("text"), str)
+                else "raw_completion.message.content")
+        raise f.fail(f"field {name!r} {problem}")
     return raw
 
 

@@ -71,6 +71,7 @@ from judgecal.importers.records import (
     RespRef,
     UnreadFields,
     Verdict,
+    unstorable,
     check_family,
     merge,
     read_json_array,
@@ -341,6 +342,9 @@ def _completion(f: Fields, value, where: str) -> tuple[str, str]:
     if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
             or not isinstance(value[1], str)):
         raise f.fail(f"{where}: expected [completion text, finish reason], got {json.dumps(value)[:60]}")
+    problem = unstorable(value[0]) or unstorable(value[1])
+    if problem:  # the completion is stored as the verdict's raw output, the reason in its error
+        raise f.fail(f"{where} {problem}")
     return value[0], value[1]
 
 
@@ -514,6 +518,9 @@ def _rating(f: Fields, judge: JudgeSpec, ref: RespRef, value, key: str) -> dict:
     if isinstance(value, (list, tuple)) and value:
         value = value[0]
     raw = "" if value is None else str(value)
+    problem = unstorable(raw)
+    if problem:  # stored as the rating's raw output
+        raise f.fail(f"results[-1][{key!r}] {problem}")
     row = {"judge": judge, "response": ref, "sample_index": 0, "raw_output": raw}
     if not _SCORE.fullmatch(raw.strip()):  # ASCII digits only: float() also reads '1_0', '1e1', '٧', 'nan'
         return dict(row, status="unparsed", score=None, error=f"{key} is {raw!r} in the source file (not a number "

@@ -350,6 +350,20 @@ def _not_regular(mode: int) -> str | None:
     return "not a regular file"
 
 
+def unstorable(text: str) -> str | None:
+    """Why no database stores ``text`` alike ("contains a NUL character (PostgreSQL cannot
+    store it)", "contains an unpaired surrogate (not valid Unicode text)"), None when it can
+    be stored: the reason an importer gives at FILE:LINE for a text field."""
+    if "\x00" in text:
+        return "contains a NUL character (PostgreSQL cannot store it)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains an unpaired surrogate (not valid Unicode text)"
+    return None
+
+
 def check_text_path(path: Path | str) -> None:
     """Raise InputError naming ``path`` when its name is not UTF-8 text: a file system allows
     any bytes in a name, but an import stores the path (its source, the file book) as text."""
@@ -791,13 +805,9 @@ class Fields:
             return None
         if not isinstance(value, str):
             raise self.fail(f"field {name!r} must be a string, got {type(value).__name__} {json.dumps(value)[:40]}")
-        if "\x00" in value:
-            raise self.fail(f"field {name!r} contains a NUL character (PostgreSQL cannot store it)")
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise self.fail(f"field {name!r} contains an unpaired surrogate (not valid Unicode text)") from None
+        problem = unstorable(value)
+        if problem:
+            raise self.fail(f"field {name!r} {problem}")
         if not allow_empty and not value.strip():
             raise self.fail(f"field {name!r} is empty")
         if max_len is not None and len(value) > max_len:

@@ -59,6 +59,17 @@ def sanitize(text: str, secrets: tuple[str, ...] = ()) -> str:
     return _KEY_RE.sub("***", text)
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> tuple[str, int]:
+    """(``text`` with each character that no database stores alike replaced by U+FFFD, the
+    number replaced): NUL (PostgreSQL refuses it in text) and an unpaired surrogate (not
+    UTF-8; a Python str from JSON can hold one). For what an endpoint answers: the answer was
+    parsed before this, the stored copy is what changes."""
+    return _UNSTORABLE.subn("\ufffd", text)
+
+
 def public_endpoint(url: str) -> str:
     """The endpoint URL without credentials: user:password@ removed, query string and
     fragment dropped (Azure-style ``?api-key=``), trailing slash removed."""

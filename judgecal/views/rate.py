@@ -47,6 +47,7 @@ from judgecal.judge.client import (
     resolve_api_key,
     resolve_base_url,
     sanitize,
+    storable,
 )
 from judgecal.judge.prompts import Prompt, load_prompt
 from judgecal.judge.sandbox import RENDER_TIME_LIMIT_S, RenderAborted
@@ -165,6 +166,7 @@ class _Runner:
         self.store: Any = None
         self.outage = _Outage(max_outage_s)
         self.released = 0
+        self.replaced = 0  # rows whose raw output or error held a NUL or unpaired surrogate (_storable)
         self.render_time_limit_s = render_time_limit_s
         # with --logprobs: what the endpoint gave (see logprobs_summary); None without
         self.logprobs: Optional[dict[str, int]] = (dict.fromkeys(LOGPROB_COUNTS, 0) if client_kw.get("logprobs")
@@ -172,6 +174,18 @@ class _Runner:
         # set by the SIGINT/SIGTERM handler: a render in progress (which holds the event loop)
         # stops at its next step, and the row goes back to 'pending' like any unfinished row
         self.abort = threading.Event()
+
+    def _storable(self, out: dict) -> None:
+        """The endpoint's texts in ``out`` (raw_output, error) made storable on every dialect
+        (:func:`judgecal.judge.client.storable`); a row that needed it is counted
+        (``replaced``, reported by :func:`notices`)."""
+        n = 0
+        for key in ("raw_output", "error"):
+            if out.get(key):
+                out[key], k = storable(out[key])
+                n += k
+        if n:
+            self.replaced += 1
 
     def _row_result(self, row: dict, res: CallResult) -> dict:
         out: dict[str, Any] = {
@@ -188,6 +202,7 @@ class _Runner:
             out.update(status="failed", error=res.error)
             if self.logprobs is not None and logprobs_refusal(res.error):
                 self.logprobs["refused"] += 1
+            self._storable(out)
             return out
         if self.plan.pairwise:
             pv = parse.parse_pairwise_verdict(res.text, [row["a"], row["b"]])
@@ -202,6 +217,7 @@ class _Runner:
             top = parse.verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.from_top_logprobs(top, self.prompt.scale_min, self.prompt.scale_max) if top else None
             out.update(distribution=dist, expected_score=distribution.expected(dist))
+        self._storable(out)
         if self.logprobs is not None:
             lp = self.logprobs
             lp["without" if not res.logprobs else "with"] += 1
@@ -575,6 +591,7 @@ def run_rate(
         "failed_by_cause": dict(runner.failed_by_cause),
         "outage": runner.outage.summary(),
         "interrupted": interrupted, "handed_back": runner.released,
+        "raw_output_replaced": getattr(runner, "replaced", 0),
         "totals": {s: totals.get(s, 0) for s in m.RATING_STATUSES},
         "skipped": skipped,
         "released_stale": released, "reset_failed": reset,
@@ -664,7 +681,8 @@ def _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, sh
 def notices(summary: dict[str, Any]) -> list[str]:
     """Lines the CLI prints on stderr after a run whatever its exit status: with --logprobs,
     the answered calls that came back without logprobs (naming the endpoint: no distribution
-    was stored for them) and the calls the endpoint refused for asking logprobs."""
+    was stored for them) and the calls the endpoint refused for asking logprobs; the answers
+    whose stored text had characters replaced (``raw_output_replaced``)."""
     lp = summary.get("logprobs") or {}
     out = []
     answered = lp.get("with", 0) + lp.get("without", 0)
@@ -681,6 +699,10 @@ def notices(summary: dict[str, Any]) -> list[str]:
     if lp.get("refused"):
         out.append(f"warning: the endpoint {summary['endpoint']} refused {lp['refused']} call(s) for asking logprobs "
                    f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")
+    if summary.get("raw_output_replaced"):
+        out.append(f"warning: the endpoint {summary['endpoint']} answered {summary['raw_output_replaced']} call(s) with "
+                   "text holding a NUL character or an unpaired surrogate, which no database stores alike: the "
+                   "answer was read as given, its stored raw output (or error) has U+FFFD in their place")
     return out
 
 

@@ -1,0 +1,71 @@
+"""Text that no database stores alike (a NUL character: PostgreSQL refuses it; an unpaired
+surrogate: not UTF-8) coming from a judge's endpoint or an LLMBar result file. Before: a rating
+job died with "unexpected DataError" on PostgreSQL (NUL) or "unexpected UnicodeEncodeError" on
+both dialects (surrogate), and LLMBar's raw outputs did the same at import."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, select
+
+sys.path.insert(0, str(Path(__file__).parent))
+from stub_openai import StubServer  # noqa: E402
+
+from db_helpers import count_rows as _count  # noqa: E402
+from judgecal.db import models as m  # noqa: E402
+
+
+@pytest.mark.parametrize("text,expected,n", [
+    ("plain", "plain", 0), ("a\x00b", "a\ufffdb", 1), ("\ud800x\udfff", "\ufffdx\ufffd", 2),
+    ("é 😀 \u2028", "é 😀 \u2028", 0), ("", "", 0),
+])
+def test_storable_known_answers(text, expected, n):
+    from judgecal.judge.client import storable
+
+    assert storable(text) == (expected, n)
+    expected.encode("utf-8")  # what it gives is UTF-8 text without NUL
+
+
+@pytest.mark.parametrize("answer,stored", [
+    ("Fine.\x00 Rating: [[7]]", "Fine.\ufffd Rating: [[7]]"),
+    ("Fine \ud800 Rating: [[7]]", "Fine \ufffd Rating: [[7]]"),
+])
+def test_endpoint_text_no_database_stores_is_stored_replaced_and_reported(db_url, tmp_path, answer, stored):
+    from judgecal.views import importing
+    from judgecal.views.rate import notices, run_rate
+
+    rows = [{"task_family": "nul", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in range(2)]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    importing.import_generic(path, "responses", "jsonl", url=db_url)
+    with StubServer(answer=answer) as s:
+        out = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False,
+                       task_families=["nul"], concurrency=2)
+    assert out["this_run"]["ok"] == 2 and out["this_run"]["failed"] == 0
+    assert out["raw_output_replaced"] == 2
+    assert any("2 call(s) with text holding a NUL character or an unpaired surrogate" in line for line in notices(out))
+    engine = create_engine(db_url)
+    with engine.connect() as conn:
+        got = sorted(tuple(r) for r in conn.execute(select(m.Rating.status, m.Rating.score, m.Rating.raw_output)))
+    engine.dispose()
+    assert got == [("ok", 7.0, stored)] * 2  # the score read from the answer as given
+
+
+@pytest.mark.parametrize("value,problem", [('"x\\u0000"', "contains a NUL character"),
+                                           ('"\\ud800"', "contains an unpaired surrogate")])
+def test_llmbar_raw_output_no_database_stores_is_refused(db_url, run_cli, tmp_path, value, problem):
+    assert run_cli("--database-url", db_url, "db", "upgrade").exit_code == 0
+    rec = {"input": "q", "output_1": "a", "output_2": "bb", "label": 1}
+    folder = tmp_path / "set1"
+    folder.mkdir()
+    (folder / "dataset.json").write_text(json.dumps([rec]))
+    (folder / "ratings_j.json").write_text(
+        json.dumps([rec])[:-2] + ', "results": [{"score_1": ' + value + ', "score_2": 3}]}]')
+    r = run_cli("--database-url", db_url, "import", "llmbar", folder)
+    assert r.exit_code == 2 and f"ratings_j.json:1: results[-1]['score_1'] {problem}" in r.stderr, r
+    assert "unexpected" not in r.stderr
+    assert _count(db_url, "rating") == 0 and _count(db_url, "response") == 0
