@@ -342,9 +342,9 @@ def _completion(f: Fields, value, where: str) -> tuple[str, str]:
     if (not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], str)
             or not isinstance(value[1], str)):
         raise f.fail(f"{where}: expected [completion text, finish reason], got {json.dumps(value)[:60]}")
-    problem = unstorable(value[0]) or unstorable(value[1])
-    if problem:  # the completion is stored as the verdict's raw output, the reason in its error
-        raise f.fail(f"{where} {problem}")
+    problem = unstorable(value[0])
+    if problem:  # the completion is stored as the verdict's raw output (the finish reason only as its repr)
+        raise f.fail(f"{where}[0] (the completion text) {problem}")
     return value[0], value[1]
 
 

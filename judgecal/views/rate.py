@@ -175,19 +175,22 @@ class _Runner:
         # stops at its next step, and the row goes back to 'pending' like any unfinished row
         self.abort = threading.Event()
 
-    def _storable(self, out: dict) -> None:
-        """The endpoint's texts in ``out`` (raw_output, error) made storable on every dialect
-        (:func:`judgecal.judge.client.storable`); a row that needed it is counted
-        (``replaced``, reported by :func:`notices`)."""
+    def _storable(self, out: dict, endpoint: bool) -> None:
+        """The texts in ``out`` (raw_output, error) made storable on every dialect
+        (:func:`judgecal.judge.client.storable`); a row whose text came from the endpoint and
+        needed it is counted (``replaced``, reported by :func:`notices`), a template's or
+        judgecal's own error is not (no call was answered)."""
         n = 0
         for key in ("raw_output", "error"):
             if out.get(key):
                 out[key], k = storable(out[key])
                 n += k
-        if n:
+        if n and endpoint:
             self.replaced += 1
 
-    def _row_result(self, row: dict, res: CallResult) -> dict:
+    def _row_result(self, row: dict, res: CallResult, endpoint: bool = True) -> dict:
+        """The row's stored values from ``res``; ``endpoint``: whether ``res`` is the endpoint's
+        answer (False: a render or internal failure made here)."""
         out: dict[str, Any] = {
             "id": row["id"], "attempts": res.attempts, "latency_s": res.latency_s, "prompt_tokens": res.prompt_tokens,
             "completion_tokens": res.completion_tokens, "updated_at": m.utcnow(),
@@ -202,7 +205,7 @@ class _Runner:
             out.update(status="failed", error=res.error)
             if self.logprobs is not None and logprobs_refusal(res.error):
                 self.logprobs["refused"] += 1
-            self._storable(out)
+            self._storable(out, endpoint)
             return out
         if self.plan.pairwise:
             pv = parse.parse_pairwise_verdict(res.text, [row["a"], row["b"]])
@@ -217,7 +220,7 @@ class _Runner:
             top = parse.verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.from_top_logprobs(top, self.prompt.scale_min, self.prompt.scale_max) if top else None
             out.update(distribution=dist, expected_score=distribution.expected(dist))
-        self._storable(out)
+        self._storable(out, endpoint)
         if self.logprobs is not None:
             lp = self.logprobs
             lp["without" if not res.logprobs else "with"] += 1
@@ -250,7 +253,8 @@ class _Runner:
             raise asyncio.CancelledError() from None
         except Exception as exc:  # noqa: BLE001 - InputError or anything a template raises: this row's failure
             reason = " ".join(str(exc).split()) or type(exc).__name__
-            return self._row_result(row, CallResult(status="failed", error=f"cannot render the prompt: {reason}")), "render"
+            failed = CallResult(status="failed", error=f"cannot render the prompt: {reason}")
+            return self._row_result(row, failed, endpoint=False), "render"
         attempts = 0
         while True:
             started = time.monotonic()
@@ -274,7 +278,8 @@ class _Runner:
             self._slot_done()
             raise
         except Exception as exc:  # noqa: BLE001 - never a lost row or a hung run
-            out = self._row_result(row, CallResult(status="failed", error=f"internal error: {type(exc).__name__}: {exc}"))
+            out = self._row_result(row, CallResult(status="failed", error=f"internal error: {type(exc).__name__}: {exc}"),
+                                   endpoint=False)
             cause = "internal"
         self.attempts += out["attempts"]
         self.counts[out["status"]] += 1
@@ -700,8 +705,8 @@ def notices(summary: dict[str, Any]) -> list[str]:
         out.append(f"warning: the endpoint {summary['endpoint']} refused {lp['refused']} call(s) for asking logprobs "
                    f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")
     if summary.get("raw_output_replaced"):
-        out.append(f"warning: the endpoint {summary['endpoint']} answered {summary['raw_output_replaced']} call(s) with "
-                   "text holding a NUL character or an unpaired surrogate, which no database stores alike: the "
+        out.append(f"warning: the endpoint {summary['endpoint']} gave {summary['raw_output_replaced']} answer(s) or "
+                   "error(s) holding a NUL character or an unpaired surrogate, which no database stores alike: the "
                    "answer was read as given, its stored raw output (or error) has U+FFFD in their place")
     return out
 
@@ -722,5 +727,6 @@ def exit_status(summary: dict[str, Any]) -> tuple[int, Optional[str]]:
     outage = summary.get("outage") or {}
     extra = (f"; the endpoint stayed unreachable after {outage['paused_s']:g} s of waiting ({outage.get('last_reason')})"
              if outage.get("gave_up") else "")
+    export = "verdicts" if summary.get("mode") == "pairwise" else "ratings"  # pairwise rows are verdicts
     return 1, (f"error: {r['failed']} row(s) of this run failed ({', '.join(parts)}){extra}; the failed rows keep "
-               "the reason (`judgecal export ratings`), `--retry-failed` tries them again")
+               f"the reason (`judgecal export {export}`), `--retry-failed` tries them again")
