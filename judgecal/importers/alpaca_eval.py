@@ -411,9 +411,7 @@ def _storable_raw_output(obj: dict, f: Fields) -> str | None:
     """:func:`_raw_output`, refused at FILE:LINE as every text field is when no database could
     store it alike: a NUL character (PostgreSQL refuses it), an unpaired surrogate (not UTF-8)."""
     raw = _raw_output(obj)
-    if raw is None or ("\x00" not in raw and raw.isascii()):
-        return raw
-    problem = unstorable(raw)
+    problem = unstorable(raw) if raw is not None else None
     if problem:
         rc = obj.get("raw_completion")
         name = ("raw_completion" if isinstance(rc, str) else "raw_completion.text" if isinstance(rc.get("text"), str)

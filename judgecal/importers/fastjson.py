@@ -242,13 +242,12 @@ def _keys_once(data: bytes, records: list[Any], schema: type[Record]) -> bool:
     return len(pattern.findall(data)) == expected
 
 
-def _too_long_read(obj: Any, nested) -> TooLong | None:
+def _too_long_read(obj: Any, subs: dict[str, type[Record]]) -> TooLong | None:
     """A :class:`TooLong` integer in a part of ``obj`` (an element of the array) that the fast
-    path reads: anywhere except under a key that a nested schema (``nested``, from
-    :func:`_kinds`) does not name, which msgspec skips unread (token log-probabilities)."""
+    path reads: anywhere except under a key that a nested schema (``subs``: {field: schema})
+    does not name, which msgspec skips unread (token log-probabilities)."""
     if not isinstance(obj, dict):
         return first_too_long(obj)
-    subs = {name: sub for _, name, sub in nested}
     for key, value in obj.items():
         sub = subs.get(key)
         if sub is not None and isinstance(value, dict):
@@ -274,9 +273,10 @@ def _reference(path: Path, schema: type[Record]) -> JsonArray:
     too_long: list = []
     pairs = read_json_array(path, repeats="mark", too_long=too_long)
     nested, raw_fields = _kinds(schema)
+    subs = {name: sub for _, name, sub in nested}
     for line, obj in pairs:
         if too_long:
-            marker = _too_long_read(obj, nested)
+            marker = _too_long_read(obj, subs)
             if marker is not None:
                 raise too_long_error(path, marker, line)
         if not isinstance(obj, dict):

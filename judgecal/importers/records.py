@@ -544,16 +544,17 @@ def _mark_int(found: list, literal: str) -> int | TooLong:
         return marker
 
 
-def first_too_long(value: Any) -> TooLong | None:
-    """The first :class:`TooLong` in a decoded JSON value, at any depth (None when none)."""
-    if isinstance(value, TooLong):
-        return value
+def _walk(value: Any) -> Iterator[Any]:
+    """``value`` (a decoded JSON value) and every value it holds, depth first, in order."""
+    yield value
     inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
     for v in inner:
-        found = first_too_long(v)
-        if found is not None:
-            return found
-    return None
+        yield from _walk(v)
+
+
+def first_too_long(value: Any) -> TooLong | None:
+    """The first :class:`TooLong` in a decoded JSON value, at any depth (None when none)."""
+    return next((v for v in _walk(value) if isinstance(v, TooLong)), None)
 
 
 def too_long_error(path: Path, marker: TooLong, line: int) -> InputError:
@@ -570,11 +571,8 @@ def first_repeat(value: Any, names: Iterable[str] | None = None, *, deep: bool =
             if names is None or key in names:
                 return key
     if deep:
-        inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        for v in inner:
-            found = first_repeat(v, deep=True)
-            if found is not None:
-                return found
+        # in every object ``value`` holds (its own level was asked above, among ``names``)
+        return next((v.repeated[0] for v in _walk(value) if isinstance(v, Repeated) and v is not value), None)
     return None
 
 
