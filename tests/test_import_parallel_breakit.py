@@ -279,12 +279,12 @@ importing.import_batches = patched
 """,
     # the summary is printed
     "after_summary": """
-from judgecal import cli
-impl = cli._print_import
+from judgecal._cli import imports
+impl = imports._print_import
 def patched(*a, **kw):
     impl(*a, **kw)
     os.kill(os.getpid(), signal.SIGINT); time.sleep(0.05)
-cli._print_import = patched
+imports._print_import = patched
 """,
 }
 

@@ -1,0 +1,72 @@
+"""`judgecal check`: the release gate."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from judgecal._cli.common import (CAL_OPT, FAMILIES_OPT, FMT_OPT, Ctx, Finite, command, emit_json, err, out,
+                                 pass_ctx, refuse_idle_risk_k, summary_opts)
+
+
+@command()
+@FAMILIES_OPT
+@click.option("--judge", default=None, metavar="NAME|ID", help="Judge (default: every judge with a calibration).")
+@CAL_OPT
+@click.option("--max-verbosity-winrate", type=Finite(0, 1), default=0.55, show_default=True,
+              help="Fail when the calibrated verbosity win-rate is above this.")
+@click.option("--min-agreement-gain", type=Finite(), default=0.0, show_default=True,
+              help="Fail when cross-validated agreement (calibrated - raw) is below this.")
+@click.option("--max-unparsed", type=Finite(0, 1), default=0.05, show_default=True,
+              help="Fail when the unparsed + failed share of ratings is above this.")
+@click.option("--min-verbosity-winrate", type=Finite(0, 1), default=0.45, show_default=True,
+              help="Fail when the calibrated verbosity win-rate is below this (the calibration overcorrects: the shorter "
+                   "answer wins whatever its content).")
+@click.option("--allow-unidentified", is_flag=True,
+              help="Do not fail on a calibration that is not identified (parameter at its bound, CI over most of the range, "
+                   "one item deciding the optimum, scores clipped); it is still reported.")
+@click.option("--fail-at-bound", is_flag=True, help="Also fail when a fitted parameter sits at its bound.")
+@click.option("--max-baseline-gap", type=Finite(min=0), default=None,
+              help="Fail when a baseline (raw, linear, LOWESS, LC GLM) beats the published calibration by more than "
+                   "this cross-validated agreement (a share, e.g. 0.02).")
+@click.option("--allow-degenerate-answers", is_flag=True,
+              help="Pass the degenerate_answers check although a model of the family gives empty answers, the same "
+                   "answer to many items or answers far below L_ref (the fit's flags; by default check fails on them).")
+@summary_opts(extra=" A calibration fitted on another summary is refused.")
+@FMT_OPT
+@pass_ctx
+def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
+          min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
+          summary, risk_k, fmt) -> None:
+    """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
+
+    With --calibration ID, a --task-family other than the calibration's own is a transfer target:
+    the check fails when the calibration (its recommended method or its polylog fit) lowers that
+    family's expert agreement.
+
+    \b
+    Examples:
+      judgecal check --judge GPT-4
+      judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
+    refuse_idle_risk_k(summary)
+    from judgecal.views.check import run_check
+    from judgecal.report.board import check_table
+
+    from judgecal.progress import steps
+
+    with steps(err, "check (transfers are evaluated with bootstrap CIs)"):
+        result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
+                           min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed,
+                           fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
+                           min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
+                           allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k)
+    if fmt == "json":
+        emit_json(result)
+    else:
+        out.print(check_table(result))
+        for c in result["checks"]:
+            if not c["ok"]:
+                err.print(f"FAIL {c['message']}", highlight=False, markup=False)
+    if not result["ok"]:
+        sys.exit(1)
