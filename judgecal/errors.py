@@ -33,6 +33,17 @@ class UsageError(JudgecalError):
     """A bad option value or combination of options."""
 
 
+class ChoiceError(UsageError):
+    """A command needs a choice the data leaves open (several judges, task families or
+    baselines fit what was given). ``options``: [{"label": one line saying what tells the
+    choice apart (counts, identity), "params": {option: value} that selects it}] in content
+    order; the CLI prints the message (which lists them), the web view a page of links."""
+
+    def __init__(self, message: str, options: list[dict]):
+        self.options = list(options)
+        super().__init__(message)
+
+
 class InputError(JudgecalError):
     """A bad input file or record. The message names the file and line (``FILE:LINE: reason``)
     or the field."""

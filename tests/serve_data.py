@@ -195,3 +195,77 @@ def demo_like_db(tmp_path_factory, data_dir: Path) -> dict:
         _cache["demo"] = build_demo(f"sqlite:///{folder / 'judgecal.db'}", data_dir, folder / "out", model=model,
                                     local_judge=os.environ.get("JUDGECAL_DEMO_LOCAL_JUDGE") == "1")
     return _cache["demo"]
+
+
+# ---------------------------------------------------------------- the team's database
+#: A model name of 175 characters (the importer accepts 200) and one with a right-to-left
+#: override (U+202E), as a shared database ends up holding them (issue 32).
+LONG_MODEL = "a-very-long-model-name-" + "x" * 140 + "-v2-final-rlhf"
+RLO_MODEL = "evil\u202egnp.exe-model"
+
+
+def team_records() -> dict[str, list[dict]]:
+    """Generic-format records added to the demo database to make it a team's: one rating by a
+    second judge named "GPT-4" (another identity: its own endpoint), and AlpacaEval-family
+    verdicts of the real judge for two hostile model names against gpt4_1106_preview."""
+    rating = {"prompt": "Write a haiku about rain.", "model": "team-model", "response": "Rain on the tin roof.",
+              "judge": "GPT-4", "judge_model": "gpt-4-0613", "judge_endpoint": "https://api.example.org/v1",
+              "scale_min": 1, "scale_max": 10, "score": 7, "raw_output": "Rating: [[7]]"}
+    return {"ratings": [rating]}
+
+
+TEAM_STEPS: list[tuple[str, list[str]]] = [
+    ("", ["import", "llmbar", "{D}/llmbar_repo"]),
+    ("", ["import", "jsonl", "{WORK}/team_ratings.jsonl", "--kind", "ratings", "--task-family", "team/haiku"]),
+    ("", ["fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--bootstrap", "20", "--seed", "0"]),
+]
+
+
+def build_team(url: str, data_dir: Path, out: Path) -> dict:
+    """The team's database (issue 32): :data:`DEMO_STEPS` (without the model steps), then
+    :data:`TEAM_STEPS`: the LLMBar repository layout (58 judge/protocol pairs), a second judge
+    named "GPT-4", long and bidi model names."""
+    from click.testing import CliRunner
+
+    from judgecal.cli import main
+
+    built = build_demo(url, data_dir, out, model=False)
+    work = out / "team"
+    work.mkdir(parents=True, exist_ok=True)
+    for kind, recs in team_records().items():
+        (work / f"team_{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    texts = []
+    for _, args in TEAM_STEPS:
+        argv = ["--database-url", url] + [a.replace("{D}", str(data_dir)).replace("{WORK}", str(work)) for a in args]
+        runner = CliRunner()
+        with runner.isolation() as streams:
+            code = 0
+            try:
+                main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            text = streams[0].getvalue().decode() + streams[1].getvalue().decode()
+        assert "Traceback" not in text and code == 0, (args, code, text[-3000:])
+        texts.append(text)
+    _add_named_models(url, data_dir)
+    built["team_output"] = texts
+    return built
+
+
+def _add_named_models(url: str, data_dir: Path) -> None:
+    """Copies of one AlpacaEval model's answers and the real judge's verdicts under
+    :data:`LONG_MODEL` and :data:`RLO_MODEL` (as an import of a renamed results folder stores them)."""
+    from judgecal.views import importing
+
+    src = data_dir / "alpaca_eval" / "results" / "alpaca-7b"
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in (LONG_MODEL, RLO_MODEL):
+            dst = Path(tmp) / "results" / name.replace("/", "_")
+            shutil.copytree(src, dst)
+            for f in dst.rglob("*.json"):
+                text = f.read_text(encoding="utf-8").replace('"alpaca-7b"', json.dumps(name))
+                f.write_text(text, encoding="utf-8")
+        importing.import_alpaca_eval([Path(tmp) / "results" / n for n in (LONG_MODEL, RLO_MODEL)], [], None, url)

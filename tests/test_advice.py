@@ -141,10 +141,11 @@ def test_real_llmbar_keep_raw_not_identified_and_a_transfer_that_hurts(llmbar_wo
     html = (tmp_path / "rep" / "report.html").read_text()
     assert "not identified" in html
     # the gate refuses the unidentified fit by default, and says so
-    r = run(*base, "check", "--calibration", str(adv["id"]), "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1")
+    r = run(*base, "check", "--calibration", str(adv["id"]), "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1",
+            "--publish", "calibrated")
     assert r.exit_code == 1 and "not identified" in r.stderr
     r = run(*base, "check", "--calibration", str(adv["id"]), "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1",
-            "--allow-unidentified", "--format", "json")
+            "--allow-unidentified", "--publish", "calibrated", "--format", "json")
     checks = {c["check"]: c for c in json.loads(r.stdout)["checks"]}
     assert checks["identified"]["ok"] is True and checks["identified"]["value"] is False
     # transfer Adversarial_Neighbor -> Natural: the recommended method is what is judged, it hurts, it comes first

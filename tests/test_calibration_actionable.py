@@ -216,7 +216,7 @@ def test_check_max_baseline_gap(llmbar_db, run_cli):
     gap = fit["comparison"]["gap"]
     assert gap > 0.01  # the LC GLM beats the seed formula out of sample here
     args = ("--database-url", llmbar_db, "check", "--calibration", str(fit["id"]), "--min-agreement-gain", "-1",
-            "--max-verbosity-winrate", "1", "--allow-unidentified")  # this fit clips: only the gap is tested here
+            "--max-verbosity-winrate", "1", "--allow-unidentified", "--publish", "calibrated")  # this fit clips: only the gap is tested here
     strict = run_cli(*args, "--max-baseline-gap", "0")
     assert strict.exit_code == 1 and "beats the published calibration" in strict.stderr
     lenient = run_cli(*args, "--max-baseline-gap", "0.5", "--format", "json")

@@ -35,7 +35,7 @@ def test_judge_id_wherever_judge_is_taken(tmp_path, run_cli, db_url):
     eng.dispose()
     base = ("--database-url", db_url)
     res = run_cli(*base, "leaderboard", "--judge", "same")
-    assert res.exit_code == 2 and f"ambiguous; pass one of the ids: {first} (model m1" in res.stderr
+    assert res.exit_code == 2 and f"pass one of the ids (--judge id:N): {first} (model m1" in res.stderr
     fit = run_cli(*base, "fit", "--task-family", "f", "--judge", second, "--bootstrap", "10", "--folds", "2",
                   "--length-unit", "chars", "--format", "json")
     assert fit.exit_code == 0, fit

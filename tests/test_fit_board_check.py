@@ -73,16 +73,27 @@ def test_leaderboard_and_check(natural, data_dir, run_cli):
     csv_out = run_cli("--database-url", url, "leaderboard", "--judge", "GPT-4", "--format", "csv")
     assert csv_out.stdout.splitlines()[0].startswith("model,")
 
-    strict = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "0.5")
+    strict = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "0.5",
+                     "--publish", "calibrated")
     assert strict.exit_code == 1 and "FAIL" in strict.stderr and "agreement gain" in strict.stderr
     lenient = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1",
-                      "--allow-unidentified", "--format", "json")
+                      "--allow-unidentified", "--publish", "calibrated", "--format", "json")
     checks = {c["check"]: c for c in json.loads(lenient.stdout)["checks"]}
     assert checks["identified"]["ok"] is True  # reported, allowed
     # GPT-4 on Natural: nothing beats the raw judge out of sample, so the advice is keep raw and the
     # gate refuses to publish a calibration (issue 18); every other check holds
     assert checks["advice"]["value"] == "keep raw" and "publish the raw scores" in checks["advice"]["message"]
     assert lenient.exit_code == 1 and [n for n, c in checks.items() if not c["ok"]] == ["advice"]
+    # following the advice (the default, --publish recommended) publishes raw and passes (issue 32);
+    # the calibration's own thresholds do not apply to raw scores, and one row says so
+    followed = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "0.5",
+                       "--format", "json")
+    res = json.loads(followed.stdout)
+    assert followed.exit_code == 0 and res["published"] == {"llmbar/Natural / GPT-4": "raw"}
+    checks = {c["check"]: c for c in res["checks"]}
+    assert "agreement_gain_cv" not in checks and "identified" not in checks
+    assert checks["advice"]["ok"] and "published raw, as advised: keep raw" in checks["advice"]["message"]
+    assert "do not apply" in checks["calibration_checks"]["message"]
     usage = run_cli("--database-url", url, "check", "--max-unparsed", "2")
     assert usage.exit_code == 2
     for opt, value in [("--max-verbosity-winrate", "nan"), ("--min-agreement-gain", "nan"), ("--max-unparsed", "inf")]:
@@ -134,5 +145,9 @@ def test_check_fails_a_calibration_without_cross_validation(sqlite_url, data_dir
     assert r.exit_code == 2 and "--folds" in r.stderr
     assert run_cli("--database-url", url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--length-unit", "words",
                    "--folds", "0", "--bootstrap", "0").exit_code == 0
-    r = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1")
+    r = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1", "--publish", "calibrated")
     assert r.exit_code == 1 and "no cross-validated agreement" in r.stderr
+    # published as recommended: no recommendation was recorded (no nested selection), so raw is published and the
+    # gate fails until a refit records one
+    r = run_cli("--database-url", url, "check", "--judge", "GPT-4", "--min-agreement-gain", "-1")
+    assert r.exit_code == 1 and "no recommendation recorded" in r.stderr

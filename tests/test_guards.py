@@ -354,7 +354,7 @@ def test_fit_and_report_flag_them_in_every_format(natural_db, run_cli, tmp_path)
 def test_check_fails_on_degenerate_answers_unless_allowed(natural_db, run_cli):
     url, fit = natural_db
     base = ("--database-url", url, "check", "--calibration", str(fit["id"]), "--min-agreement-gain", "-1",
-            "--max-verbosity-winrate", "1")
+            "--max-verbosity-winrate", "1", "--publish", "calibrated")
     strict = run_cli(*base, "--format", "json")
     assert strict.exit_code == 1
     checks = {c["check"]: c for c in json.loads(strict.stdout)["checks"]}
@@ -447,7 +447,7 @@ def test_a_calibration_stored_before_the_floor_is_applied_as_fitted_and_explaine
     table = _ok(run_cli(*_board_args(old_url, *own))).stdout
     assert "note: calibration" in table and "short-side floor" in table
     base = ("--database-url", old_url, "check", "--calibration", str(fit["id"]), "--min-agreement-gain", "-1",
-            "--max-verbosity-winrate", "1", "--format", "json")
+            "--max-verbosity-winrate", "1", "--publish", "calibrated", "--format", "json")
     for allow, ok in ((False, False), (True, True)):
         res = run_cli(*base, *(["--allow-degenerate-answers"] if allow else []))
         c = {c["check"]: c for c in json.loads(res.stdout)["checks"]}["degenerate_answers"]

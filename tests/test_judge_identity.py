@@ -47,7 +47,11 @@ def test_pairwise_judge_sharing_a_pointwise_judges_name(tmp_path, db_url, run_cl
     assert sorted(apart.values())[0].startswith("mode pairwise") and sorted(apart.values())[1].startswith("mode pointwise")
     table = run_cli("--database-url", db_url, "stats").stdout
     assert "mode pairwise" in table and "mode pointwise" in table
-    res = run_cli("--database-url", db_url, "leaderboard", "--judge", "J")
+    # the score board reads ratings: the name resolves to the one J with ratings (issue 32); a command that reads
+    # both (report --judge J over every family) lists them with what tells them apart
+    res = run_cli("--database-url", db_url, "leaderboard", "--judge", "J", "--format", "json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["judge"] == "J", res
+    res = run_cli("--database-url", db_url, "export", "ratings", str(tmp_path / "x.jsonl"), "--judge", "J")
     assert res.exit_code == 2 and "what tells them apart" in res.stderr and "mode pairwise" in res.stderr
 
 

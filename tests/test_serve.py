@@ -260,7 +260,7 @@ def test_mc_pages_equal_the_cli(client, demo, run_cli):
     ("/leaderboard?max_unparsed=nan", "max_unparsed must be a finite number"),
     ("/leaderboard?judge=GPT-4&judge=ChatGPT", "judge is given 2 times"),
     (f"/winrates?baseline=nobody&family=alpaca_eval&judge={AE_JUDGE}", "no usable verdicts"),
-    ("/winrates?baseline=nobody", "several judges have pairwise verdicts"),
+    ("/winrates?baseline=nobody", "no pairwise verdicts against baseline 'nobody'; baselines with verdicts: "),
     ("/winrates?baseline=x&length_unit=miles", "length_unit must be one of"),
     ("/audit?family=llmbar/Natural&judge=GPT-4&filter=bogus", "filter must be one of"),
     ("/audit?family=llmbar/Natural&judge=GPT-4&page=0", "page must be between 1"),

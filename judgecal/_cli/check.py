@@ -33,12 +33,17 @@ from judgecal._cli.common import (CAL_OPT, FAMILIES_OPT, FMT_OPT, Ctx, Finite, c
 @click.option("--allow-degenerate-answers", is_flag=True,
               help="Pass the degenerate_answers check although a model of the family gives empty answers, the same "
                    "answer to many items or answers far below L_ref (the fit's flags; by default check fails on them).")
+@click.option("--publish", type=click.Choice(["recommended", "raw", "calibrated"]), default="recommended",
+              show_default=True,
+              help="Which numbers are published, so that the gate checks those: recommended follows each calibration's "
+                   "advice (the calibration where it is backed out of sample, raw where the advice is keep raw); raw "
+                   "publishes the raw scores; calibrated the calibration everywhere (fails where the advice is keep raw).")
 @summary_opts(extra=" A calibration fitted on another summary is refused.")
 @FMT_OPT
 @pass_ctx
 def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
           min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
-          summary, risk_k, fmt) -> None:
+          publish, summary, risk_k, fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
 
     With --calibration ID, a --task-family other than the calibration's own is a transfer target:
@@ -48,6 +53,7 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
     \b
     Examples:
       judgecal check --judge GPT-4
+      judgecal check --task-family llmbar/Natural --judge GPT-4 --publish calibrated
       judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
     refuse_idle_risk_k(summary)
     from judgecal.views.check import run_check
@@ -60,7 +66,8 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
                            min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed,
                            fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
                            min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
-                           allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k)
+                           allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k,
+                           publish=publish)
     if fmt == "json":
         emit_json(result)
     else:

@@ -106,6 +106,7 @@ class Writer:
         self.by_key: dict[tuple[int, str, str], int] = {}  # (item id, model, text SHA-256) -> response id
         self.judges: dict[JudgeSpec, int] = {}
         self.renamed: dict[tuple[str, str], None] = {}  # (name given, name of the stored judge of that identity)
+        self.shared_name: dict[str, tuple[int, list[int]]] = {}  # name: (new judge id, ids that had it before)
         # rows the database already held with the same values (not added again): {table: n}
         self.already: dict[str, int] = dict.fromkeys(("rating", "expert_label", "pairwise_judgment"), 0)
         # judge id -> whether it had no pairwise verdict when this import first met it; for such a
@@ -134,6 +135,14 @@ class Writer:
                 f"mode, scale and parameters; a name is not part of a judge's identity): its rows are filed under "
                 f"{stored!r}; to keep them apart give another judge_model, endpoint or prompt")
         self.renamed = {}
+        for name, (new_id, before) in self.shared_name.items():
+            batch.warnings.append(
+                f"judge {name!r} is a new judge (id {new_id}: another model, endpoint, prompt, mode, scale or parameters) "
+                f"with the name of the stored judge{'s' if len(before) > 1 else ''} {', '.join(f'id {i}' for i in before)}: "
+                f"a name that several judges share resolves to the one with data where a command looks, else it is "
+                f"refused listing them (--judge id:{new_id} names this one); give the records another judge name to keep "
+                f"names apart")
+        self.shared_name = {}
         return True
 
     def _write(self, batch: ImportBatch) -> None:
@@ -210,6 +219,7 @@ class Writer:
 
     def _judge_id(self, spec: JudgeSpec) -> int:
         if spec not in self.judges:
+            named_before = set(self.session.scalars(select(m.Judge.id).where(m.Judge.name == spec.name))) if spec.name else set()
             row = q.get_or_create_judge(
                 self.session,
                 name=spec.name,
@@ -224,6 +234,8 @@ class Writer:
             )
             if spec.name and row.name != spec.name:  # a judge's name is not part of its identity: said, not dropped
                 self.renamed.setdefault((spec.name, row.name), None)
+            elif named_before and row.id not in named_before:  # a second judge of that name: said, never silent
+                self.shared_name.setdefault(row.name, (row.id, sorted(named_before)))
             self.judges[spec] = row.id
         return self.judges[spec]
 

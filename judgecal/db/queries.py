@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
-from judgecal.errors import NotFoundError, UsageError
+from judgecal.errors import ChoiceError, NotFoundError, UsageError
 
 CHUNK = 5000
 
@@ -257,12 +257,17 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
     return out
 
 
-def judge_by_name(session: Session, name: str) -> m.Judge:
+def judge_by_name(session: Session, name: str, among: Iterable[int] | None = None, scope: str = "") -> m.Judge:
     """The judge called ``name``: ``id:N`` (its id), ``name:X`` (its name or model, never an
     id), or a plain name, model or numeric id (digits 0-9 only: '²' is a name). A plain number that is both a judge's name (or
     model) and another judge's id is refused as ambiguous (``id:N`` or ``name:N`` chooses).
-    Raises NotFoundError when none matches and UsageError when several do (the message lists
-    their ids)."""
+
+    Several judges may share a name (a name is not part of a judge's identity: model, endpoint,
+    prompt, mode, parameters, scale). ``among``: the ids of the judges that have data where the
+    caller looks (``scope`` says where, e.g. "with ratings in alpaca_eval"); a shared name
+    resolves to the one judge of that name among them. Raises NotFoundError when none matches
+    and :class:`~judgecal.errors.ChoiceError` (a UsageError) when several still do: its message
+    and options list each one's id and what tells them apart."""
     if name[:3].lower() == "id:":
         number = name[3:].strip()
         if not (number.isascii() and number.isdigit()) or int(number) > 2**31 - 1:  # '²'.isdigit(), int('²') fails
@@ -289,11 +294,44 @@ def judge_by_name(session: Session, name: str) -> m.Judge:
     if not found:
         known = ", ".join(sorted(set(session.scalars(select(m.Judge.name))))) or "none"
         raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
+    if len(found) > 1 and among is not None:
+        inside = set(among)
+        hits = [j for j in found if j.id in inside]
+        if len(hits) == 1:
+            return hits[0]
+        found = hits or found
     if len(found) > 1:
-        ids = "; ".join(f"{j.id} ({describe_judge(j)})" for j in found)
-        differ = "; ".join(f"{j.id}: {d}" for j, d in zip(found, judge_differences(found).values()))
-        raise UsageError(f"judge name {name!r} is ambiguous; pass one of the ids: {ids} (what tells them apart: {differ})")
+        raise ambiguous_judge(name, found, scope)
     return found[0]
+
+
+def judges_with_data(session: Session, family_ids: Iterable[int] | None = None) -> set[int]:
+    """Ids of the judges with at least one rating or pairwise verdict (in the task families
+    ``family_ids``; anywhere when None): the ``among`` of :func:`judge_by_name` for a command
+    that reads a judge's ratings or verdicts."""
+    fams = None if family_ids is None else list(family_ids)
+    out: set[int] = set()
+    for judge_col, resp_col in ((m.Rating.judge_id, m.Rating.response_id),
+                                (m.PairwiseJudgment.judge_id, m.PairwiseJudgment.response_a_id)):
+        stmt = select(judge_col).distinct()
+        if fams is not None:
+            stmt = (stmt.join(m.Response, m.Response.id == resp_col).join(m.Item, m.Item.id == m.Response.item_id)
+                    .where(m.Item.task_family_id.in_(fams)))
+        out.update(session.scalars(stmt))
+    return out
+
+
+def ambiguous_judge(name: str, found: list[m.Judge], scope: str = "") -> ChoiceError:
+    """The error for a judge name that several judges share: lists each one's id, identity and
+    what tells them apart, with the ``id:N`` that chooses it (``options``)."""
+    ids = "; ".join(f"{j.id} ({describe_judge(j)})" for j in found)
+    differ = judge_differences(found)
+    where = f" {scope}" if scope else ""
+    return ChoiceError(f"judge name {name!r} is ambiguous: {len(found)} judges{where} share it; pass one of the ids "
+                       f"(--judge id:N): {ids} (what tells them apart: "
+                       + "; ".join(f"{j.id}: {differ[j.id]}" for j in found) + ")",
+                       [{"label": f"{j.name} (id {j.id}): {differ[j.id] or describe_judge(j)}",
+                         "params": {"judge": f"id:{j.id}"}} for j in found])
 
 
 def describe_judge(judge: m.Judge) -> str:

@@ -58,6 +58,12 @@ def judges_with_verdicts(s: Session) -> list[m.Judge]:
     return list(s.scalars(select(m.Judge).where(m.Judge.id.in_(ids)).order_by(m.Judge.id)))
 
 
+def judge_ids_with_verdicts(s: Session):
+    """The set of the ids of the judges with at least one pairwise verdict (for
+    :func:`judgecal.db.queries.judge_by_name`'s ``among``)."""
+    return set(s.scalars(select(m.PairwiseJudgment.judge_id).distinct()))
+
+
 def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, unit: str = "chars",
                       tokenizer: str | None = None, summary: str = "greedy", risk_k: float = 1.0) -> BaselineVerdicts:
     """Every verdict of ``judge_id`` in the family that compares some model's answer with the

@@ -24,6 +24,7 @@ Families whose judge ratings have expert labels but no calibration fail ("run ju
 
 from __future__ import annotations
 
+from judgecal.errors import UsageError
 from judgecal.views.fitting import load_calibrations
 
 
@@ -32,8 +33,20 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
               fail_at_bound: bool = False, max_baseline_gap: float | None = None,
               allow_degenerate_answers: bool = False, min_verbosity_winrate: float = 0.45,
               allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0, summary: str = "greedy",
-              risk_k: float = 1.0) -> dict:
-    """{"ok": bool, "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
+              risk_k: float = 1.0, publish: str = "recommended") -> dict:
+    """{"ok": bool, "publish": the mode, "published": {"family / judge": "raw" | "calibrated"},
+    "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
+
+    ``publish`` says which numbers are published, so that the gate checks exactly those
+    (:data:`PUBLISH_MODES`): "recommended" (default) follows each calibration's advice, the
+    calibration where the nested selection backs one and the raw scores where it says keep
+    raw; "raw" publishes the raw scores everywhere; "calibrated" the calibration everywhere
+    (the advice check then fails where the advice is keep raw). Where raw scores are
+    published, the calibration's own checks (identified, cross-validated gain, convergence,
+    bounds, baseline gap, transfer) do not apply and one row says so; the verbosity thresholds
+    are applied to the raw verbosity win-rate; staleness (the advice itself was computed on
+    the data) and the unparsed share apply as for a calibration; degenerate answers are
+    reported (the publish board sets those models apart) without failing.
 
     With a calibration id, each ``families`` entry other than the calibration's own family is a
     **transfer** target: the calibration's recommended method and its polylog calibration are
@@ -54,6 +67,8 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     from judgecal.views.fitting import fit_row, refuse_summary_mismatch
 
     check_summary(summary, risk_k)
+    if publish not in PUBLISH_MODES:
+        raise UsageError(f"--publish must be one of {', '.join(PUBLISH_MODES)}, got {publish!r}")
 
     chosen = load_calibrations(families, judge, calibration, url)
     targets: list[str] = []
@@ -76,14 +91,21 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     from judgecal.views.fitting import staleness
 
     stale = staleness(chosen, url)
+    published: dict[str, str] = {}
     for row, fam, jud in chosen:
         r = fit_row(row, fam, jud)
         where = f"{fam} / {jud} (calibration {r['id']})"
-        _identified(add, fam, jud, where, r, allow_unidentified)
-        _advice(add, fam, jud, where, r)
+        shown = published_column(r, publish)
+        published[f"{fam} / {jud}"] = shown
+        _advice(add, fam, jud, where, r, publish)
         _summary_advice(add, fam, jud, where, r)
-        for target in targets:
+        for target in targets:  # asked for by name: gated whatever the source family publishes
             _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed)
+        if shown == "raw":
+            _raw_checks(add, fam, jud, where, row, r, stale[row.id], max_verbosity_winrate, min_verbosity_winrate,
+                        max_unparsed)
+            continue
+        _identified(add, fam, jud, where, r, allow_unidentified)
         if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
             add(fam, jud, "stale", stale[row.id], False, False,
                 f"{where}: stale: the ratings, labels or lengths it was fitted on have changed since: refit with judgecal fit"
@@ -141,7 +163,96 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         if fail_at_bound:
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
-    return {"ok": all(c["ok"] for c in checks), "checks": checks}
+    return {"ok": all(c["ok"] for c in checks), "publish": publish, "published": published, "checks": checks}
+
+
+#: ``check --publish`` / ``publish --publish``: which numbers a family's board publishes
+PUBLISH_MODES = ("recommended", "raw", "calibrated")
+
+
+def published_column(r: dict, publish: str = "recommended") -> str:
+    """"raw" or "calibrated": what a family's board publishes under ``publish``
+    (:data:`PUBLISH_MODES`) for the calibration ``r`` (:func:`judgecal.views.fitting.fit_row`).
+    "recommended" publishes the calibration only where its nested selection's decision is to
+    calibrate (its out-of-sample gain over raw clears zero), the fit is identified and the
+    method is the polylog penalty the score board applies; raw otherwise (keep raw, no recorded
+    decision, an unidentified fit, or another method: :func:`advice_line` says which)."""
+    if publish in ("calibrated", "raw"):
+        return publish
+    sel = r.get("selection") or {}
+    ident = r.get("identification") or {}
+    if sel.get("decision") != "calibrate" or (ident and not ident.get("identified")):
+        return "raw"
+    return "calibrated" if str(sel.get("recommended") or "").startswith("polylog") else "raw"
+
+
+def advice_line(fit: dict, publish: str = "recommended") -> str:
+    """One line: what is published for the calibration ``fit`` (:func:`judgecal.views.fitting.fit_row`)
+    under ``publish`` and the evidence (the nested selection's decision and reason, the
+    identification)."""
+    sel = fit.get("selection") or {}
+    decision, rec, reason = sel.get("decision"), sel.get("recommended"), sel.get("reason")
+    column = published_column(fit, publish)
+    ident = fit.get("identification") or {}
+    unidentified = bool(ident) and not ident.get("identified")
+    if column == "calibrated":
+        what = ("calibrated, as advised: " + str(rec) if decision == "calibrate" and publish == "recommended" else
+                "calibrated (--publish calibrated" + (", as the advice backs: " + str(rec) if decision == "calibrate"
+                                                       else ", NOT backed by the advice") + ")")
+        if unidentified:
+            what += "; the fit is not identified, do not publish: " + "; ".join(ident.get("reasons") or [])
+    elif decision == "keep raw":
+        what = "raw, as advised: keep raw" + (" (--publish raw)" if publish == "raw" else "")
+    elif decision == "calibrate":
+        what = (f"raw (--publish raw; the advice backs {rec})" if publish == "raw" else
+                f"raw: the advice backs {rec}, but " + ("the fit is not identified" if unidentified
+                                                        else f"the score board applies polylog only, not {rec}"))
+    else:
+        what = "raw: no recommendation recorded (refit with judgecal fit)"
+    return f"calibration {fit.get('id')}: published {what}" + (f" ({reason})" if reason else "")
+
+
+def _raw_checks(add, fam, jud, where, row, r: dict, stale, max_vwr: float, min_vwr: float, max_unparsed: float) -> None:
+    """The checks of a family whose raw scores are published: freshness of the advice, the
+    verbosity thresholds on the raw verbosity win-rate, the unparsed share; the calibration's
+    own checks named as not applicable; degenerate answers reported without failing."""
+    add(fam, jud, "calibration_checks", None, None, True,
+        f"{where}: the raw scores are published, so the calibration's own checks (identified, cross-validated gain, "
+        f"convergence, bounds, baseline gap) do not apply")
+    if stale is not False:  # the advice was computed on data that has changed
+        add(fam, jud, "stale", stale, False, False,
+            f"{where}: stale: the ratings, labels or lengths the advice was computed on have changed since: refit with "
+            "judgecal fit" if stale else
+            f"{where}: freshness unknown: stored before judgecal recorded the fingerprint of its data: refit with judgecal fit")
+    else:
+        add(fam, jud, "stale", False, False, True, f"{where}: fresh: the advice was computed on the current data")
+    v = r.get("verbosity_win_rate_raw")
+    if v is not None:
+        add(fam, jud, "verbosity_win_rate", v, max_vwr, v <= max_vwr,
+            f"{where}: raw verbosity win-rate {v:.3f} {'<=' if v <= max_vwr else '>'} {max_vwr} (the raw scores are published)")
+        add(fam, jud, "verbosity_win_rate_min", v, min_vwr, v >= min_vwr,
+            f"{where}: raw verbosity win-rate {v:.3f} {'>=' if v >= min_vwr else '<'} {min_vwr}")
+    else:
+        add(fam, jud, "verbosity_win_rate", None, max_vwr, True,
+            f"{where}: verbosity win-rate not measured: the fit had no rated concise/verbose pairs, so "
+            f"--max-verbosity-winrate {max_vwr} and --min-verbosity-winrate {min_vwr} were not applied")
+    status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
+    total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
+    if total:
+        share = (status.get("unparsed", 0) + status.get("failed", 0)) / total
+        add(fam, jud, "unparsed_share", share, max_unparsed, share <= max_unparsed,
+            f"{where}: unparsed/failed ratings {share:.1%} {'<=' if share <= max_unparsed else '>'} {max_unparsed:.1%}")
+    found = [f for f in r.get("flags") or [] if isinstance(f, dict) and f.get("code") in _degenerate_codes()]
+    add(fam, jud, "degenerate_answers", [f["code"] for f in found], [], True,
+        f"{where}: " + ("degenerate answers (set apart on the publish board, not ranked): "
+                        + "; ".join(f["message"] for f in found) if found else
+                        "no empty, constant or far-short answers among the judge's rated responses"))
+
+
+def _degenerate_codes():
+    from judgecal.calibrate.guards import CODES
+
+    return CODES
 
 
 def _summary_advice(add, fam, jud, where, r: dict) -> None:
@@ -179,12 +290,17 @@ def _degenerate_check(add, fam, jud, where, row, r: dict, allow: bool) -> None:
             f"{where}: no empty, constant or far-short answers among the judge's rated responses")
 
 
-def _advice(add, fam, jud, where, r: dict) -> None:
+def _advice(add, fam, jud, where, r: dict, publish: str = "calibrated") -> None:
     """The "advice" check: a calibration is published only where the nested selection's advice
-    is to calibrate (its out-of-sample gain over raw clears zero); "keep raw" fails with the
-    reason (publish the raw scores), and so does a fit without a recorded decision (refit)."""
+    is to calibrate (its out-of-sample gain over raw clears zero). Publishing the calibration
+    (``publish`` "calibrated") where the advice is "keep raw" fails with the reason, and so does
+    a fit without a recorded decision (refit) unless raw is published. Publishing raw passes:
+    keep raw is a valid answer, and raw is what "recommended" publishes there."""
     sel = r.get("selection") or {}
     decision = sel.get("decision")
+    if published_column(r, publish) == "raw" and (decision is not None or publish == "raw"):
+        add(fam, jud, "advice", decision, publish, True, f"{where}: " + advice_line(r, publish))
+        return
     if decision == "calibrate":
         add(fam, jud, "advice", decision, "calibrate", True,
             f"{where}: the evidence backs a calibration: {sel.get('recommended')} ({sel.get('reason')})")

@@ -149,7 +149,7 @@ def evaluate_family(
     with session_scope(engine) as s:
         fam_id = q.family_id(s, family)
         fam = s.get(m.TaskFamily, fam_id)
-        jrow = q.judge_by_name(s, judge)
+        jrow = q.judge_by_name(s, judge, q.judges_with_data(s, [fam_id]), f"with ratings or verdicts in {family}")
         vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
         fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
         ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
@@ -631,10 +631,15 @@ def _fit_query(family: str | None, judge: str | None, s):
         .join(m.Judge, m.Judge.id == m.Calibration.judge_id)
         .order_by(m.Calibration.id)
     )
-    if family:
-        stmt = stmt.where(m.Calibration.task_family_id == q.family_id(s, family))
-    if judge:
-        stmt = stmt.where(m.Calibration.judge_id == q.judge_by_name(s, judge).id)
+    fid = q.family_id(s, family) if family else None
+    if fid is not None:
+        stmt = stmt.where(m.Calibration.task_family_id == fid)
+    if judge:  # a name several judges share: the one with a calibration (of the family)
+        fitted = select(m.Calibration.judge_id).distinct()
+        if fid is not None:
+            fitted = fitted.where(m.Calibration.task_family_id == fid)
+        jrow = q.judge_by_name(s, judge, set(s.scalars(fitted)), "with a calibration" + (f" of {family}" if family else ""))
+        stmt = stmt.where(m.Calibration.judge_id == jrow.id)
     return stmt
 
 

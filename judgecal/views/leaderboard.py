@@ -21,7 +21,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.guarddata import rated_template_keys
-from judgecal.errors import NotFoundError, UsageError
+from judgecal.errors import ChoiceError, NotFoundError, UsageError
 from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message, summary_note
 from judgecal.calibrate.summaries import label as summary_label
 from judgecal.views.fitting import apply_calibration, load_calibrations, refuse_summary_mismatch, staleness
@@ -29,18 +29,35 @@ from judgecal.views.fitting import apply_calibration, load_calibrations, refuse_
 DEFAULTS = {"min_ratings": 30, "max_unparsed": 0.05, "n_bootstrap": 1000, "seed": 0}
 
 
-def _pick_judge(s, judge: str | None) -> m.Judge:
-    if judge:
-        return q.judge_by_name(s, judge)
-    from sqlalchemy import select
+def _pick_judge(s, judge: str | None, families=None) -> m.Judge:
+    """The judge of the board: ``judge`` (a name several judges share resolves to the one with
+    ratings in ``families``, all families when none are given), else the only judge with
+    ratings there. Raises NotFoundError (no ratings), ChoiceError (several judges: each with its
+    count of ratings, and the ``judge`` value that chooses it)."""
+    from sqlalchemy import func, select
 
-    ids = list(s.scalars(select(m.Rating.judge_id).distinct()))
-    if len(ids) == 1:
-        return s.get(m.Judge, ids[0])
-    if not ids:
-        raise NotFoundError("no ratings in the database yet: run `judgecal rate` or import ratings")
-    names = ", ".join(sorted({s.get(m.Judge, i).name for i in ids}))
-    raise UsageError(f"several judges have ratings ({names}): choose one with --judge")
+    fam_ids = q.family_ids(s, families) if families else None
+    stmt = select(m.Rating.judge_id, func.count()).group_by(m.Rating.judge_id)
+    if fam_ids is not None:
+        stmt = (stmt.join(m.Response, m.Response.id == m.Rating.response_id).join(m.Item, m.Item.id == m.Response.item_id)
+                .where(m.Item.task_family_id.in_(fam_ids)))
+    counts = dict(s.execute(stmt).all())
+    where = f"with ratings in {', '.join(families)}" if families else "with ratings"
+    if judge:
+        return q.judge_by_name(s, judge, counts, where)
+    if len(counts) == 1:
+        return s.get(m.Judge, next(iter(counts)))
+    if not counts:
+        raise NotFoundError("no ratings in the database yet: run `judgecal rate` or import ratings" if not families else
+                            f"no judge has ratings in {', '.join(families)} (see `judgecal stats`)")
+    from judgecal.db.browse import judge_ref
+
+    label = q.judge_labels(s)
+    names = {jid: s.get(m.Judge, jid).name for jid in counts}
+    options = sorted(({"label": f"{label[j]}: {n} ratings", "params": {"judge": judge_ref(label, names, j)}}
+                      for j, n in counts.items()), key=lambda o: o["label"])
+    raise ChoiceError(f"several judges have ratings{' in ' + ', '.join(families) if families else ''} ("
+                      + "; ".join(o["label"] for o in options) + "): choose one with --judge", options)
 
 
 def build_leaderboard(families=None, judge: str | None = None, calibration: str = "latest", url: str | None = None,
@@ -89,7 +106,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         judge = str(explicit[0].judge_id)
     engine = get_engine(url)
     with session_scope(engine) as s:
-        jrow = _pick_judge(s, judge)
+        jrow = _pick_judge(s, judge, families)
         fam_ids = list(dict.fromkeys(q.family_ids(s, families)))  # a repeated --task-family counts once
         fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
         rows = boarddata.rated_responses(s, fam_ids, jrow.id, summary, risk_k)

@@ -29,7 +29,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import InputError, NotFoundError, UsageError
+from judgecal.errors import ChoiceError, InputError, NotFoundError, UsageError
 from judgecal.importers.records import read_csv_cells
 
 COLUMNS = ("raw", "lc", "calibrated")
@@ -52,7 +52,7 @@ ZERO_WIDTH = 1e-9
 
 def _pick_judge(s, judge: str | None) -> m.Judge:
     if judge:
-        return q.judge_by_name(s, judge)
+        return q.judge_by_name(s, judge, vq.judge_ids_with_verdicts(s), "with pairwise verdicts")
     found = vq.judges_with_verdicts(s)
     if not found:
         raise NotFoundError("no pairwise verdicts in the database: import AlpacaEval annotations "
@@ -80,6 +80,58 @@ def _pick_family(s, families: list[str]) -> tuple[int, str]:
         raise NotFoundError("no pairwise verdicts in any task family")
     raise UsageError("pairwise verdicts in several task families (" + ", ".join(n for _, n in cands)
                      + "): choose one with --task-family")
+
+
+def pick_scope(s, baseline: str, families: list[str], judge: str | None) -> tuple[m.Judge, int, str, str | None]:
+    """(judge row, task family id, family name, note) of a win-rate board against ``baseline``.
+
+    What the data implies is chosen: the judges and families are narrowed to those whose
+    pairwise verdicts hold ``baseline``'s answers on one side (:func:`judgecal.db.browse.baseline_models`);
+    a judge or family not given is the only one left, and ``note`` then names it ("judge X and
+    task family F: the only ones with verdicts against B"; None when everything was given). A
+    judge name that several judges share resolves to the one with such verdicts.
+
+    Raises UsageError for several families given, :class:`~judgecal.errors.ChoiceError` (a
+    UsageError listing each (judge, family) with its verdict count and the options that
+    choose it) where several remain, NotFoundError where no verdict exists at all."""
+    from judgecal.db.browse import baseline_models
+
+    if len(families) > 1:
+        raise UsageError("win-rate mode takes one --task-family at a time")
+    scopes = [b for b in baseline_models(s) if b["model"] == baseline]
+    if judge:
+        jrow = q.judge_by_name(s, judge, {b["judge_id"] for b in scopes}, f"with verdicts against {baseline!r}")
+        scopes = [b for b in scopes if b["judge_id"] == jrow.id]
+    if families:
+        q.family_ids(s, families)  # NotFoundError for an unknown family
+        scopes = [b for b in scopes if b["task_family"] == families[0]]
+    if judge and families:
+        return jrow, q.family_ids(s, families)[0], families[0], None
+    if len(scopes) == 1:
+        b = scopes[0]
+        jrow = s.get(m.Judge, b["judge_id"])
+        implied = [w for w, given in (("judge " + repr(jrow.name), judge), ("task family " + repr(b["task_family"]), families))
+                   if not given]
+        note = (" and ".join(implied) + f": the only {'ones' if len(implied) > 1 else 'one'} with pairwise verdicts "
+                f"against {baseline!r} ({b['verdicts']} verdicts)" + (f" by judge {jrow.name!r}" if judge else "")
+                + (f" in {b['task_family']}" if families else ""))
+        return jrow, q.family_ids(s, [b["task_family"]])[0], b["task_family"], note
+    if not scopes and not judge and not families:
+        others = sorted({b["model"] for b in baseline_models(s)})
+        if others:
+            raise NotFoundError(f"no pairwise verdicts against baseline {baseline!r}; baselines with verdicts: "
+                                + ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else ""))
+    if not scopes:  # nothing against this baseline where asked: the judge's or family's own messages say why
+        jrow = _pick_judge(s, judge)
+        fid, fam = _pick_family(s, list(families))
+        return jrow, fid, fam, None
+    options = [{"label": f"judge {b['judge']} in {b['task_family']}: {b['verdicts']} verdicts against {baseline}",
+                "params": {"judge": b["judge_ref"], "family": b["task_family"]}}
+               for b in sorted(scopes, key=lambda b: (b["task_family"], b["judge"]))]
+    given = " and ".join(x for x in ((f"judge {judge!r}" if judge else ""), (f"family {families[0]!r}" if families else "")) if x)
+    raise ChoiceError(f"{len(scopes)} judge/family pairs have pairwise verdicts against {baseline!r}"
+                      + (f" for {given}" if given else "") + ": "
+                      + "; ".join(o["label"] for o in options) + ": choose with --judge and --task-family", options)
 
 
 def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str | None]]]]:
@@ -312,8 +364,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     external, no_score = read_ranking(Path(compare_to), compare_column) if compare_to else (None, {})
     engine = get_engine(url)
     with session_scope(engine) as s:
-        jrow = _pick_judge(s, judge)
-        fid, fam = _pick_family(s, list(families or []))
+        jrow, fid, fam, chosen_note = pick_scope(s, baseline, list(families or []), judge)
         data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars", summary=summary, risk_k=risk_k)
         if data.no_distribution:
             raise UsageError(missing_message(data.no_distribution, data.n_ok, summary,
@@ -348,6 +399,9 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
                         weights, lc_weights, (external, no_score), compare_to, n_bootstrap, seed, short_floor, p_bounds,
                         signed, min_items, lc_regulariser, joint, sort_by)
     board["summary"] = label(summary, risk_k)
+    board["chosen"] = chosen_note
+    if chosen_note:  # said in every format: what the data implied was chosen, and named
+        board["notes"].insert(0, f"chosen: {chosen_note}")
     if summary != "greedy":  # said in every format (notes: table footer, Markdown, JSON)
         board["notes"].insert(0, summary_note(summary, risk_k, pairwise=True))
     return board
