@@ -269,3 +269,11 @@ def _add_named_models(url: str, data_dir: Path) -> None:
                 text = f.read_text(encoding="utf-8").replace('"alpaca-7b"', json.dumps(name))
                 f.write_text(text, encoding="utf-8")
         importing.import_alpaca_eval([Path(tmp) / "results" / n for n in (LONG_MODEL, RLO_MODEL)], [], None, url)
+
+
+def team_db(tmp_path_factory, data_dir: Path) -> dict:
+    """The team's database (:func:`build_team`, SQLite), built once per test process."""
+    if "team" not in _cache:
+        folder = tmp_path_factory.mktemp("team")
+        _cache["team"] = build_team(f"sqlite:///{folder / 'judgecal.db'}", data_dir, folder / "out")
+    return _cache["team"]

@@ -88,7 +88,7 @@ def test_report_shows_the_cli_leaderboards(db_url, data_dir, tmp_path, run_cli):
     win = _section(html, f"<h3>Win rates against {sd.BASELINE}")
     body = win.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
-    assert [re.findall(r"<td>([^<]+)</td>", r)[0] for r in rows] == [r["model"] for r in board["rows"]]
+    assert [re.findall(r'<td class="name">([^<]+)</td>', r)[0] for r in rows] == [r["model"] for r in board["rows"]]
     assert {sd.BASELINE, *sd.ALPACA_MODELS} <= {r["model"] for r in board["rows"]}
     assert [_shown(row) for row in rows] == _expected(WIN_COLUMNS, board["rows"], win_cell)
     for r, row in zip(board["rows"], rows):
@@ -152,7 +152,7 @@ def test_alpaca_eval_only_report_shows_the_win_rates(db_url, data_dir, tmp_path,
     assert '<a href="#leaderboards">leaderboards</a>' in html
     win = _section(html, f"<h3>Win rates against {sd.BASELINE}")
     for model in sd.ALPACA_MODELS:
-        assert f"<td>{model}</td>" in win
+        assert f'<td class="name">{model}</td>' in win  # the static report links nowhere
     assert '<th class="num">LC win rate<span class="ci">95% CI</span></th>' in win
     assert '<th class="num">calibrated<span class="ci">95% CI</span></th>' in win
     assert "flags: " in win or "note: flags:" in win

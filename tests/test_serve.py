@@ -109,7 +109,12 @@ def test_score_board_equals_the_cli(client, demo, run_cli):
     rated = [r for r in web.json()["rows"] if r["mean_raw"] is not None]  # (the mc runs' models have rows too)
     assert len(rated) == 2
     for row in rated:  # the page's cells are the CLI table's strings of the same figures
-        assert f"<td>{row['model']}</td>" in html
+        # the model's cell opens its evidence: the audit of the family and judge, filtered to the model (issue 32)
+        from judgecal.web.render import link
+
+        href = link("/audit", family="llmbar/Natural", judge=f"id:{web.json()['judge_id']}", model=row["model"])
+        assert f'<td class="name"><a href="{href.replace("&", "&amp;")}"' in html
+        assert client.get(href).status_code == 200
         # an unidentified calibration shows no calibrated mean (issue 23): the cell is '-', the row flagged
         cal = "-" if row["calibration_not_identified"] else f"{row['mean_calibrated']:.3f}"
         assert (row["mean_calibrated"] is None) == row["calibration_not_identified"]
@@ -125,7 +130,7 @@ def test_score_board_sorts(client):
     for sort, expected in (("mean_raw", order), ("-mean_raw", order[::-1])):
         html = client.get(f"/leaderboard?judge=GPT-4&sort={sort}").text
         body = html.split("<tbody>", 1)[1]
-        assert [m for m in re.findall(r"<td>(llmbar/output_\d)</td>", body)] == expected
+        assert [m for m in re.findall(r'<td class="name"><a [^>]*>(llmbar/output_\d)</a></td>', body)] == expected
     assert client.get("/leaderboard?judge=GPT-4&sort=nope").status_code == 400
 
 
@@ -139,7 +144,8 @@ def test_win_rates_equal_the_cli(client, demo, run_cli):
     models = [r["model"] for r in web["rows"]]
     assert set(sd.ALPACA_MODELS) <= set(models)
     body = html.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    assert re.findall(r"<tr><td>([^<]+)</td>", body) == models  # the board's own order
+    # the board's own order; each model links to its evidence, the baseline (50% by construction) to none
+    assert re.findall(r'<tr><td class="name">(?:<a href="[^"]*"[^>]*>)?([^<]+)', body) == models
     for r in web["rows"]:
         assert f">{r['win_rate']:.2f}<" in body and f">{r['length_controlled_winrate']:.2f}<" in body
     assert "choose a baseline" in client.get("/winrates").text and sd.BASELINE in client.get("/winrates").text

@@ -36,12 +36,7 @@ def publish(ctx: Ctx, families, judge, baseline, publish, min_ratings, max_unpar
     The published column is the one the out-of-sample evidence backs (a calibration whose
     nested gain clears raw), raw where the advice is keep raw, with the advice in one line;
     models with empty, constant or truncated answers, the baseline and gamed baselines are set
-    apart with their reason, not ranked. `judgecal check --publish` gates the same column.
-
-    \b
-    Examples:
-      judgecal publish --task-family llmbar/Natural --judge GPT-4
-      judgecal publish --baseline gpt4_1106_preview --format csv"""
+    apart with their reason, not ranked. `judgecal check --publish` gates the same column."""
     if wide and fmt != "table":
         raise click.UsageError(f"--wide applies to --format table, not {fmt}")
     if publish == "lc" and baseline is None:

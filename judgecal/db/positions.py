@@ -60,17 +60,20 @@ def labelled_verdict_pairs(s: Session, family_id: int, judge_id: int) -> list[di
 def labelled_rating_pairs(s: Session, family_id: int, judge_id: int) -> list[dict]:
     """The family's expert-labelled pairs (a, b) whose two answers the (pointwise) judge rated
     (sample 0), one dict each: {"key" (as :func:`labelled_verdict_pairs`), "gold", "outcome",
-    "raw_a", "raw_b" (the raw outputs), "score_a", "score_b" (None unless ok)}."""
+    "raw_a", "raw_b" (the raw outputs), "score_a", "score_b" (None unless ok), "len_a", "len_b"
+    (characters)}."""
     E = m.ExpertLabel
     RA, RB = aliased(m.Response), aliased(m.Response)
     q = (select(E.response_a_id, E.response_b_id, E.preference, E.annotator, E.source,
-                m.Item.prompt_sha256, RA.model, RA.text_sha256, RB.model, RB.text_sha256)
+                m.Item.prompt_sha256, RA.model, RA.text_sha256, RB.model, RB.text_sha256, RA.n_chars, RB.n_chars)
          .join(RA, RA.id == E.response_a_id).join(RB, RB.id == E.response_b_id)
          .join(m.Item, m.Item.id == RA.item_id)
          .where(E.kind == "pairwise", m.Item.task_family_id == family_id))
     labels = {}
-    for a, b, pref, ann, src, item, ma, sa, mb, sb in sorted(s.execute(q), key=lambda r: (r[3], r[4])):
+    lengths = {}
+    for a, b, pref, ann, src, item, ma, sa, mb, sb, la, lb in sorted(s.execute(q), key=lambda r: (r[3], r[4])):
         labels.setdefault((a, b), (pref, (item, ma, sa, mb, sb)))
+        lengths[(a, b)] = (la, lb)
     ids = sorted({x for k in labels for x in k})
     ratings: dict[int, tuple] = {}
     R = m.Rating
@@ -84,7 +87,8 @@ def labelled_rating_pairs(s: Session, family_id: int, judge_id: int) -> list[dic
         if a in ratings and b in ratings:
             (sa, ra, xa), (sb, rb, xb) = ratings[a], ratings[b]
             out.append({"key": key, "gold": gold, "outcome": OUTCOME[gold], "raw_a": ra, "raw_b": rb,
-                        "score_a": xa if sa == "ok" else None, "score_b": xb if sb == "ok" else None})
+                        "score_a": xa if sa == "ok" else None, "score_b": xb if sb == "ok" else None,
+                        "len_a": lengths[(a, b)][0], "len_b": lengths[(a, b)][1]})
     return sorted(out, key=lambda d: d["key"])
 
 

@@ -17,6 +17,8 @@ from judgecal.report.svg import interval_chart
 
 #: A header's sort link: key -> URL or None (no link). The static report has none.
 Href = Callable[[str], "str | None"]
+#: A model's evidence link: model name -> URL of its items (the audit filtered to the model) or None.
+Evidence = Callable[[str], "str | None"]
 
 
 def score_chart(board: dict, rows: list[dict] | None = None) -> str | None:
@@ -60,25 +62,28 @@ def _without_empty(heads: list[tuple], cells: list[list[str]]) -> tuple[list[tup
     return [heads[i] for i in keep], [[row[i] for i in keep] for row in cells], dropped
 
 
-def score_board_view(board: dict, rows: list[dict] | None = None, href: Href | None = None) -> dict:
+def score_board_view(board: dict, rows: list[dict] | None = None, href: Href | None = None,
+                     evidence: Evidence | None = None) -> dict:
     """The score board for a page: {"heads": [(label, key, sort URL or None)], "cells": rows of
     the CLI table's strings, "empty": the labels of the columns left out because no row has a
     value there (:func:`_without_empty`), "chart": SVG or None, "legend": {flag code: meaning}, "footer":
-    notes and left-out counts}. ``rows``: the board's rows in the order shown (default: the
-    board's); ``href``: the sort link of a column key (None: no links)."""
+    notes and left-out counts, "links": per row the URL of the model's evidence or None}.
+    ``rows``: the board's rows in the order shown (default: the board's); ``href``: the sort
+    link of a column key (None: no links); ``evidence``: the evidence link of a model."""
     rows = board["rows"] if rows is None else rows
     heads, cells, empty = _without_empty([(label, key, href(key) if href else None) for label, key in score.COLUMNS],
                                          [[score._cell(k, r.get(k)) for _, k in score.COLUMNS] for r in rows])
     return {"heads": heads, "cells": cells, "empty": empty,
             "chart": score_chart(board, rows), "legend": dict(board.get("flag_legend") or {}),
-            "footer": score.left_out_lines(board)}
+            "footer": score.left_out_lines(board), "links": [evidence(r["model"]) if evidence else None for r in rows]}
 
 
-def winrate_board_view(board: dict, href: Href | None = None) -> dict:
+def winrate_board_view(board: dict, href: Href | None = None, evidence: Evidence | None = None) -> dict:
     """The win-rate board for a page: heads, cells (the CLI table's strings, in the board's
     order; columns without any value left out and named in "empty"), chart, "caption" (:func:`judgecal.report.winboard.title`), the verbosity spreads
     ("spread_heads", "spreads") and "footer" (notes with the flag legend, left-out counts,
-    the external-ranking comparison)."""
+    the external-ranking comparison), "links" (per row the model's evidence URL or None:
+    ``evidence``)."""
     heads, cells, empty = _without_empty(
         [(label, key, href(key) if href else None) for label, key in winboard.COLUMNS],
         [[winboard._cell(k, r.get(k)) for _, k in winboard.COLUMNS] for r in board["rows"]])
@@ -87,4 +92,5 @@ def winrate_board_view(board: dict, href: Href | None = None) -> dict:
             "spread_heads": [c for c, _ in winboard.SPREAD_COLUMNS],
             "spreads": [[winboard._cell(k, s.get(k)) for _, k in winboard.SPREAD_COLUMNS]
                         for s in board["verbosity_spreads"]],
-            "footer": winboard.footer_lines(board)}
+            "footer": winboard.footer_lines(board),
+            "links": [evidence(r["model"]) if evidence else None for r in board["rows"]]}

@@ -32,8 +32,10 @@ NARROW_HIDDEN = ("kind", "L_ref", "p")
 def _environment():
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
+    from judgecal.report.visible import finalize_html
+
     env = Environment(loader=PackageLoader("judgecal.report", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=finalize_html)
     env.filters["wbr"] = break_points
     return env
 
@@ -46,7 +48,9 @@ def break_points(text) -> str:
 
     from markupsafe import Markup, escape
 
-    return Markup(re.sub(r"([/_-])(?=\w)", r"\1<wbr>", str(escape(text))))
+    from judgecal.report.visible import visible_html
+
+    return Markup(re.sub(r"([/_-])(?=\w)", r"\1<wbr>", str(escape(visible_html(text)))))
 
 
 def _b64(png: bytes | None) -> str | None:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as _escape
+
+from judgecal.report.visible import visible_html
+
+
+def escape(text) -> str:
+    """XML-escaped, with control and bidi characters shown as ``<U+XXXX>`` (:func:`visible_html`)."""
+    return _escape(visible_html(text))
+
 
 ROW = 22  # pixels per row
 LABEL_W = 230

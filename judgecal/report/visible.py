@@ -15,3 +15,36 @@ def visible(text: str, *, keep_newlines: bool = False) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or (keep_newlines and ch == "\n") else f"<U+{ord(ch):04X}>" for ch in text)
+
+
+#: Unicode categories a page shows as ``<U+XXXX>``: controls, format characters (bidi overrides
+#: and isolates, zero-width characters), line and paragraph separators, surrogates, private use
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
+_KEPT = frozenset("\n\r\t")
+
+
+def visible_html(text: str) -> str:
+    """``text`` for an HTML page: characters of the categories in :data:`_HIDDEN` (a
+    right-to-left override U+202E, a zero-width joiner, an escape) written as ``<U+XXXX>``;
+    newlines, carriage returns and tabs kept (answers are shown as preformatted text), every
+    other character (letters of any script, spaces, symbols) unchanged. The page's
+    autoescaping then escapes the ``<``."""
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(f"<U+{ord(ch):04X}>" if ch not in _KEPT and unicodedata.category(ch) in _HIDDEN else ch
+                   for ch in text)
+
+
+def finalize_html(value):
+    """The Jinja2 ``finalize`` of judgecal's HTML pages (the web view and the static report):
+    every ``{{ value }}`` that is text goes through :func:`visible_html` (a model named
+    ``evil\u202egnp.exe-model`` cannot read as ``evilledom-exe.png``); markup judgecal made
+    (charts, marked safe) and other values pass as they are."""
+    from markupsafe import Markup
+
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible_html(value)
+    return value

@@ -168,6 +168,18 @@ def write_rows(rows: Iterable[dict], path: Path, fmt: str, columns: list[str] | 
     return n
 
 
+def csv_text(rows: list[dict]) -> str:
+    """``rows`` as the CSV text :func:`write_rows` writes (header: the union of the keys in
+    order; nested values as JSON, formula-looking cells neutralised): what a web page offers
+    as a download of the same board."""
+    import io
+
+    columns = list(dict.fromkeys(k for row in rows for k in row)) or ["model"]
+    buf = io.StringIO(newline="")
+    _dump(rows, buf, "csv", columns)
+    return buf.getvalue()
+
+
 class _TextToBytes:
     """A write-only adapter: text in, UTF-8 bytes out (stdout's binary buffer, no newline
     translation)."""

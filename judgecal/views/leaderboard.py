@@ -223,6 +223,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             "calibration_freshness_unknown": bool(ok) and any(f in stale_of and stale_of[f] is None for f in ok_fams),
         }
         fams_of_row = {fam_names[f] for f in ok_fams}
+        row["task_families"] = sorted(fams_of_row)  # where its scored ratings are: the evidence's families
         row["calibration_not_identified"] = any(advice.get(f, {}).get("identified") is False for f in fams_of_row)
         row["not_identified_reasons"] = [f"{f}: {'; '.join(advice[f]['reasons']) or 'not identified'}"
                                          for f in sorted(fams_of_row) if advice.get(f, {}).get("identified") is False]
@@ -260,7 +261,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             sum(1 for r in rows if r["score"] is not None and r["response_id"] not in length_of
                 and cals.get(r["family_id"]) is not None),
     }
-    return {"judge": jrow.name, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+    return {"judge": jrow.name, "judge_id": jrow.id, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
             "summary": summary_label(summary, risk_k),
             "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,

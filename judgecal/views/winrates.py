@@ -400,6 +400,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
                         signed, min_items, lc_regulariser, joint, sort_by)
     board["summary"] = label(summary, risk_k)
     board["chosen"] = chosen_note
+    board["judge_id"] = jrow.id
     if chosen_note:  # said in every format: what the data implied was chosen, and named
         board["notes"].insert(0, f"chosen: {chosen_note}")
     if summary != "greedy":  # said in every format (notes: table footer, Markdown, JSON)

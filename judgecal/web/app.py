@@ -31,14 +31,16 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from judgecal.errors import DatabaseError, JudgecalError, NotFoundError
+from judgecal.errors import ChoiceError, DatabaseError, JudgecalError, NotFoundError
 from judgecal.secrets import scrub
 from judgecal.web.cache import Page, PageCache
 from judgecal.web.pages.audit import AuditPage
 from judgecal.web.pages.calibration import CalibrationPage
+from judgecal.web.pages.judge import JudgePage
 from judgecal.web.pages.leaderboard import LeaderboardPage
 from judgecal.web.pages.mc import McPage
 from judgecal.web.pages.overview import OverviewPage
+from judgecal.web.pages.publish import PublishPage
 from judgecal.web.pages.ratings import RatingsPage
 from judgecal.web.pages.winrates import WinratesPage
 from judgecal.web.params import MAX_BOOTSTRAP, MAX_ID, BadRequest, Params  # noqa: F401 (importable from here)
@@ -53,7 +55,8 @@ SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-typ
                     (b"cache-control", b"no-store")]
 
 
-class App(OverviewPage, LeaderboardPage, WinratesPage, CalibrationPage, AuditPage, RatingsPage, McPage):
+class App(OverviewPage, LeaderboardPage, WinratesPage, PublishPage, CalibrationPage, AuditPage, JudgePage, RatingsPage,
+          McPage):
     """The pages (each a method of a :mod:`judgecal.web.pages` mixin) and what they share:
     rendering, error pages, the page and index caches. ``url``: the read-only database URL;
     ``shown``: the URL as pages show it (password masked)."""
@@ -128,6 +131,8 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, CalibrationPage, AuditPag
                 return self.error(400, str(exc))
             except NotFoundError as exc:
                 return self.error(404, str(exc))
+            except ChoiceError as exc:  # the data leaves a choice open: a page of links, never a dead end
+                return self.choice_page(request, exc)
             except DatabaseError as exc:
                 return self.error(503, str(exc))
             except JudgecalError as exc:
@@ -156,6 +161,30 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, CalibrationPage, AuditPag
                            carried=sorted((k, ", ".join(v)) for k, v in carried.items()),
                            empty=empty or ("No choice matches what was given." if given
                                            else "Nothing to choose from in this database yet."))
+
+    def choice_page(self, request: Request, exc: ChoiceError) -> Response:
+        """The page of a :class:`~judgecal.errors.ChoiceError` raised by a view (several judges
+        share a name; several judges or families have verdicts against a baseline): each option
+        links to this page with its parameters and every other parameter given; ``format=json``
+        gives ``{"choose", "carried", "options": [{"label", "url"}]}`` as every choice page."""
+        chosen = {k for o in exc.options for k in o["params"]}
+        carried: dict[str, list[str]] = {}
+        for k, v in request.query_params.multi_items():
+            if k not in chosen | {"format", "token", "fresh"} and v.strip():
+                carried.setdefault(k, []).append(v.strip())
+        as_json = request.query_params.get("format") == "json"
+        links = [(o["label"], link(request.url.path, **{**carried, **o["params"], **({"format": "json"} if as_json else {})}))
+                 for o in exc.options]
+        heading = str(exc).split(": ", 1)[0] if len(str(exc)) > 200 else str(exc)
+        heading = f"Choose one: {heading}"
+        if as_json:
+            return self.json({"choose": str(exc), "carried": carried,
+                              "options": [{"label": text, "url": href} for text, href in links]})
+        title = {"/winrates": "Win rates", "/leaderboard": "Score leaderboard", "/publish": "Publish"}.get(
+            request.url.path, "Choose")
+        return self.render("choose.html.j2", title=title, nav=request.url.path.strip("/").split("/")[0], heading=heading,
+                           options=links, carried=sorted((k, ", ".join(v)) for k, v in carried.items()),
+                           empty="Nothing to choose from.")
 
     def _index(self, key: tuple, compute, version=None):
         """An index (an audit's pairs, the ratings), from the index cache while the database has
@@ -384,6 +413,7 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
 
         handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/winrates": pages.winrates,
                     "/calibration": pages.calibration, "/audit": pages.audit, "/ratings": pages.ratings,
+                    "/publish": pages.publish, "/judge": pages.judge,
                     "/mc": pages.mc, "/mc/compare": pages.mc_compare}
         warmer = pages.warmer = Warmer(cache, lambda: data_version(get_engine(ro)),
                                        lambda key: pages.compute_key(handlers[key[0]], key), lambda: _seeds(ro))
@@ -395,6 +425,8 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
         Route("/winrates", pages.page(pages.winrates), methods=get),
         Route("/calibration", pages.page(pages.calibration), methods=get),
         Route("/audit", pages.page(pages.audit), methods=get),
+        Route("/publish", pages.page(pages.publish), methods=get),
+        Route("/judge", pages.page(pages.judge), methods=get),
         Route("/ratings", pages.page(pages.ratings), methods=get),
         Route("/mc", pages.page(pages.mc), methods=get),
         Route("/mc/compare", pages.page(pages.mc_compare), methods=get),

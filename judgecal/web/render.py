@@ -8,6 +8,7 @@ import math
 from urllib.parse import urlencode
 
 from judgecal import __version__
+from judgecal.report.visible import finalize_html
 
 
 def _environment():
@@ -18,7 +19,8 @@ def _environment():
     # the board partials (partials/*.html.j2) are the report's: the static report renders the same markup
     env = Environment(loader=ChoiceLoader([PackageLoader("judgecal.web", "templates"),
                                            PackageLoader("judgecal.report", "templates")]),
-                      autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                      finalize=finalize_html)
     env.globals.update(link=link, version=__version__, fmt=fmt, pct=pct)
     return env
 

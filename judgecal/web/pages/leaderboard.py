@@ -63,8 +63,11 @@ class LeaderboardPage:
         here = dict(family=families, judge=judge, calibration=None if calibration == "latest" else calibration,
                     calibration_from=cal_from, bootstrap=None if n_boot == DEFAULTS["n_bootstrap"] else n_boot,
                     seed=None if seed == DEFAULTS["seed"] else seed, mc_reference=mc_ref)
+        fams = {r["model"]: r.get("task_families") or [] for r in board["rows"]}
         view = score_board_view(board, _sorted(board["rows"], sort),
-                                lambda key: link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None)
+                                lambda key: link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None,
+                                lambda model: link("/audit", family=fams[model][0] if len(fams[model]) == 1 else None,
+                                                   judge=f"id:{board['judge_id']}", model=model) if fams[model] else None)
         return self.render("leaderboard.html.j2", title="Score leaderboard", nav="leaderboard", board=board,
                            view=view, sort=sort, here=here, json_link=link("/leaderboard", **here, format="json"),
                            n_bootstrap=n_boot)

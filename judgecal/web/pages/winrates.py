@@ -53,6 +53,8 @@ class WinratesPage:
                     "calibrated_win_rate": "calibrated_win_rate", "avg_length": "avg_length", "model": "model",
                     "n_items": "n_total"}
         view = winrate_board_view(board, lambda key: link("/winrates", **here, sort=sortable[key]) if key in sortable
-                                  else None)
+                                  else None,
+                                  lambda model: None if model == baseline else
+                                  link("/audit", family=board["task_family"], judge=f"id:{board['judge_id']}", model=model))
         return self.render("winrates.html.j2", title="Win rates", nav="winrates", board=board, view=view, sort=sort,
                            json_link=link("/winrates", **here, sort=sort, format="json"))
