@@ -32,6 +32,9 @@ EXAMPLES: dict[str, list[str]] = {
     "fit": ["judgecal fit --task-family llmbar/Natural --judge GPT-4 --bootstrap 500 --seed 0"],
     "report": ["judgecal report", "judgecal report --format html --out out/report",
                "judgecal report --calibration 3 --task-family llmbar/Adversarial_GPTInst   # a transfer"],
+    "audit": ["judgecal audit --task-family alpaca_eval --judge weighted_alpaca_eval_gpt4_turbo --model claude-2 "
+              "--filter won_longer",
+              "judgecal audit --task-family llmbar/Natural --judge GPT-4 --q python --filter flips --format json"],
     "leaderboard": ["judgecal leaderboard --judge GPT-4 --task-family llmbar/Natural",
                     "judgecal leaderboard --baseline gpt4_1106_preview --task-family alpaca_eval --format alpaca-eval",
                     "judgecal leaderboard --baseline gpt4_1106_preview --columns model,win_rate,length_controlled_winrate"],

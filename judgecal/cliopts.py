@@ -12,6 +12,11 @@ commands and subgroups inherit the classes), which:
   family, ..."}`` in its decorator). A flag given twice and an on/off pair given together
   (``--x --no-x``) are refused the same way. Eager options (``--help``, ``--version``) are left
   alone.
+- accepts ``-h`` as well as ``--help`` and wraps help at 100 columns (:data:`CONTEXT_SETTINGS`),
+  set on the command itself: Click passes a group's ``context_settings`` to its subcommands only
+  through the parent context, and caches a command's help option (``Command._help_option``) from
+  the first context it is built in, so a context built without the parent (``cmd.make_context``
+  in a test or a tool) would leave the command with ``--help`` alone, for good.
 - keeps every value of a ``multiple=True`` option, in order, and counts an exact repeat once,
   with a note on stderr (no judgecal option gives a repeat a meaning of its own).
 
@@ -38,11 +43,17 @@ def _shown(value) -> str:
     return str(value)
 
 
+#: every judgecal command's context settings (a command's own ``context_settings`` win)
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
 class _StrictMixin:
     """Refuses repeated single-valued options; counts a repeated multiple value once."""
 
     def __init__(self, *args, repeat_hints: dict[str, str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        # on every command, not only the root group: see the module (-h however the context is made)
+        self.context_settings = {**CONTEXT_SETTINGS, **self.context_settings}
         #: {parameter name: what to say instead of "give it once"} for a repeated option
         self.repeat_hints = dict(repeat_hints or {})
 

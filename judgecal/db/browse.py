@@ -449,3 +449,54 @@ def baseline_models(s: Session) -> list[dict]:
     rows = [{"task_family": f, "judge_id": jid, "judge": label[jid], "judge_ref": judge_ref(label, names, jid),
              "model": mo, "verdicts": n} for (f, jid, mo), n in out.items()]
     return sorted(rows, key=lambda r: (r["task_family"], r["judge"], r["model"]))
+
+
+def family_answers(s: Session, family_id: int) -> dict[int, tuple[int, int | None]]:
+    """{response id: (item id, length in characters)} of every response of the family: what the
+    judge audit's index keeps per pair besides the models (the ``model`` filter's ``won_longer``
+    and the ``q`` search's items). One streamed query, no texts."""
+    R = m.Response
+    q = (select(R.id, R.item_id, R.n_chars).join(m.Item, m.Item.id == R.item_id)
+         .where(m.Item.task_family_id == family_id))
+    out: dict[int, tuple[int, int | None]] = {}
+    for part in s.connection().execute(q).partitions(50_000):
+        for rid, item, chars in part:
+            out[rid] = (item, chars)
+    return out
+
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ASCII_LOWER = str.maketrans(_UPPER, _UPPER.lower())
+
+
+def ascii_fold(text: str) -> str:
+    """``text`` with the ASCII letters A-Z lowered and every other character as it is: the case
+    folding of :func:`search_family`, the same on every database."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _folded(column, dialect: str):
+    """SQL of ``column`` with A-Z lowered and nothing else changed (:func:`ascii_fold`): SQLite's
+    ``lower()`` folds the ASCII letters only; PostgreSQL's would fold every letter its locale
+    knows (É to é, İ to i, the Kelvin sign to k), so there ``translate()`` lowers A-Z alone."""
+    from sqlalchemy import Text
+
+    if dialect == "sqlite":
+        return func.lower(column, type_=Text)
+    return func.translate(column, _UPPER, _UPPER.lower(), type_=Text)
+
+
+def search_family(s: Session, family_id: int, text: str) -> tuple[set[int], set[int]]:
+    """(ids of the family's responses whose text contains ``text``, ids of its items whose
+    prompt contains it), case-insensitively for the ASCII letters A-Z and exactly for every
+    other character, on SQLite and PostgreSQL alike (:func:`ascii_fold`: 'Python' finds
+    'PYTHON', 'Café' finds 'CAFé' but not 'CAFÉ'). ``%``, ``_`` and ``/`` are literal
+    characters (LIKE with ``autoescape``). Texts are searched whole (not cut)."""
+    dialect = s.get_bind().dialect.name
+    needle = ascii_fold(text)
+    R = m.Response
+    rq = (select(R.id).join(m.Item, m.Item.id == R.item_id)
+          .where(m.Item.task_family_id == family_id, _folded(R.text, dialect).contains(needle, autoescape=True)))
+    iq = select(m.Item.id).where(m.Item.task_family_id == family_id,
+                                 _folded(m.Item.prompt, dialect).contains(needle, autoescape=True))
+    return set(s.scalars(rq)), set(s.scalars(iq))

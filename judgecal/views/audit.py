@@ -21,11 +21,25 @@ Filters (``filter=``): ``disagree`` (the judge's decision differs from the exper
 in a verdict), ``unparsed`` (a rating or verdict of the pair is unparsed or failed),
 ``inconsistent`` (the verdicts in the two orders differ), ``all``. Pages hold at most
 :data:`judgecal.db.browse.MAX_PAGE` pairs, in content order (item prompt SHA-256, then each
-answer's model and text SHA-256)."""
+answer's model and text SHA-256).
+
+Drilling down (issue 32): ``model=`` keeps the pairs one of whose answers is that model's
+(the name exactly as stored; a model with no answer in the audit's pairs is a NotFoundError);
+each row then says which side is the model's (``model_side``: 'a', 'b', or 'both' where both
+answers are its own), the counts are those of the model's pairs, and three more filters
+apply: ``won`` (the judge's decision favours the model's answer), ``lost`` (it favours the
+other) and ``won_longer`` (won, and the model's answer has more characters than the other).
+A pair whose two answers are both the model's is neither won nor lost. ``q=`` keeps the pairs
+whose instruction or either answer contains the text, case-insensitively for the ASCII
+letters A-Z and exactly for every other character, the same on SQLite and PostgreSQL
+(:func:`judgecal.db.browse.search_family`). Both are masks over the :class:`AuditIndex`
+(models and lengths are kept in it; ``q`` costs one search of the family's texts)."""
 
 from __future__ import annotations
 
+import bisect
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +55,11 @@ from judgecal.errors import NotFoundError, UsageError
 from judgecal.views.fitting import apply_calibration, load_calibrations, refuse_out_of_scope, staleness
 
 FILTERS = ("all", "disagree", "flips", "ties", "unparsed", "inconsistent")
+#: the filters said of one model's answers: they need ``model``
+MODEL_FILTERS = ("won", "lost", "won_longer")
+ALL_FILTERS = FILTERS + MODEL_FILTERS
+#: the longest ``q`` (characters)
+MAX_Q = 500
 FILTER_TEXT = {
     "all": "every pair",
     "disagree": "the judge's decision differs from the expert label",
@@ -48,6 +67,9 @@ FILTER_TEXT = {
     "ties": "the judge tied (equal scores, or a tie verdict)",
     "unparsed": "a rating or verdict of the pair is unparsed or failed",
     "inconsistent": "the verdicts in the two orders differ (position bias)",
+    "won": "the judge's decision favours the model's answer",
+    "lost": "the judge's decision favours the other answer",
+    "won_longer": "won, and the model's answer is longer (characters) than the other",
 }
 PER_PAGE = 25
 DECISION = {1.0: "a", 0.5: "tie", 0.0: "b"}
@@ -98,9 +120,12 @@ class AuditIndex:
     One entry per pair, in content order: ``a``, ``b`` (response ids, int64), ``kind``
     (index into :data:`KINDS`), ``gold``, ``raw``, ``cal``, ``vdec``, ``dec`` (the expert
     label, raw, calibrated, verdict and judge decisions as :data:`CODES` indices, int8),
-    ``changed`` (bool), ``flags`` (:data:`BIT` mask, uint8). Per response, ``rid`` (sorted
-    int64) and ``values`` (3 x n float64: raw score, length in the calibration's unit,
-    calibrated score; NaN where there is none)."""
+    ``changed`` (bool), ``flags`` (:data:`BIT` mask, uint8), ``item`` (the item id, int64),
+    ``ma``, ``mb`` (each answer's model as an index into ``models``, int32), ``ca``, ``cb``
+    (each answer's length in characters, int32, -1 where unknown). ``models``: the names of
+    the models whose answers the pairs hold, sorted by code point. Per response, ``rid``
+    (sorted int64) and ``values`` (3 x n float64: raw score, length in the calibration's
+    unit, calibrated score; NaN where there is none)."""
 
     head: dict
     a: np.ndarray
@@ -115,11 +140,23 @@ class AuditIndex:
     flags: np.ndarray
     rid: np.ndarray
     values: np.ndarray
+    item: np.ndarray
+    ma: np.ndarray
+    mb: np.ndarray
+    ca: np.ndarray
+    cb: np.ndarray
+    models: list[str]
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the arrays (what a cache of indexes counts)."""
-        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+        """Bytes of the arrays and of the model names (what a cache of indexes counts)."""
+        names = sys.getsizeof(self.models) + sum(sys.getsizeof(x) for x in self.models)
+        return names + sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+
+    def model_code(self, model: str) -> int | None:
+        """The index of ``model`` in ``models`` (exact match), None where no pair holds its answer."""
+        i = bisect.bisect_left(self.models, model)
+        return i if i < len(self.models) and self.models[i] == model else None
 
     def value(self, which: int, rid: int) -> float | None:
         """Row ``which`` of ``values`` (0 score, 1 length, 2 calibrated) for response ``rid``;
@@ -131,9 +168,38 @@ class AuditIndex:
         return None if math.isnan(v) else v
 
 
-def _check_filter(filter: str) -> None:
-    if filter not in FILTERS:
-        raise UsageError(f"filter must be one of {', '.join(FILTERS)}, got {filter!r}")
+def _check_filter(filter: str, model: str | None = None) -> None:
+    if filter not in ALL_FILTERS:
+        raise UsageError(f"filter must be one of {', '.join(ALL_FILTERS)}, got {filter!r}")
+    if filter in MODEL_FILTERS and model is None:
+        raise UsageError(f"filter {filter} needs model=... (--model on the command line): {', '.join(MODEL_FILTERS)} "
+                         "are said of one model's answers")
+
+
+def check_request(filter: str, model: str | None, q: str | None) -> tuple[str | None, str | None]:
+    """Refuse a filter, model or ``q`` the audit cannot read (UsageError, one line) before any
+    index is computed; returns (model, q) as the audit reads them (:func:`_check_search`)."""
+    model, q = _check_search(model, q)
+    _check_filter(filter, model)
+    return model, q
+
+
+def _check_search(model: str | None, q: str | None) -> tuple[str | None, str | None]:
+    """(model, q) as the audit reads them: ``model`` exactly as given (a name is matched as
+    stored), None where empty; ``q`` without the spaces around it, None where blank. Raises
+    UsageError for a NUL in either or a ``q`` over :data:`MAX_Q` characters."""
+    if model is not None and (model == "" or not model.strip()):
+        model = None
+    if model is not None and "\x00" in model:
+        raise UsageError("model holds a control character (NUL)")
+    if q is not None:
+        q = q.strip() or None
+    if q is not None:
+        if len(q) > MAX_Q:
+            raise UsageError(f"q is {len(q)} characters long: at most {MAX_Q}")
+        if any(ord(c) < 32 for c in q):
+            raise UsageError("q holds a control character")
+    return model, q
 
 
 def _check_calibration(calibration) -> None:
@@ -142,12 +208,15 @@ def _check_calibration(calibration) -> None:
 
 
 def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str = "all", page: int = 1,
-                per_page: int = PER_PAGE, calibration: str = "latest", index: AuditIndex | None = None) -> dict:
+                per_page: int = PER_PAGE, calibration: str = "latest", model: str | None = None,
+                q: str | None = None, index: AuditIndex | None = None) -> dict:
     """One page of the audit of ``judge`` on ``family`` (module doc) as a dict:
 
     task_family, judge (name), judge_id, judge_mode, scale, calibration ({id, length_unit,
-    tokenizer, stale, created_at} or None), filter, filter_text, page, per_page, pages, total
-    (pairs passing the filter), counts ({filter: pairs}), agreement ({"raw", "calibrated", "n"}:
+    tokenizer, stale, created_at} or None), model, q (as given, None where not), filter,
+    filter_text, page, per_page, pages, total (pairs passing the filter), counts ({filter:
+    pairs}; with ``model`` or ``q``, of the pairs they keep; with ``model`` also won, lost and
+    won_longer), agreement ({"raw", "calibrated", "n"}:
     expert agreement over the expert pairs both of whose answers have a score; None where it
     does not apply), left_out ({reason: count}), and rows: one dict per pair of the page with
     kind ("expert" | "verbosity" | "verdicts"), item ({prompt, external_id, prompt_sha256,
@@ -157,7 +226,11 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     calibrated_decision, changed, verdicts ({position: {status, verdict, preference,
     raw_output, error}}, oriented to this pair's a and b), verdict_decision, decision (the
     judge's: from its scores where it rated both answers, else from its verdicts), flags
-    (the filters the pair passes).
+    (the filters the pair passes), model_side ('a' | 'b' | 'both': the model's answer; None
+    without ``model``). The agreement and left_out are the whole audit's, whatever the filters.
+
+    ``model``: only the pairs holding an answer of that model (exact name); ``q``: only the
+    pairs whose instruction or either answer contains the text (module doc).
 
     ``calibration``: "latest" (the newest of the family and judge, if any), "none", or an id
     of this family and judge. ``index``: the :func:`audit_index` of the same family, judge and
@@ -165,12 +238,12 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     NotFoundError, UsageError."""
     from judgecal.views.browse import check_page
 
-    _check_filter(filter)  # the arguments are checked before the index is computed (seconds on a big family)
+    model, q = check_request(filter, model, q)  # checked before the index is computed (seconds on a big family)
     check_page(page, per_page)
     _check_calibration(calibration)
     if index is None:
         index = audit_index(family, judge, url, calibration=calibration)
-    return audit_page(index, url, filter=filter, page=page, per_page=per_page)
+    return audit_page(index, url, filter=filter, page=page, per_page=per_page, model=model, q=q)
 
 
 def audit_index(family: str, judge: str, url: str | None = None, *, calibration: str = "latest") -> AuditIndex:
@@ -218,11 +291,27 @@ def audit_index(family: str, judge: str, url: str | None = None, *, calibration:
             pairs.setdefault(frozenset((c, v)), {"a": c, "b": v, "kind": "verbosity", "gold": None, "verdicts": {}})
         missing = sorted({x for p in pairs.values() for x in (p["a"], p["b"])} - set(rows.key_of) - set(vidx.key_of))
         extra = browse.response_keys(s, missing) if missing else {}
+        answers = browse.family_answers(s, fam_id)  # item and characters of each answer
     engine.dispose()
     key_of = {**{r: e["key"] for r, e in extra.items()}, **vidx.key_of, **rows.key_of}
+    chars_of = {**{r: e["chars"] for r, e in extra.items()}, **vidx.chars}
     del vidx, extra
     ordered = sorted(pairs.values(), key=lambda p: (key_of[p["a"]], key_of[p["b"]]))
-    del pairs, key_of
+    del pairs
+    # each answer's model (a code into the sorted names), characters and item
+    model_names = sorted({key_of[x][1] for p in ordered for x in (p["a"], p["b"])})
+    code_of = {name: i for i, name in enumerate(model_names)}
+    n = len(ordered)
+    ma, mb = (np.fromiter((code_of[key_of[p[side]][1]] for p in ordered), dtype=np.int32, count=n) for side in "ab")
+
+    def chars(rid: int) -> int:
+        c = answers[rid][1] if rid in answers else chars_of.get(rid)
+        return -1 if c is None else int(c)
+
+    ca, cb = (np.fromiter((chars(p[side]) for p in ordered), dtype=np.int32, count=n) for side in "ab")
+    item = np.fromiter((answers[p["a"]][0] if p["a"] in answers else answers[p["b"]][0] if p["b"] in answers else -1
+                        for p in ordered), dtype=np.int64, count=n)
+    del key_of, chars_of, answers, code_of
 
     # judge decisions: raw scores (mean of ok ratings), calibrated scores where a calibration applies
     # a score that is not a number (PostgreSQL can hold NaN; no importer writes one) gives no decision
@@ -243,7 +332,6 @@ def audit_index(family: str, judge: str, url: str | None = None, *, calibration:
     status_of: dict[int, set] = {}
     for rid, _, status, _ in rows.ratings:
         status_of.setdefault(rid, set()).add(status)
-    n = len(ordered)
     idx = {name: np.zeros(n, dtype=np.int8) for name in ("kind", "gold", "raw", "cal", "vdec", "dec")}
     changed_a = np.zeros(n, dtype=bool)
     flags_a = np.zeros(n, dtype=np.uint8)
@@ -297,29 +385,89 @@ def audit_index(family: str, judge: str, url: str | None = None, *, calibration:
         if d:
             ids = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
             values[row, np.searchsorted(rid, ids)] = np.fromiter(d.values(), dtype=np.float64, count=len(d))
-    head = {"task_family": family, **jinfo, "calibration": cal_info, "length_unit": unit, "counts": counts,
-            "agreement": agreement, "left_out": left}
+    head = {"task_family": family, "family_id": fam_id, **jinfo, "calibration": cal_info, "length_unit": unit,
+            "counts": counts, "agreement": agreement, "left_out": left}
     return AuditIndex(head=head, a=np.fromiter((p["a"] for p in ordered), dtype=np.int64, count=n),
                       b=np.fromiter((p["b"] for p in ordered), dtype=np.int64, count=n), **idx,
-                      changed=changed_a, flags=flags_a, rid=rid, values=values)
+                      changed=changed_a, flags=flags_a, rid=rid, values=values, item=item, ma=ma, mb=mb, ca=ca, cb=cb,
+                      models=model_names)
+
+
+def _selection(index: AuditIndex, s, model: str | None, q: str | None) -> tuple[np.ndarray, dict | None]:
+    """(bool mask of the pairs ``model`` and ``q`` keep, {"side": 'a'/'b'/'both' codes (1, 2, 3;
+    0 elsewhere), "won", "lost", "won_longer": bool masks} or None without ``model``).
+    Raises NotFoundError for a model no pair holds an answer of."""
+    keep = np.ones(len(index.a), dtype=bool)
+    by_model = None
+    if model is not None:
+        code = index.model_code(model)
+        if code is None:
+            import difflib
+
+            h = index.head
+            close = difflib.get_close_matches(model, index.models, n=3, cutoff=0.6)
+            raise NotFoundError(f"no answers of model {model!r} in {h['task_family']} (the pairs audited for judge "
+                                f"{h['judge']!r} hold answers of {len(index.models)} models, names matched exactly as "
+                                f"stored)" + (f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""))
+        is_a, is_b = index.ma == code, index.mb == code
+        keep &= is_a | is_b
+        one_a, one_b = is_a & ~is_b, is_b & ~is_a  # a pair of two of its own answers is neither won nor lost
+        won = (one_a & (index.dec == CODE["a"])) | (one_b & (index.dec == CODE["b"]))
+        lost = (one_a & (index.dec == CODE["b"])) | (one_b & (index.dec == CODE["a"]))
+        known = (index.ca >= 0) & (index.cb >= 0)
+        longer = known & ((one_a & (index.ca > index.cb)) | (one_b & (index.cb > index.ca)))
+        by_model = {"side": is_a.astype(np.int8) + 2 * is_b.astype(np.int8), "won": won, "lost": lost,
+                    "won_longer": won & longer}
+    if q is not None:
+        rids, items = browse.search_family(s, index.head["family_id"], q)
+        hit = np.zeros(len(index.a), dtype=bool)
+        if rids:
+            found = np.fromiter(rids, dtype=np.int64, count=len(rids))
+            hit |= np.isin(index.a, found) | np.isin(index.b, found)
+        if items:
+            hit |= np.isin(index.item, np.fromiter(items, dtype=np.int64, count=len(items)))
+        keep &= hit
+    return keep, by_model
+
+
+SIDE = {1: "a", 2: "b", 3: "both"}
 
 
 def audit_page(index: AuditIndex, url: str | None = None, *, filter: str = "all", page: int = 1,
-               per_page: int = PER_PAGE) -> dict:
+               per_page: int = PER_PAGE, model: str | None = None, q: str | None = None) -> dict:
     """One page of an :class:`AuditIndex` as :func:`judge_audit` returns it: the pairs passing
-    ``filter``, page ``page`` of ``per_page``, with their texts, ratings and verdicts read for
-    that page only. Raises UsageError (a page past the last)."""
+    ``filter`` (and ``model`` and ``q``), page ``page`` of ``per_page``, with their texts,
+    ratings and verdicts read for that page only. Raises UsageError (a page past the last, a
+    model filter without a model), NotFoundError (a model without answers in the pairs)."""
     from judgecal.views.browse import page_span
 
-    _check_filter(filter)
-    chosen = np.arange(len(index.a)) if filter == "all" else np.flatnonzero(index.flags & BIT[filter])
-    total = len(chosen)
-    pages, shown = page_span(total, page, per_page, "pairs")
-    shown = [int(i) for i in chosen[shown]]
-    pairs = [(int(index.a[i]), int(index.b[i])) for i in shown]
-
+    model, q = check_request(filter, model, q)
     engine = get_engine(url)
     with session_scope(engine) as s:
+        if model is None and q is None:
+            keep, by_model = None, None
+            counts = dict(index.head["counts"])
+        else:
+            keep, by_model = _selection(index, s, model, q)
+            counts = {"all": int(np.count_nonzero(keep))}
+            for f in FILTERS[1:]:
+                counts[f] = int(np.count_nonzero(keep & ((index.flags & BIT[f]) != 0)))
+            if by_model is not None:
+                for f in MODEL_FILTERS:
+                    counts[f] = int(np.count_nonzero(keep & by_model[f]))
+        if filter == "all":
+            mask = keep
+        elif filter in MODEL_FILTERS:
+            mask = keep & by_model[filter]
+        else:
+            mask = (index.flags & BIT[filter]) != 0
+            if keep is not None:
+                mask &= keep
+        chosen = np.arange(len(index.a)) if mask is None else np.flatnonzero(mask)
+        total = len(chosen)
+        pages, shown = page_span(total, page, per_page, "pairs")
+        shown = [int(i) for i in chosen[shown]]
+        pairs = [(int(index.a[i]), int(index.b[i])) for i in shown]
         detail = browse.pair_details(s, index.head["judge_id"], pairs)
     engine.dispose()
     out_rows = []
@@ -345,10 +493,13 @@ def audit_page(index: AuditIndex, url: str | None = None, *, filter: str = "all"
                          "raw_decision": CODES[index.raw[i]], "calibrated_decision": CODES[index.cal[i]],
                          "changed": bool(index.changed[i]), "verdicts": {k: ver[k] for k in ("ab", "ba", "na") if k in ver},
                          "verdict_decision": CODES[index.vdec[i]], "decision": CODES[index.dec[i]],
-                         "flags": [f for f in FILTERS[1:] if index.flags[i] & BIT[f]]})
+                         "flags": [f for f in FILTERS[1:] if index.flags[i] & BIT[f]]
+                         + ([f for f in MODEL_FILTERS if by_model[f][i]] if by_model is not None else []),
+                         "model_side": SIDE[int(by_model["side"][i])] if by_model is not None else None})
     h = index.head
     return {"task_family": h["task_family"], "judge": h["judge"], "judge_id": h["judge_id"],
             "judge_mode": h["judge_mode"], "scale": h["scale"], "calibration": h["calibration"],
-            "length_unit": h["length_unit"], "filter": filter, "filter_text": FILTER_TEXT[filter], "page": page,
-            "per_page": per_page, "pages": pages, "total": total, "counts": dict(h["counts"]),
+            "length_unit": h["length_unit"], "model": model, "q": q, "filter": filter,
+            "filter_text": FILTER_TEXT[filter], "page": page,
+            "per_page": per_page, "pages": pages, "total": total, "counts": counts,
             "agreement": h["agreement"], "left_out": dict(h["left_out"]), "rows": out_rows}

@@ -7,17 +7,24 @@ from starlette.requests import Request
 from judgecal.web.params import Params, _calibration_id
 from judgecal.web.render import link
 
+#: the most models the page's model field offers as a list (more: a text field, exact name)
+MAX_MODEL_OPTIONS = 500
+
 
 class AuditPage:
     """A mixin of :class:`judgecal.web.app.App`, which gives it ``choose``, ``url``, ``_audit_index``, ``json``, ``render``."""
 
     def audit(self, request: Request):
-        from judgecal.views.audit import FILTER_TEXT, FILTERS, PER_PAGE, judge_audit
+        from judgecal.report.visible import visible
+        from judgecal.views.audit import (ALL_FILTERS, FILTER_TEXT, FILTERS, MAX_Q, MODEL_FILTERS, PER_PAGE, check_request,
+                                          judge_audit)
 
-        p = Params(request, ("family", "judge", "filter", "page", "per_page", "calibration", "format"))
+        p = Params(request, ("family", "judge", "model", "q", "filter", "page", "per_page", "calibration", "format"))
         family, judge = p.text("family"), p.text("judge")
         fmt_ = p.fmt()
-        flt = p.choice("filter", FILTERS, "all")
+        model = p.text("model")
+        q = p.text("q", max_len=MAX_Q)
+        flt = p.choice("filter", ALL_FILTERS, "all")
         page = p.integer("page", 1, 1, 10**9)
         from judgecal.db.browse import MAX_PAGE
 
@@ -33,18 +40,25 @@ class AuditPage:
                                options=[(f"{fam} · {j['label']} ({j['kind']})", {"family": fam, "judge": j["ref"]})
                                         for fam, js in family_judges(self.url).items() for j in js
                                         if (family is None or fam == family) and (judge is None or judge in (j["ref"], j["label"]))])
+        model, q = check_request(flt, model, q)  # before the index: a model filter without a model costs nothing
+        index = self._audit_index(family, judge, cal)
         a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal,
-                        index=self._audit_index(family, judge, cal))
+                        model=model, q=q, index=index)
         if fmt_ == "json":
             return self.json(a)
-        here = dict(family=family, judge=judge, calibration=None if cal == "latest" else cal,
+        # every parameter but the filter and the page: what each filter tab, page link and the form keep
+        here = dict(family=family, judge=judge, calibration=None if cal == "latest" else cal, model=model, q=q,
                     per_page=None if per_page == PER_PAGE else per_page)
+        shown = FILTERS + (MODEL_FILTERS if model is not None else ())
+        at = dict(here, filter=None if flt == "all" else flt)
         return self.render("audit.html.j2", title=f"Audit: {family} · {a['judge']}", nav="audit", a=a, here=here,
-                           json_link=link("/audit", **here, filter=None if flt == "all" else flt,
-                                          page=None if page == 1 else page, format="json"),
+                           form=dict(family=family, judge=judge, calibration=cal, model=model, q=q, filter=flt,
+                                     per_page=per_page),
+                           models=index.models if len(index.models) <= MAX_MODEL_OPTIONS else None,
+                           all_filters=[(f, FILTER_TEXT[f], f in MODEL_FILTERS) for f in ALL_FILTERS],
+                           max_page=MAX_PAGE, max_q=MAX_Q, visible=visible,
+                           json_link=link("/audit", **at, page=None if page == 1 else page, format="json"),
                            filters=[(f, FILTER_TEXT[f], link("/audit", **here, filter=None if f == "all" else f))
-                                    for f in FILTERS],
-                           prev=link("/audit", **here, filter=None if flt == "all" else flt, page=page - 1)
-                           if page > 1 else None,
-                           next=link("/audit", **here, filter=None if flt == "all" else flt, page=page + 1)
-                           if page < a["pages"] else None)
+                                    for f in shown],
+                           prev=link("/audit", **at, page=page - 1) if page > 1 else None,
+                           next=link("/audit", **at, page=page + 1) if page < a["pages"] else None)
