@@ -38,23 +38,31 @@ def labelled_verdict_pairs(s: Session, family_id: int, judge_id: int) -> list[di
     "gold": 'a'|'b'|'tie'|None (expert label of the pair), "outcome": 1.0/0.0/0.5/None,
     "ab" / "ba" / "na": {"status", "verdict", "preference"} of the verdict shown in that order
     (absent when there is none), "len_a", "len_b" (characters)}."""
+    return labelled_verdict_pairs_by_judge(s, family_id, [judge_id]).get(judge_id, [])
+
+
+def labelled_verdict_pairs_by_judge(s: Session, family_id: int, judge_ids) -> dict[int, list[dict]]:
+    """{judge id: :func:`labelled_verdict_pairs` of that judge} for several judges of one family,
+    read in one query (a family's page ranks every judge of the family); judges without a
+    verdict there are absent."""
     PJ = m.PairwiseJudgment
     RA, RB = aliased(m.Response), aliased(m.Response)
-    q = (select(PJ.response_a_id, PJ.response_b_id, PJ.position, PJ.status, PJ.verdict, PJ.preference,
+    q = (select(PJ.judge_id, PJ.response_a_id, PJ.response_b_id, PJ.position, PJ.status, PJ.verdict, PJ.preference,
                 m.Item.prompt_sha256, RA.model, RA.text_sha256, RB.model, RB.text_sha256, RA.n_chars, RB.n_chars)
          .join(RA, RA.id == PJ.response_a_id).join(RB, RB.id == PJ.response_b_id)
          .join(m.Item, m.Item.id == RA.item_id)
-         .where(PJ.judge_id == judge_id, PJ.sample_index == 0, m.Item.task_family_id == family_id))
+         .where(PJ.judge_id.in_(sorted(set(judge_ids))), PJ.sample_index == 0, m.Item.task_family_id == family_id))
     labels = _labels(s, family_id)
-    pairs: dict[tuple[int, int], dict] = {}
-    for a, b, pos, status, verdict, pref, item, ma, sa, mb, sb, la, lb in s.execute(q):
+    by_judge: dict[int, dict[tuple[int, int], dict]] = {}
+    for jid, a, b, pos, status, verdict, pref, item, ma, sa, mb, sb, la, lb in s.execute(q):
+        pairs = by_judge.setdefault(jid, {})
         d = pairs.get((a, b))
         if d is None:
             gold = labels.get((a, b))
             d = pairs[(a, b)] = {"key": (item, ma, sa, mb, sb), "gold": gold,
                                  "outcome": None if gold is None else OUTCOME[gold], "len_a": la, "len_b": lb}
         d[pos] = {"status": status, "verdict": verdict, "preference": pref}
-    return sorted(pairs.values(), key=lambda d: d["key"])
+    return {jid: sorted(pairs.values(), key=lambda d: d["key"]) for jid, pairs in by_judge.items()}
 
 
 def labelled_rating_pairs(s: Session, family_id: int, judge_id: int) -> list[dict]:

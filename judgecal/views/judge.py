@@ -35,20 +35,23 @@ def _pref(d: dict | None) -> float:
     return float(d["preference"])
 
 
-def _labelled(s, fid: int, judge: m.Judge, kind: str) -> list[dict]:
+def _labelled(s, fid: int, judge: m.Judge, kind: str, verdict_pairs: dict | None = None) -> list[dict]:
     """The family's expert-labelled pairs the judge decided: {"key", "outcome", "credit_a" (the
     judge's credit of answer a: 1, 0.5, 0; NaN without a decision), "ab", "ba" (P(a) per order
-    shown; pairwise only), "len_a", "len_b"}, in content order."""
+    shown; pairwise only), "len_a", "len_b"}, in content order. ``verdict_pairs``: the family's
+    :func:`judgecal.db.positions.labelled_verdict_pairs_by_judge`, where the caller read them."""
     out = []
     if kind == "pairwise":
-        for p in pq.labelled_verdict_pairs(s, fid, judge.id):
-            if p["outcome"] is None:
-                continue
-            ab, ba = _pref(p.get("ab")), _pref(p.get("ba"))
-            if not np.isfinite(ab) and not np.isfinite(ba):
-                ab = _pref(p.get("na"))
-            combined = mode_preferences([ab], [ba])["combined"][0]
-            out.append({"key": p["key"], "outcome": p["outcome"], "credit_a": float(combined), "ab": ab, "ba": ba,
+        found = (verdict_pairs.get(judge.id, []) if verdict_pairs is not None
+                 else pq.labelled_verdict_pairs(s, fid, judge.id))
+        pairs = [p for p in found if p["outcome"] is not None]
+        ab = np.array([_pref(p.get("ab")) for p in pairs], dtype=float)
+        ba = np.array([_pref(p.get("ba")) for p in pairs], dtype=float)
+        na = np.array([_pref(p.get("na")) for p in pairs], dtype=float)
+        ab = np.where(~np.isfinite(ab) & ~np.isfinite(ba), na, ab)  # a verdict shown in no order ('na')
+        combined = mode_preferences(ab, ba)["combined"] if pairs else ab
+        for p, x, y, c in zip(pairs, ab.tolist(), ba.tolist(), combined.tolist()):
+            out.append({"key": p["key"], "outcome": p["outcome"], "credit_a": float(c), "ab": x, "ba": y,
                         "len_a": p["len_a"], "len_b": p["len_b"]})
     else:
         for p in pq.labelled_rating_pairs(s, fid, judge.id):
@@ -155,8 +158,9 @@ def _comparison(s, fid: int, judges, this_id: int, labels, names, mine: dict, n_
         return None
     credit_by: dict[str, dict] = {}
     kind_of, ref_of = {}, {}
+    verdict_pairs = pq.labelled_verdict_pairs_by_judge(s, fid, [j.id for j, kind in judges if kind == "pairwise"])
     for j, kind in judges:
-        c = mine if j.id == this_id else _agreement_credit(_labelled(s, fid, j, kind))
+        c = mine if j.id == this_id else _agreement_credit(_labelled(s, fid, j, kind, verdict_pairs))
         c = {k: v for k, v in c.items() if np.isfinite(v)}
         if c:
             credit_by[labels[j.id]] = c

@@ -342,7 +342,8 @@ def _seeds(url: str, cap: int = 40, audit_cap: int = 40, calibration_cap: int = 
     pair index, so every filter and page of it is quick), at most ``audit_cap``."""
     from judgecal.views.browse import baselines, calibrations, choices, family_judges
 
-    keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/calibration", "/audit", "/ratings", "/mc")]
+    keys = [page_key(p, ()) for p in ("/", "/leaderboard", "/winrates", "/publish", "/judge", "/calibration", "/audit",
+                                      "/ratings", "/mc")]
     keys += [page_key("/leaderboard", [("judge", j["ref"])]) for j in choices(url)["judges"] if j["ratings"]]
     keys += [page_key("/winrates", [("baseline", b["model"]), ("family", b["task_family"]), ("judge", b["judge_ref"])])
              for b in baselines(url)]
@@ -350,6 +351,10 @@ def _seeds(url: str, cap: int = 40, audit_cap: int = 40, calibration_cap: int = 
     reports = [page_key("/calibration", [("calibration", str(f["id"]))]) for f in newest]
     reports += list(dict.fromkeys(page_key("/calibration", [("family", f["task_family"]), ("judge", f["judge_ref"])])
                                   for f in newest))
+    # the publish board and the judge's page of each, as the overview links them
+    reports += list(dict.fromkeys(page_key("/publish", [("family", f["task_family"]), ("judge", f["judge_ref"])])
+                                  for f in newest))
+    reports += list(dict.fromkeys(page_key("/judge", [("judge", f["judge_ref"])]) for f in newest))
     audits = [page_key("/audit", [("family", fam), ("judge", j["ref"])])
               for fam, js in family_judges(url).items() for j in js]
     return keys[:cap] + reports + audits[:audit_cap]
