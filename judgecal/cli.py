@@ -17,7 +17,7 @@ from judgecal import __version__
 from judgecal._cli import (audit, check, db, export, fit, imports, leaderboard, mc, model, publish, rate, report, serve,
                            stats)
 from judgecal._cli.common import Ctx, _line, err, warn
-from judgecal.cliopts import StrictGroup
+from judgecal.cliopts import CONTEXT_SETTINGS, StrictGroup
 from judgecal.errors import JudgecalError, raised_by_interrupt
 from judgecal.secrets import scrub
 
@@ -26,7 +26,7 @@ from judgecal._cli.mc import FORWARDS  # noqa: F401
 from judgecal._cli.serve import _loopback  # noqa: F401
 
 
-@click.group(cls=StrictGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=StrictGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="judgecal")
 @click.option(
     "--database-url",
