@@ -124,6 +124,7 @@ MULTIPLE = {  # every multiple=True option of the CLI and the test below that sh
     ("report", "calibrations"): "test_report_every_calibration",
     ("leaderboard", "families"): "test_leaderboard_and_check_use_every_family",
     ("check", "families"): "test_leaderboard_and_check_use_every_family",
+    ("publish", "families"): "test_leaderboard_and_check_use_every_family",
     ("export", "families"): "test_export_uses_every_family",
     ("import alpaca-eval", "pairs"): "test_alpaca_eval_every_pair",
     ("mc score", "include_paths"): "passed whole to lm-eval's TaskManager(include_path=[...])",
@@ -191,6 +192,10 @@ def test_leaderboard_and_check_use_every_family(seeded, run_cli):
     checked = json.loads(r.stdout)
     text = json.dumps(checked["checks"])
     assert "f1" in text and "f2" in text and "f3" not in text
+    r = run_cli("--database-url", seeded, "publish", "--judge", "J", "--task-family", "f1", "--task-family", "f2",
+                "--bootstrap", "0", "--format", "json")
+    assert r.exit_code == 0, r
+    assert [b["task_family"] for b in json.loads(r.stdout)["boards"]] == ["f1", "f2"]
 
 
 def test_report_transfers_to_every_family(seeded, run_cli):

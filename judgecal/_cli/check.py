@@ -53,7 +53,6 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
     \b
     Examples:
       judgecal check --judge GPT-4
-      judgecal check --task-family llmbar/Natural --judge GPT-4 --publish calibrated
       judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
     refuse_idle_risk_k(summary)
     from judgecal.views.check import run_check
