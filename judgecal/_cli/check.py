@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from click.core import ParameterSource
 
 from judgecal._cli.common import (CAL_OPT, FAMILIES_OPT, FMT_OPT, Ctx, Finite, command, emit_json, err, out,
                                  pass_ctx, refuse_idle_risk_k, summary_opts)
@@ -38,12 +39,18 @@ from judgecal._cli.common import (CAL_OPT, FAMILIES_OPT, FMT_OPT, Ctx, Finite, c
               help="Which numbers are published, so that the gate checks those: recommended follows each calibration's "
                    "advice (the calibration where it is backed out of sample, raw where the advice is keep raw); raw "
                    "publishes the raw scores; calibrated the calibration everywhere (fails where the advice is keep raw).")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(20, 100000), default=1000, show_default=True,
+              help="Transfer targets: paired bootstrap resamples of the target's items first; a CI bound within Monte "
+                   "Carlo error of zero is resampled further (doubling, up to 32x); still undecided fails.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+              help="Seed of the transfer resamples.")
 @summary_opts(extra=" A calibration fitted on another summary is refused.")
 @FMT_OPT
 @pass_ctx
-def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
+@click.pass_context
+def check(cctx: click.Context, ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
           min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
-          publish, summary, risk_k, fmt) -> None:
+          publish, n_bootstrap, seed, summary, risk_k, fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
 
     With --calibration ID, a --task-family other than the calibration's own is a transfer target:
@@ -66,7 +73,9 @@ def check(ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agr
                            fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
                            min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
                            allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k,
-                           publish=publish)
+                           publish=publish, transfer_bootstrap=n_bootstrap, seed=seed,
+                           resampling_asked=any(cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE
+                                                for n in ("n_bootstrap", "seed")))
     if fmt == "json":
         emit_json(result)
     else:

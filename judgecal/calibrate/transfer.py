@@ -27,7 +27,7 @@ from judgecal.calibrate import metrics as M
 from judgecal.calibrate.baselines import FitContext, Fitted, LcGlm, Linear, Lowess
 from judgecal.calibrate.data import PairData
 from judgecal.calibrate.penalty import calibrate as apply_polylog
-from judgecal.calibrate.resample import item_codes, percentile_ci, resample_counts
+from judgecal.calibrate.resample import decided_mean_ci, item_codes, percentile_ci, resample_counts
 from judgecal.errors import FitError, UsageError
 
 ORDER = ("raw", "linear", "lowess", "lc_glm", "polylog")
@@ -79,6 +79,7 @@ def evaluate_transfer(
     source: PairData | None = None,
     source_ctx: FitContext | None = None,
     n_bootstrap: int = 1000,
+    max_resamples: int | None = None,
     seed: int = 0,
     recommended: dict | None = None,
 ) -> dict:
@@ -93,6 +94,10 @@ def evaluate_transfer(
         source, source_ctx: the source family's labelled pairs and fit context, to refit the
             baselines (None: baselines left out, with a warning).
         n_bootstrap: item resamples of the target for the CIs (0: none). seed: their seed.
+        max_resamples: the gains' CIs are resampled further (doubling, the same stream) while
+            the side of zero they lie on is within Monte Carlo error, up to this many (default
+            32 x n_bootstrap; :func:`judgecal.calibrate.resample.decided_mean_ci`);
+            ``gain_ci_decided`` False: still undecided there.
         recommended: the source's nested-CV recommendation: {"name": "raw", "decision": "keep
             raw", "reason"} or {"name", "decision": "calibrate", "fitted": Fitted refitted on the
             source, "target": the target's pairs in the method's length unit, "unit"} or with
@@ -100,7 +105,8 @@ def evaluate_transfer(
             stored before recommendations weighed raw.
     Returns:
         {"kind": "transfer", "fitted": True, "n", "n_items", "scale", "l_ref", "params",
-        "methods": {name: {agreement, agreement_ci, gain, gain_ci, gain_from_ties,
+        "methods": {name: {agreement, agreement_ci, gain, gain_ci, gain_ci_resamples,
+        gain_ci_side ("below" | "above" | "spans" zero), gain_ci_decided, gain_from_ties,
         raw_ties_broken, length_preference, fitted_on}}, "length_rule": {agreement,
         agreement_ci, polylog_minus_rule, polylog_minus_rule_ci}, "comparison": {best_method,
         best_agreement, gap, gap_ci}, "expert_length_preference", "judge_ties", "n_bootstrap",
@@ -129,6 +135,13 @@ def evaluate_transfer(
     def ci(credit):
         return None if W is None else percentile_ci(W @ credit / W.sum(axis=1))
 
+    def gain(diff) -> dict:
+        """The gain's paired CI, resampled until its sign is decided (Monte Carlo error:
+        :func:`judgecal.calibrate.resample.decided_mean_ci`; its first resamples are W's)."""
+        g = decided_mean_ci(diff, codes, n_items, n_bootstrap, seed + 7, max_resamples=max_resamples)
+        return {"gain_ci": g["ci"], "gain_ci_resamples": g["n_resamples"], "gain_ci_side": g["side"],
+                "gain_ci_decided": g["decided"] if g["ci"] is not None else None}
+
     credits, preds = {}, {}
     for name in ORDER:
         if name not in fits:
@@ -143,7 +156,8 @@ def evaluate_transfer(
         methods[name] = {
             "agreement": float(credit.mean()), "agreement_ci": ci(credit),
             "gain": None if name == "raw" else float(diff.mean()),
-            "gain_ci": None if name == "raw" else ci(diff),
+            **({"gain_ci": None, "gain_ci_resamples": 0, "gain_ci_side": None, "gain_ci_decided": None}
+               if name == "raw" else gain(diff)),
             "gain_from_ties": None if name == "raw" else float(diff[tie].sum() / d.n),
             "raw_ties_broken": None if name == "raw" else int(np.sum(tie & (preds[name] != 0.5))),
             "length_preference": M.length_preference(preds[name], 1.0 - preds[name], d.len_a, d.len_b),
@@ -168,7 +182,7 @@ def evaluate_transfer(
                 credit = M.agreement_credit(pred, 1.0 - pred, d.outcome)
                 diff = credit - credits["raw"]
                 rec_out.update(agreement=float(credit.mean()), agreement_ci=ci(credit), gain=float(diff.mean()),
-                               gain_ci=ci(diff), gain_from_ties=float(diff[tie].sum() / d.n),
+                               **gain(diff), gain_from_ties=float(diff[tie].sum() / d.n),
                                raw_ties_broken=int(np.sum(tie & (pred != 0.5))))
         else:
             rec_out["error"] = recommended.get("error") or "not evaluated"
@@ -176,7 +190,8 @@ def evaluate_transfer(
             warnings.append(f"the recommended method {rec_out['name']} could not be evaluated on the target: {rec_out['error']}")
         elif rec_out["name"] != "raw":  # its own row beside the refitted baselines (which may differ in unit)
             methods[f"recommended: {rec_out['name']}"] = {
-                k: rec_out[k] for k in ("agreement", "agreement_ci", "gain", "gain_ci", "gain_from_ties", "raw_ties_broken")}
+                k: rec_out.get(k) for k in ("agreement", "agreement_ci", "gain", "gain_ci", "gain_ci_resamples",
+                                            "gain_ci_side", "gain_ci_decided", "gain_from_ties", "raw_ties_broken")}
             methods[f"recommended: {rec_out['name']}"].update(
                 fitted_on="source family (its recommended method, as selected)", params={},
                 length_preference=None)

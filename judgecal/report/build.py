@@ -277,25 +277,40 @@ def _transfer_verdict(ev: Mapping, base: dict) -> dict:
     if r is None or c is None:
         return {**base, "code": "undetermined", "text": "Undetermined: no agreement figure on the target."}
 
-    def code_of(gci):
-        return "undetermined" if gci is None else "helps" if gci[0] > 0 else "hurts" if gci[1] < 0 else "no measurable effect"
+    def code_of(gci, decided=None, side=None):
+        if gci is None:
+            return "undetermined"
+        if decided is False:  # the side of zero within Monte Carlo error at the most resamples allowed
+            return "undecided"
+        if side is not None:  # judgecal.calibrate.resample.decided_mean_ci: the tail shares decide
+            return {"above": "helps", "below": "hurts", "spans": "no measurable effect"}[side]
+        return "helps" if gci[0] > 0 else "hurts" if gci[1] < 0 else "no measurable effect"
 
-    applied = []  # (label, agreement, gain, gain CI)
+    applied = []  # (label, agreement, gain, gain CI, decided, resamples, side)
     if rec.get("decision") == "calibrate" and _num(rec.get("agreement")) is not None:
         applied.append((f"the recommended method {rec.get('name')}", _num(rec.get("agreement")), _num(rec.get("gain")),
-                        _ci(rec.get("gain_ci"))))
-    applied.append(("the stored polylog calibration", c, c - r, ci))
-    hurt = [a for a in applied if code_of(a[3]) == "hurts"]
-    label, a_val, gain, gci = hurt[0] if hurt else applied[0]
-    code = code_of(gci)
-    ci_txt = "no confidence interval to test it against" if gci is None else f"95% CI of the difference {_fmt_range(gci, False)}"
+                        _ci(rec.get("gain_ci")), rec.get("gain_ci_decided"), rec.get("gain_ci_resamples"),
+                        rec.get("gain_ci_side")))
+    applied.append(("the stored polylog calibration", c, c - r, ci, cal.get("gain_ci_decided"),
+                    cal.get("gain_ci_resamples"), cal.get("gain_ci_side")))
+    hurt = [a for a in applied if code_of(a[3], a[4], a[6]) == "hurts"]
+    undecided = [a for a in applied if code_of(a[3], a[4], a[6]) == "undecided"]
+    label, a_val, gain, gci, decided, n_res, side = hurt[0] if hurt else undecided[0] if undecided else applied[0]
+    code = code_of(gci, decided, side)
+    base["difference_ci"], base["resamples"], base["decided"] = gci, n_res, decided
+    ci_txt = ("no confidence interval to test it against" if gci is None else
+              f"95% CI of the difference {_fmt_range(gci, False)}" + (f", {n_res} resamples" if n_res else ""))
     head = {"helps": "Transfers and helps", "hurts": "Transfer hurts",
             "no measurable effect": "No measurable effect after transfer",
-            "undetermined": "Undetermined after transfer"}[code]
+            "undetermined": "Undetermined after transfer",
+            "undecided": f"Undecided at {n_res} resamples after transfer"}[code]
     text = (f"{head}: {label}, fitted on {src} and applied to {tgt}'s expert labels, agreement {r:.3f} raw vs "
             f"{a_val:.3f} ({_fmt_diff(gain, False)}; {ci_txt}).")
+    if code == "undecided":
+        text += (" Whether the interval lies above, below or across zero is within Monte Carlo error even at that "
+                 "many resamples: the sign of the effect is not decided (a gate treats it as a failure).")
     others = [a for a in applied if a[0] != label]
-    for o_label, o_val, o_gain, o_ci in others:
+    for o_label, o_val, o_gain, o_ci, _, _, _ in others:
         o_ci_txt = "" if o_ci is None else f"; 95% CI {_fmt_range(o_ci, False)}"
         text += f" {o_label[0].upper()}{o_label[1:]}: {o_val:.3f} ({_fmt_diff(o_gain, False)}{o_ci_txt})."
     if rec.get("decision") == "keep raw":

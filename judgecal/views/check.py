@@ -33,7 +33,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
               fail_at_bound: bool = False, max_baseline_gap: float | None = None,
               allow_degenerate_answers: bool = False, min_verbosity_winrate: float = 0.45,
               allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0, summary: str = "greedy",
-              risk_k: float = 1.0, publish: str = "recommended") -> dict:
+              risk_k: float = 1.0, publish: str = "recommended", resampling_asked: bool = False) -> dict:
     """{"ok": bool, "publish": the mode, "published": {"family / judge": "raw" | "calibrated"},
     "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
@@ -50,9 +50,14 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
 
     With a calibration id, each ``families`` entry other than the calibration's own family is a
     **transfer** target: the calibration's recommended method and its polylog calibration are
-    applied there (:func:`judgecal.views.fitting.transfer_evaluation`, ``transfer_bootstrap`` resamples,
-    ``seed``) and the check "transfer" fails when either lowers the target's expert agreement
-    (paired 95% CI below zero).
+    applied there (:func:`judgecal.views.fitting.transfer_evaluation`, ``transfer_bootstrap``
+    resamples first, ``seed``) and the check "transfer" fails when either lowers the target's
+    expert agreement (paired 95% CI below zero), and when the CI's sign is undecided: a bound
+    within Monte Carlo error of zero even after the resamples were doubled up to 32 times
+    (:func:`judgecal.calibrate.resample.decided_mean_ci`), so the verdict does not hang on the seed.
+
+    ``resampling_asked``: ``transfer_bootstrap`` or ``seed`` was given on purpose; without a
+    transfer target it would change nothing, so it is refused (UsageError).
 
     ``summary``/``risk_k``: the rating summary the gated ratings use (:mod:`judgecal.calibrate.summaries`);
     a calibration fitted on another summary is refused, and the check "rating_summary" reports
@@ -80,6 +85,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         targets = [f for f in dict.fromkeys(families or []) if f not in own]
     if not chosen:
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
+    if resampling_asked and not targets:  # never an option that changes nothing without a word
+        raise UsageError("--bootstrap and --seed set the resampling of transfer targets (--calibration ID "
+                         "--task-family OTHER); nothing is resampled here: drop them, or name a target")
     for row, fam, _ in chosen:
         refuse_summary_mismatch(row, summary, risk_k, fam)
     checks = []
@@ -336,5 +344,6 @@ def _transfer(add, row, fam, jud, target, url, n_bootstrap, seed) -> None:
 
     ev = transfer_evaluation(row, fam, jud, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
     v = verdict(ev)
-    add(target, jud, "transfer", v.get("difference"), 0.0, v["code"] != "hurts",
+    # "undecided": a bound within Monte Carlo error of zero at the most resamples allowed fails too
+    add(target, jud, "transfer", v.get("difference"), 0.0, v["code"] not in ("hurts", "undecided"),
         f"{target} / {jud} (calibration {row.id} from {fam}): {v['text']}")
