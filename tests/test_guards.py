@@ -490,3 +490,34 @@ def test_template_answers_are_one_answer_in_the_score_mode(tmp_path):
         got = answer_keys(s, list(s.scalars(select(m.Response.id))))
     engine.dispose()
     assert {k[2] for k in got.values()} == {template_key(texts[0])} and len(got) == 30
+
+
+def test_a_transfer_checks_the_targets_answers(guard_db, donor, run_cli_module, tmp_path):
+    """Issue 33 item 4: a calibration from Adversarial_Neighbor applied to Natural, whose empty,
+    constant and truncated models the source never saw: flagged in table, JSON, Markdown and
+    HTML, and check fails on them unless allowed."""
+    base = ("--database-url", guard_db)
+    tr = ("--calibration", str(donor["id"]), "--task-family", "llmbar/Natural", "--bootstrap", "0")
+    rep = _json(run_cli_module(*base, "report", *tr, "--format", "json"))
+    (entry,) = [e for e in rep["entries"] if e["task_family"] == "llmbar/Natural"]
+    flags = {f["code"]: f["message"] for f in entry["flags"]}
+    assert {"empty_answers", "constant_answers"} <= set(flags)
+    assert flags["empty_answers"].startswith("llmbar/Natural (the target): empty-model: empty answers")
+    assert "constant-model" in flags["constant_answers"]
+    for fmt in ("table", "markdown"):
+        text = _ok(run_cli_module(*base, "report", *tr, "--format", fmt)).stdout
+        assert "llmbar/Natural (the target): " in text and "empty-model" in text and "constant-model" in text, fmt
+    out = tmp_path / "rep"
+    _ok(run_cli_module(*base, "report", *tr, "--out", str(out), "--no-plots"))
+    html = (out / "report.html").read_text()
+    assert "llmbar/Natural (the target): " in html and "empty-model" in html
+    gate = ("check", "--calibration", str(donor["id"]), "--task-family", "llmbar/Natural", "--publish", "calibrated",
+            "--allow-unidentified", "--min-agreement-gain", "-1", "--max-verbosity-winrate", "1", "--format", "json")
+    res = run_cli_module(*base, *gate)
+    deg = [c for c in json.loads(res.stdout)["checks"] if c["check"] == "degenerate_answers"
+           and c["task_family"] == "llmbar/Natural"]
+    assert res.exit_code == 1 and len(deg) == 1 and not deg[0]["ok"] and "empty-model" in deg[0]["message"]
+    allowed = run_cli_module(*base, *gate, "--allow-degenerate-answers")
+    deg = [c for c in json.loads(allowed.stdout)["checks"] if c["check"] == "degenerate_answers"
+           and c["task_family"] == "llmbar/Natural"]
+    assert deg[0]["ok"] and "allowed by --allow-degenerate-answers" in deg[0]["message"]

@@ -108,7 +108,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         _advice(add, fam, jud, where, r, publish)
         _summary_advice(add, fam, jud, where, r)
         for target in targets:  # asked for by name: gated whatever the source family publishes
-            _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed)
+            _transfer(add, row, fam, jud, target, url, transfer_bootstrap, seed, allow_degenerate_answers)
         if shown == "raw":
             _raw_checks(add, fam, jud, where, row, r, stale[row.id], max_verbosity_winrate, min_verbosity_winrate,
                         max_unparsed)
@@ -337,13 +337,22 @@ def _identified(add, fam, jud, where, r: dict, allow: bool) -> None:
                         + (" (allowed by --allow-unidentified)" if allow else "")))
 
 
-def _transfer(add, row, fam, jud, target, url, n_bootstrap, seed) -> None:
-    """The "transfer" check of one target family (fails on a verdict of "hurts")."""
+def _transfer(add, row, fam, jud, target, url, n_bootstrap, seed, allow_degenerate: bool = False) -> None:
+    """The "transfer" check of one target family (fails on a verdict of "hurts" or "undecided"),
+    and its "degenerate_answers" check on the target's answers (fails on empty, constant or
+    far-short models of the target unless ``allow_degenerate``, as for the source)."""
     from judgecal.views.fitting import transfer_evaluation
     from judgecal.report.build import verdict
 
     ev = transfer_evaluation(row, fam, jud, target, n_bootstrap=n_bootstrap, seed=seed, url=url)
     v = verdict(ev)
     # "undecided": a bound within Monte Carlo error of zero at the most resamples allowed fails too
-    add(target, jud, "transfer", v.get("difference"), 0.0, v["code"] not in ("hurts", "undecided"),
-        f"{target} / {jud} (calibration {row.id} from {fam}): {v['text']}")
+    where = f"{target} / {jud} (calibration {row.id} from {fam})"
+    add(target, jud, "transfer", v.get("difference"), 0.0, v["code"] not in ("hurts", "undecided"), f"{where}: {v['text']}")
+    from judgecal.calibrate.guards import CODES
+
+    found = [f for f in ev.get("flags") or [] if isinstance(f, dict) and f.get("code") in CODES]
+    allowed = " (allowed by --allow-degenerate-answers)" if allow_degenerate else " (--allow-degenerate-answers to publish anyway)"
+    add(target, jud, "degenerate_answers", [f["code"] for f in found], [], allow_degenerate or not found,
+        f"{where}: degenerate answers in the target: " + "; ".join(f["message"] for f in found) + allowed if found else
+        f"{where}: no empty, constant or far-short answers among the judge's rated responses of the target")

@@ -477,6 +477,8 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
                 risk_k=k)
     trows, tpair, tpoint, _, tinfo = _load_inputs(engine, tgt_id, row.judge_id, **load)
     srows, spair, _, _, _ = _load_inputs(engine, src_id, row.judge_id, **load)
+    with session_scope(engine) as s:  # the target's answers, for the degenerate-answer guards
+        tkeys = answer_keys(s, trows.score)
     engine.dispose()
     refuse_without_distribution((trows, target_family), (srows, source_family), summary=summ, judge=judge)
     if tpair is None:
@@ -519,6 +521,12 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
         ev["flags"].append({"code": "not_identified", "message": f"the source calibration (fitted on {source_family}) is "
                                                                   f"not identified: " + "; ".join(ident.get("reasons") or [])})
     ev["data"] = tinfo
+    # the guards run on the target's answers too: a calibration applied there must not credit an empty,
+    # constant or far-short model of the target (flags in every format; check fails on them unless allowed)
+    guard = {"data": {}, "flags": [], "l_ref": row.l_ref, "params": row.params or {}}
+    _guard_flags(guard, trows, tkeys, row.l_ref)
+    ev["data"] = {**(ev["data"] or {}), "degenerate_answers": guard["data"]["degenerate_answers"]}
+    ev["flags"] += [dict(f, message=f"{target_family} (the target): {f['message']}") for f in guard["flags"]]
     if spair is None or spair.n < 10:
         ev["warnings"].append(f"the source family {source_family!r} has fewer than 10 labelled pairs rated by "
                               f"{judge!r}: the baselines could not be refitted there")
