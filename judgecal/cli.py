@@ -101,8 +101,18 @@ _AFTER_COMMIT = ("Ctrl-C came after the import was committed: the import complet
 
 
 def _run(argv: list[str] | None, committed, late: list) -> int:
+    stdout = sys.stdout
     try:
         cli.main(args=argv, prog_name="judgecal", standalone_mode=False)
+    except SystemExit:
+        if sys.stdout is stdout:  # the command's own exit status (check, rate)
+            raise
+        # a write to a closed pipe (`judgecal leaderboard | head -1`): Click answers the EPIPE with exit 1,
+        # silently, after wrapping sys.stdout; the reader took what it wanted, which is no failure
+        from judgecal._cli.common import stdout_closed
+
+        stdout_closed()
+        return 0
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         if committed():  # (a Ctrl-C handler other than main's raised it)
             warn(_AFTER_COMMIT)

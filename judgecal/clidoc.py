@@ -27,7 +27,11 @@ def render() -> str:
              "Global option: `--database-url URL` (env `JUDGECAL_DATABASE_URL`), before the command.", "",
              "An option that takes one value is given once: a repeat is refused with one line naming it "
              "(exit 2), never silently the last value (`fit --task-family A --task-family B` fits nothing). "
-             "A repeatable option uses every value given; an exact repeat counts once, with a note on stderr.", ""]
+             "A repeatable option uses every value given; an exact repeat counts once, with a note on stderr.", "",
+             "Tables fit the terminal's width (piped output: `COLUMNS`, default 200): the columns that do not fit are "
+             "named under the table, and a number or a timestamp is never split over two lines. A reader that closes "
+             "standard output early (`judgecal leaderboard | head -1`) is no error: the rest of the output is dropped "
+             "and the command exits with its own status (0, or `check`'s 1 when a threshold fails).", ""]
     for path, cmd in _walk(cli, ["judgecal"]):
         if len(path) == 1:
             continue

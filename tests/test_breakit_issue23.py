@@ -179,11 +179,11 @@ def test_newline_in_a_name_stays_on_its_row_in_terminal_tables(tmp_path, db_url,
     assert r.exit_code == 0, r
     assert "gpt-5<U+000A>" in r.stdout, r.stdout  # (the column may fold it further on)
     assert not any(line.strip("│ ").startswith("claude-9") for line in r.stdout.splitlines()), r.stdout
-    from judgecal.report.render_text import _table
-    from judgecal.report.tables import simple_table
+    from judgecal.report.tables import Col, board_table, simple_table
     from rich.console import Console
 
-    for table in (_table("t", ["model", "x"], [["a\nb", "0.5 [0.1, 0.9]"]], width=20),
+    cols = [Col("model", "model", 0, "name"), Col("x", "x", 0, "ci")]
+    for table in (board_table("t", cols, [["a\nb", "0.5 [0.1, 0.9]"]], 20)[0],
                   simple_table("t", ["model", "x"], [["a\nb", 1.5]])):
         con = Console(record=True, width=60)
         con.print(table)

@@ -10,7 +10,7 @@ from rich.console import Console
 from judgecal.errors import UsageError
 from judgecal.report import board as score_board
 from judgecal.report import winboard
-from judgecal.report.render_text import _table
+from judgecal.report.render_text import method_cols
 from judgecal.report.tables import Col, board_table, choose_columns, markdown_columns, parse_columns
 
 COLS = [Col("model", "model", 0, "name"), Col("n", "n", 1, priority=3), Col("win rate", "wr", 0),
@@ -94,7 +94,9 @@ def test_report_method_table_keeps_words_and_cis_whole(width):
              "+0.042 [-0.166, +0.260]"],
             ["length-controlled GLM (AlpacaEval 2.0)", "0.750 [0.630, 0.830]", "0.750 [0.650, 0.825]", "-",
              "0.794 [0.291, 0.881]", "-"]]
-    text = _render(_table("t", cols, rows, width=width), width)
+    table, notes = board_table("t", method_cols(cols), rows, width)
+    assert notes == []  # every column fits at 80: the CIs break after their comma
+    text = _render(table, width)
     assert max(len(line) for line in text.splitlines()) <= width
     for token in ("0.685", "[0.640,", "0.743]", "+0.042", "[-0.166,", "+0.260]", "calibration)", "length-controlled"):
         assert token in text, (width, token)

@@ -20,7 +20,35 @@ from judgecal.secrets import scrub
 # wide tables stay readable in logs and pipes (rich would use 80 columns there)
 # (sys.stdout is None when the process started with standard output closed: main() refuses to run)
 _WIDTH = None if sys.stdout is not None and sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
-out = Console(soft_wrap=True, width=_WIDTH)
+
+
+def stdout_closed() -> None:
+    """The reader of standard output went away (``judgecal leaderboard | head -1``): what is
+    left to print goes to /dev/null, and the command carries on to its own exit status (a
+    closed pipe is not a failure: ``judgecal stats | head -1`` exits 0, ``check | head -1``
+    still exits 1 when a threshold fails). Standard output's descriptor is pointed at
+    /dev/null, so that no later write (nor the interpreter's last flush) fails again."""
+    out.quiet = True
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's captured output)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+class _Stdout(Console):
+    """The results console: a closed pipe ends its output quietly (:func:`stdout_closed`);
+    rich's own answer is ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        stdout_closed()
+
+
+out = _Stdout(soft_wrap=True, width=_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 FORMAT_TABLE_JSON = click.Choice(["table", "json"])
@@ -57,7 +85,10 @@ def _json_safe(value):
 
 def emit_json(data) -> None:
     """Print JSON to stdout (machines read it): strict JSON, a NaN or infinite figure as null."""
-    click.echo(json.dumps(_json_safe(data), indent=2, default=str, ensure_ascii=False, allow_nan=False))
+    try:
+        click.echo(json.dumps(_json_safe(data), indent=2, default=str, ensure_ascii=False, allow_nan=False))
+    except BrokenPipeError:  # the reader took what it wanted (`judgecal ... --format json | head`)
+        stdout_closed()
 
 
 def _line(message: str) -> str:

@@ -46,7 +46,6 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
     Every fit is stored as a new versioned row; raw, linear, LOWESS and length-controlled GLM
     baselines are evaluated on the same cross-validation folds."""
     from judgecal.views import fitting
-    from judgecal.report.tables import fits_table
 
     from click.core import ParameterSource
 
@@ -59,7 +58,10 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
             raise click.UsageError(f"{', '.join(unused)} {'applies' if len(unused) == 1 else 'apply'} to a fit, "
                                    "not to --list (which filters by --task-family and --judge only)")
         rows = fitting.list_fits(family, judge, ctx.url)
-        emit_json(rows) if fmt == "json" else out.print(fits_table(rows))
+        if fmt == "json":
+            emit_json(rows)
+        else:
+            _print_fits(rows, "calibrations")
         return
     if not family or not judge:
         raise click.UsageError("--task-family and --judge are required (or use --list)")
@@ -92,7 +94,7 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
     if fmt == "json":
         emit_json(row)
         return
-    out.print(fits_table([row], title=f"calibration {row['id']}"))
+    _print_fits([row], f"calibration {row['id']}")
     from judgecal.report.build import summary_lines
 
     for line in summary_lines(row.get("summaries"), row.get("summary"), row.get("risk_k")):
@@ -105,3 +107,13 @@ def fit(ctx: Ctx, family, judge, objective, length_unit, tokenizer, l_ref, p_bou
         err.print(f"flag {f.get('code')}: {f.get('message')}", markup=False, highlight=False)
     for w in row["warnings"]:
         warn(w)
+
+
+def _print_fits(rows: list[dict], title: str) -> None:
+    """Calibrations as a table that fits the terminal, the columns it left out named under it."""
+    from judgecal.report.tables import fit_list_table
+
+    table, notes = fit_list_table(rows, out.width, title=title)
+    out.print(table)
+    for line in notes:
+        out.print(line, markup=False, highlight=False)

@@ -28,7 +28,7 @@ from judgecal._cli.common import (Ctx, _enough_resamples, command, err, out, pas
 @click.option("--length-position", is_flag=True,
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "
                    "length calibration, against the experts; nested CV, about 2 s per judge and task family).")
-@click.option("--wide", is_flag=True, help="table: every summary column, whatever the terminal's width.")
+@click.option("--wide", is_flag=True, help="table: every column of every table, whatever the terminal's width.")
 @summary_opts(default=None, extra=" Default: each calibration as it was fitted; given, a calibration fitted on another "
                                   "summary is refused.")
 @pass_ctx

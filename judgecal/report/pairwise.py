@@ -5,10 +5,23 @@ per task family (:func:`comparison_rows`); length and position together
 
 from __future__ import annotations
 
+from judgecal.report.tables import Col
 
-COLUMNS = ["task family", "judge", "verdicts", "pairs in both orders", "consistent", "flip rate",
-           "first-position preference", "agreement, a first", "agreement, b first", "agreement, both orders (tie)",
-           "agreement, soft average", "LLMBar: average / both / equal", "rank", "longer preferred (pairs)"]
+#: Columns of the position-bias table (:func:`rows`) for a terminal (:class:`Col`: level 0
+#: always shown, 1 while the width allows, in priority order; ``report --wide``: all)
+COLS = [
+    Col("task family", "task_family", 0, "name"), Col("judge", "judge", 0, "name"),
+    Col("verdicts", "n_verdicts", 1, priority=3), Col("pairs in both orders", "n_pairs", 1, priority=3),
+    Col("consistent", "consistent", 0, "ci"), Col("flip rate", "flip_rate", 1, "ci", priority=4),
+    Col("first-position preference", "first_position_preference", 1, "ci", priority=1),
+    Col("agreement, a first", "agreement_ab", 1, "ci", priority=4),
+    Col("agreement, b first", "agreement_ba", 1, "ci", priority=4),
+    Col("agreement, both orders (tie)", "agreement_combined", 0, "ci"),
+    Col("agreement, soft average", "agreement_soft", 1, "ci", priority=5),
+    Col("LLMBar: average / both / equal", "llmbar", 1, "text", priority=5), Col("rank", "rank", 1, priority=2),
+    Col("longer preferred (pairs)", "longer_preferred", 1, "ci", priority=2),
+]
+COLUMNS = [c.header for c in COLS]
 
 
 def _f(x, ci=None) -> str:
@@ -54,8 +67,13 @@ def rows(section: list[dict]) -> list[list[str]]:
 
 
 #: Columns of the judge comparison table (one row per entry with a comparison).
-COMPARISON_COLUMNS = ["task family", "rank", "judge", "agreement, both orders (pairs compared)",
-                      "gap to best, points [paired 95% CI]", "best judge of the family", "below the best?"]
+COMPARISON_COLS = [
+    Col("task family", "task_family", 0, "name"), Col("rank", "rank", 0), Col("judge", "judge", 0, "name"),
+    Col("agreement, both orders (pairs compared)", "agreement", 0, "ci"),
+    Col("gap to best, points [paired 95% CI]", "gap_to_best", 0, "ci"),
+    Col("best judge of the family", "best", 1, "name", priority=2), Col("below the best?", "below", 1, "text", priority=1),
+]
+COMPARISON_COLUMNS = [c.header for c in COMPARISON_COLS]
 
 
 def _below(ci) -> str:
@@ -90,9 +108,17 @@ def comparison_rows(section: list[dict]) -> list[list[str]]:
 
 
 #: Columns of the "length and position together" table (entries with "length_and_position").
-LP_COLUMNS = ["task family", "judge", "pairs", "plain judge (a first)", "b first", "both orders (tie)",
-              "a first + polylog", "both orders + polylog", "a first + LC GLM", "both orders + LC GLM",
-              "shorter answer (no judge)", "both orders + length beats each alone?", "recommendation"]
+LP_COLS = [
+    Col("task family", "task_family", 0, "name"), Col("judge", "judge", 0, "name"), Col("pairs", "pairs", 1, "text", priority=3),
+    Col("plain judge (a first)", "raw", 0, "ci"), Col("b first", "raw_ba", 1, "ci", priority=4),
+    Col("both orders (tie)", "raw_combined", 1, "ci", priority=1), Col("a first + polylog", "polylog_ab", 1, "ci", priority=3),
+    Col("both orders + polylog", "polylog_combined", 1, "ci", priority=2),
+    Col("a first + LC GLM", "lc_glm_ab", 1, "ci", priority=3), Col("both orders + LC GLM", "lc_glm_combined", 1, "ci", priority=2),
+    Col("shorter answer (no judge)", "shorter_answer", 1, "ci", priority=4),
+    Col("both orders + length beats each alone?", "together", 1, "text", priority=2),
+    Col("recommendation", "recommendation", 0, "text"),
+]
+LP_COLUMNS = [c.header for c in LP_COLS]
 
 
 def _pts(g, ci) -> str:

@@ -86,12 +86,18 @@ def render_markdown(report: Mapping) -> str:
     Args:
         report: the dict of :func:`judgecal.report.build.build_report`.
     Returns:
-        ``# judgecal report``, a summary table of every entry, then per entry a ``##`` section:
-        its facts (n, L_ref, gamma, p with 95% CIs ...), the methods table (figures to 3
-        decimals, 95% bootstrap CIs in brackets), the verdict and the warnings. Ends with "\\n".
+        ``# judgecal report``, first a summary table of every entry (its recommendation and
+        verdict), then per entry a ``##`` section: its facts (n, L_ref, gamma, p with 95%
+        CIs ...), the methods table (figures to 3 decimals, 95% bootstrap CIs in brackets), the
+        verdict and the warnings; last the pairwise judges' tables (the HTML page's order).
+        Ends with "\\n".
     """
     out = ["# judgecal report", ""]
     entries = report["entries"]
+    if not entries:
+        out += ["No calibration to report.", ""]
+    else:
+        out += _entries_markdown(report)
     pairwise = report.get("pairwise_judges") or []
     if pairwise:
         from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
@@ -116,11 +122,14 @@ def render_markdown(report: Mapping) -> str:
                     "over the plain judge (a shown first, raw) in points with its 95% CI; recommendation: nested "
                     "selection, keep raw unless the gain's CI clears zero. See docs/report.md.", "",
                     md_table(LP_COLUMNS, lp_rows), ""]
-    if not entries:
-        return "\n".join(out + ["No calibration to report."]) + "\n"
-    out += ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "
-            "slope is score units per nat of length; [a, b] is a 95% bootstrap interval; "
-            "(CV) = out of sample, K-fold cross-validation by item. See docs/report.md.", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _entries_markdown(report: Mapping) -> list[str]:
+    """The summary table (first: what to act on), the report's warnings, then a section per entry."""
+    out = ["Expert agreement, verbosity win-rate and length preference are shares in [0, 1]; "
+           "slope is score units per nat of length; [a, b] is a 95% bootstrap interval; "
+           "(CV) = out of sample, K-fold cross-validation by item. See docs/report.md.", ""]
     from judgecal.report.board import column_lines
     from judgecal.report.tables import markdown_columns
 
@@ -134,7 +143,7 @@ def render_markdown(report: Mapping) -> str:
         out.append(f"> **Warning:** {md_escape(w)}")
     if report.get("warnings"):
         out.append("")
-    for e in entries:
+    for e in report["entries"]:
         out += [f"## {md_cell(entry_title(e))}", ""]
         out += [md_escape(" · ".join(entry_facts(e))), ""]
         cols, rows = method_table(e)
@@ -152,4 +161,4 @@ def render_markdown(report: Mapping) -> str:
             out += ["Warnings:", ""]
             out += [f"- {md_escape(w)}" for w in e["warnings"]]
             out.append("")
-    return "\n".join(out).rstrip("\n") + "\n"
+    return out

@@ -1,4 +1,5 @@
-"""Terminal rendering of a report (rich): a summary table, then one compact table per entry.
+"""Terminal rendering of a report (rich): the summary first, one compact table per entry, then the
+pairwise judges' tables; every table fits the terminal's width (:mod:`judgecal.report.tables`).
 
 Task family and judge names are user input: they go into rich ``Text`` objects (never parsed as
 rich markup), so a name like ``[bold]x`` prints literally.
@@ -9,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from judgecal.report.visible import visible
 
-from judgecal.report.tables import board_table
+from judgecal.report.tables import Col, board_table
 from judgecal.report.build import (
     SUMMARY_COLS,
     TEXT_COLUMNS,
@@ -29,75 +29,51 @@ VERDICT_STYLE = {"helps": "bold green", "hurts": "bold red", "no measurable effe
                  "undetermined": "bold", "not fitted": "bold", "not identified": "bold red"}
 
 
-def _fitted_widths(columns: list[str], rows: list[list[str]], width: int) -> list[int]:
-    """Column widths (characters) for a table at ``width``: each column at least its longest
-    word (the first, a name, at least min(longest cell, 24)), then the width left over shared
-    out up to each column's longest cell, so that no number and no word is split."""
-    def words(i):
-        return max([len(w) for r in rows for w in r[i].split()] + [len(w) for w in columns[i].split()] + [1])
-
-    def longest(i):
-        return max([len(line) for r in rows for line in r[i].splitlines() or [""]] + [len(columns[i]) // 2, 1])
-
-    n = len(columns)
-    size = [max(words(i), min(longest(i), 24)) if i == 0 else words(i) for i in range(n)]
-    slack = width - (1 + 3 * n + sum(size))
-    if slack < 0 and n:  # the name column gives way first, down to its longest word
-        give = min(-slack, size[0] - words(0))
-        size[0] -= give
-        slack += give
-    while slack > 0:
-        grow = [i for i in range(n) if size[i] < longest(i)]
-        if not grow:
-            break
-        step = max(1, slack // len(grow))
-        for i in grow:
-            add = min(step, longest(i) - size[i], slack)
-            size[i] += add
-            slack -= add
-            if slack <= 0:
-                break
-    return size
+#: where the columns a report table leaves out can be had
+REPORT_HINT = "--wide shows them; --format json holds every column"
+#: the per-entry tables' headline columns, always shown (the others while the width allows)
+HEADLINE = frozenset({"agreement (CV)", "Spearman (CV)", "agreement on target", "verbosity win-rate"})
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]], caption: str | None = None,
-           width: int = 120) -> Table:
-    # user text made visible first (a newline in a name is <U+000A>, not a second line that reads
-    # as another row); the newlines added below for the layout are the only ones kept
-    rows = [[visible(c) for c in r] for r in rows]
-    sizes = _fitted_widths(columns, rows, width)
-    if any(sizes[i] < max(len(r[i]) for r in rows) for i in range(1, len(columns)) if rows):
-        # too narrow for "value [low, high]" on one line: the CI goes under the value, whole
-        rows = [[c if i == 0 else c.replace(" [", "\n[", 1) for i, c in enumerate(r)] for r in rows]
-        sizes = _fitted_widths(columns, rows, width)
-    table = Table(title=Text(visible(title), style="bold"), caption=None if caption is None else Text(visible(caption)),
-                  caption_justify="left", title_justify="left")
-    for i, col in enumerate(columns):
-        table.add_column(Text(visible(col)), overflow="fold", width=sizes[i],
-                         justify="left" if i == 0 or col in TEXT_COLUMNS else "right")
-    for row in rows:
-        table.add_row(*[Text(c) for c in row])
-    return table
+def method_cols(columns: list[str]) -> list[Col]:
+    """The :class:`Col` of a methods table's headers (:func:`judgecal.report.build.method_table`):
+    the method (always shown), the headline figure (:data:`HEADLINE`, always shown),
+    then the other figures in their order while the width allows; figures with their CIs
+    ("ci": the CI goes under its value when narrow, a number is never split)."""
+    cols = [Col(columns[0], "method", 0, "text")]  # "raw (no calibration)": wraps at spaces, like text
+    for i, head in enumerate(columns[1:], 1):
+        kind = "name" if head == "fitted on" else "text" if head in TEXT_COLUMNS else "ci"
+        cols.append(Col(head, head, 0 if head in HEADLINE else 1, kind, priority=i))
+    return cols
 
 
-def _per_family(title: str, columns: list[str], rows: list[list[str]], width: int) -> list:
+def _board(title: str, cols: list[Col], rows: list[list[str]], width: int, wide: bool) -> list:
+    """A table that fits ``width`` (:func:`judgecal.report.tables.board_table`), the columns it
+    left out named under it."""
+    table, notes = board_table(title, cols, rows, width, wide=wide, hint=REPORT_HINT)
+    return [table] + [Text(n) for n in notes]
+
+
+def _per_family(title: str, cols: list[Col], rows: list[list[str]], width: int, wide: bool) -> list:
     """One table per task family (rows whose first cell is the family, kept in order), the
     family in the title instead of a column, each followed by a blank line."""
     parts: list = []
     families = list(dict.fromkeys(r[0] for r in rows))
     for fam in families:
-        parts.append(_table(f"{title}: {fam}", columns[1:], [r[1:] for r in rows if r[0] == fam], width=width))
+        parts += _board(f"{title}: {fam}", cols[1:], [r[1:] for r in rows if r[0] == fam], width, wide)
         parts.append(Text(""))
     return parts
 
 
-def entry_renderable(entry: Mapping, width: int = 120) -> Group:
-    """One entry: its methods table (title: family · judge; caption: n, L_ref, gamma, p ...),
-    the verdict, and its warnings one a line; the table fits ``width`` characters."""
+def entry_renderable(entry: Mapping, width: int = 120, *, wide: bool = False) -> Group:
+    """One entry: its methods table (title: family · judge), the columns it left out, its facts
+    (n, L_ref, gamma, p ...), the verdict, and its warnings one a line; the table fits ``width``
+    characters (``wide``: every column)."""
     cols, rows = method_table(entry)
-    table = _table(entry_title(entry), cols, rows, caption=" · ".join(entry_facts(entry)), width=width)
     v = entry["verdict"]
-    parts: list = [table, Text.assemble(("verdict: ", "bold"), (v["text"], VERDICT_STYLE.get(v["code"], "")))]
+    parts: list = _board(entry_title(entry), method_cols(cols), rows, width, wide)
+    parts.append(Text(visible(" · ".join(entry_facts(entry)))))
+    parts.append(Text.assemble(("verdict: ", "bold"), (v["text"], VERDICT_STYLE.get(v["code"], ""))))
     for line in flag_lines(entry):
         parts.append(Text.assemble(("flag ", "bold red"), line))
     for note in entry.get("notes") or []:
@@ -113,42 +89,38 @@ def render_table(report: Mapping, width: int = 120, *, wide: bool = False) -> Gr
 
     Args:
         report: the dict of :func:`judgecal.report.build.build_report`.
-        width: the terminal's width in characters: the summary shows the columns that fit
-            (those left out are named under it) and every table's cells wrap at spaces only.
-        wide: every summary column, whatever the width.
+        width: the terminal's width in characters: every table shows the columns that fit
+            (those left out are named under it); no number, CI bound or timestamp is split.
+        wide: every column of every table, whatever the width.
     Returns:
-        a ``rich.console.Group``: the summary table (more than one entry), report-level
-        warnings, then per entry a table (rows: methods; columns: agreement, agreement (CV),
-        verbosity win-rate, length pref., slope; pointwise: Spearman/Kendall/MAE; 95%
-        bootstrap CIs in brackets), the verdict and the warnings.
+        a ``rich.console.Group``, in the order of the HTML page: the summary first (more
+        than one entry: one row per entry with its recommendation and verdict; none: "no
+        calibration to report"), report-level warnings, then per entry a table (rows:
+        methods; columns: agreement, agreement (CV), verbosity win-rate, length pref., slope;
+        pointwise: Spearman/Kendall/MAE; 95% bootstrap CIs in brackets), its facts, the
+        verdict, notes and warnings; last the pairwise judges (position bias, the judge
+        comparison, length and position), one table per task family.
     """
     parts: list = []
     entries = report["entries"]
-    pairwise = report.get("pairwise_judges") or []
-    if pairwise:
-        from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows
-
-        parts += _per_family("pairwise judges: position consistency and length preference", PW_COLUMNS,
-                             pw_rows(pairwise), width)
-        from judgecal.report.pairwise import COMPARISON_COLUMNS, comparison_rows
-
-        parts += _per_family("pairwise judges: judge comparison (agreement with the experts, paired CIs against "
-                             "the best)", COMPARISON_COLUMNS, comparison_rows(pairwise), width)
-        from judgecal.report.pairwise import LP_COLUMNS, length_position_rows
-
-        lp_rows = length_position_rows(pairwise)
-        if lp_rows:  # report --length-position
-            parts.append(_table("pairwise judges: length and position together (out of sample)", LP_COLUMNS, lp_rows,
-                                width=width))
-            parts.append(Text(""))
     if not entries:
-        return Group(*(parts + [Text("no calibration to report")]))
-    if len(entries) > 1:
-        table, notes = board_table("judgecal report: summary", SUMMARY_COLS, summary_rows(report), width, wide=wide)
-        parts.append(table)
-        parts += [Text(n) for n in notes]
+        parts += [Text("no calibration to report"), Text("")]
+    elif len(entries) > 1:
+        parts += _board("judgecal report: summary", SUMMARY_COLS, summary_rows(report), width, wide)
         parts.append(Text(""))
     for w in report.get("warnings") or []:
         parts.append(Text.assemble(("warning: ", "yellow"), w))
-    parts.extend(entry_renderable(e, width) for e in entries)
+    parts.extend(entry_renderable(e, width, wide=wide) for e in entries)
+    pairwise = report.get("pairwise_judges") or []
+    if pairwise:
+        from judgecal.report.pairwise import COLS, COMPARISON_COLS, LP_COLS, comparison_rows, length_position_rows
+        from judgecal.report.pairwise import rows as pw_rows
+
+        parts += _per_family("pairwise judges: position consistency and length preference", COLS, pw_rows(pairwise),
+                             width, wide)
+        parts += _per_family("pairwise judges: judge comparison (agreement with the experts, paired CIs against "
+                             "the best)", COMPARISON_COLS, comparison_rows(pairwise), width, wide)
+        # report --length-position
+        parts += _per_family("pairwise judges: length and position together (out of sample)", LP_COLS,
+                             length_position_rows(pairwise), width, wide)
     return Group(*parts)
