@@ -82,7 +82,7 @@ def test_a_shared_judge_name_resolves_where_the_command_looks(team, run_cli):
     assert "endpoint https://api.example.org/v1" in both.stderr and "(--judge id:N)" in both.stderr
     board = _json(run_cli("--database-url", url, "leaderboard", "--judge", "GPT-4", "--task-family", "llmbar/Natural",
                           "--bootstrap", "0", "--format", "json"))
-    assert board["judge_id"] == _gpt4_llmbar_id(run_cli, url)
+    assert board["judge_ref"] == f"id:{_gpt4_llmbar_id(run_cli, url)}"  # a shared name: referred to by id
     assert {r["model"] for r in board["rows"] if r["mean_raw"] is not None} == {"llmbar/output_1", "llmbar/output_2"}
     # the fit reads the family's ratings: GPT-4 is the LLMBar judge there (the team fixture fitted it so)
     assert run_cli("--database-url", url, "fit", "--list", "--judge", "GPT-4", "--format", "json").exit_code == 0
@@ -107,7 +107,7 @@ def test_publish_applies_the_advice(team, run_cli):
                         "--bootstrap", "100", "--format", "json"))
     (b,) = pub["boards"]
     assert b["published"] == "raw" and b["advice"].startswith(f"calibration {b['calibration']}: published raw, as advised")
-    board = _json(run_cli("--database-url", url, "leaderboard", "--judge", f"id:{b['judge_id']}", "--task-family",
+    board = _json(run_cli("--database-url", url, "leaderboard", "--judge", b["judge_ref"], "--task-family",
                           "llmbar/Natural", "--bootstrap", "100", "--format", "json"))
     raw = {r["model"]: (r["mean_raw"], r["mean_raw_ci"]) for r in board["rows"] if r["mean_raw"] is not None}
     assert {r["model"]: (r["score"], r["score_ci"]) for r in b["rows"]} == raw

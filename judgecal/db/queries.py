@@ -342,6 +342,16 @@ def describe_judge(judge: m.Judge) -> str:
             f"sha256 {judge.prompt_sha256[:12]}, params {params}, scale [{judge.scale_min:g}, {judge.scale_max:g}]")
 
 
+def judge_reference(session: Session, judge: m.Judge) -> str:
+    """What ``--judge`` and a URL name ``judge`` by: its name where no other judge has it and
+    the name reads as a name, else ``id:N`` (:func:`judgecal.db.browse.judge_ref`)."""
+    from judgecal.db.browse import judge_ref
+
+    names = dict(session.execute(select(m.Judge.id, m.Judge.name).where(m.Judge.name == judge.name)).all())
+    label = {jid: (name if len(names) == 1 else f"{name} (id {jid})") for jid, name in names.items()}
+    return judge_ref(label, names, judge.id)
+
+
 def judge_labels(session: Session) -> dict[int, str]:
     """{judge id: label}: the judge's name, or ``name (id N)`` where several judges share it."""
     rows = session.execute(select(m.Judge.id, m.Judge.name)).all()

@@ -107,6 +107,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     engine = get_engine(url)
     with session_scope(engine) as s:
         jrow = _pick_judge(s, judge, families)
+        jref = q.judge_reference(s, jrow)
         fam_ids = list(dict.fromkeys(q.family_ids(s, families)))  # a repeated --task-family counts once
         fam_names = {fid: s.get(m.TaskFamily, fid).name for fid in fam_ids}
         rows = boarddata.rated_responses(s, fam_ids, jrow.id, summary, risk_k)
@@ -261,7 +262,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
             sum(1 for r in rows if r["score"] is not None and r["response_id"] not in length_of
                 and cals.get(r["family_id"]) is not None),
     }
-    return {"judge": jrow.name, "judge_id": jrow.id, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
+    return {"judge": jrow.name, "judge_ref": jref, "families": [fam_names[f] for f in fam_ids], "calibrations": cal_ids,
             "summary": summary_label(summary, risk_k),
             "notes": list(dict.fromkeys(notes)),
             "calibrations_from": cal_from,

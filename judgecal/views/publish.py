@@ -40,7 +40,8 @@ def build_publish(families=None, judge: str | None = None, url: str | None = Non
                   baseline: str | None = None, n_bootstrap: int = 1000, seed: int = 0, min_ratings: int = 30,
                   max_unparsed: float = 0.05) -> dict:
     """{"publish": mode, "baseline": None | model, "boards": [board, ...]}; each board:
-    {"kind": "score" | "winrate", "task_family", "judge", "judge_id", "calibration" (id or None),
+    {"kind": "score" | "winrate", "task_family", "judge", "judge_ref" (what ``--judge`` and a URL
+    name it by: its name, or ``id:N`` where judges share the name), "calibration" (id or None),
     "published": column published ("raw", "calibrated", "lc"), "published_key" (the source
     board's key of that column), "advice" (one line: what is published and the evidence),
     "rows": [{"model", "rank", "score", "score_ci", "raw", "raw_ci", "calibrated",
@@ -115,7 +116,7 @@ def _score_board(fam: str, judge_ref: str | None, judge_name: str | None, fit: d
         else:
             ranked.append(row)
     _rank(ranked, SCORE_DECIMALS)
-    return {"kind": "score", "task_family": fam, "judge": board["judge"], "judge_id": board["judge_id"],
+    return {"kind": "score", "task_family": fam, "judge": board["judge"], "judge_ref": board["judge_ref"],
             "calibration": (fit or {}).get("id"), "published": column, "published_key": key, "advice": advice,
             "rows": ranked, "flag_legend": _legend(ranked, board), "set_apart": sorted(apart, key=lambda a: a["model"]),
             "notes": list(board.get("notes") or [])}
@@ -157,7 +158,7 @@ def _winrate_board(baseline: str, families: list[str], judge: str | None, url, p
             ranked.append(row)
     _rank(ranked, WIN_RATE_DECIMALS)
     return {"kind": "winrate", "task_family": board["task_family"], "judge": board["judge"],
-            "judge_id": board["judge_id"], "baseline": baseline,
+            "judge_ref": board["judge_ref"], "baseline": baseline,
             "calibration": None, "published": column, "published_key": key, "advice": advice, "rows": ranked,
             "flag_legend": _legend(ranked, board), "set_apart": sorted(apart, key=lambda a: a["model"]),
             "notes": list(board.get("notes") or [])}

@@ -365,6 +365,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     engine = get_engine(url)
     with session_scope(engine) as s:
         jrow, fid, fam, chosen_note = pick_scope(s, baseline, list(families or []), judge)
+        jref = q.judge_reference(s, jrow)
         data = vq.baseline_verdicts(s, fid, jrow.id, baseline, "chars", summary=summary, risk_k=risk_k)
         if data.no_distribution:
             raise UsageError(missing_message(data.no_distribution, data.n_ok, summary,
@@ -400,7 +401,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
                         signed, min_items, lc_regulariser, joint, sort_by)
     board["summary"] = label(summary, risk_k)
     board["chosen"] = chosen_note
-    board["judge_id"] = jrow.id
+    board["judge_ref"] = jref
     if chosen_note:  # said in every format: what the data implied was chosen, and named
         board["notes"].insert(0, f"chosen: {chosen_note}")
     if summary != "greedy":  # said in every format (notes: table footer, Markdown, JSON)

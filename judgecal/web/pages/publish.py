@@ -46,7 +46,7 @@ class PublishPage:
 
         boards = []
         for b in result["boards"]:
-            judge_ref = f"id:{b['judge_id']}" if b.get("judge_id") else b["judge"]
+            judge_ref = b["judge_ref"]
             evidence = lambda model, b=b, ref=judge_ref: link("/audit", family=b["task_family"], judge=ref, model=model)  # noqa: E731
             rows = [{"cells": [(c.key, cell(b, c.key, r.get(c.key))) for c in COLS],
                      "ci": cell(b, "score_ci", r.get("score_ci")), "href": evidence(r["model"])} for r in b["rows"]]

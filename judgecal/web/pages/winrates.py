@@ -55,6 +55,14 @@ class WinratesPage:
         view = winrate_board_view(board, lambda key: link("/winrates", **here, sort=sortable[key]) if key in sortable
                                   else None,
                                   lambda model: None if model == baseline else
-                                  link("/audit", family=board["task_family"], judge=f"id:{board['judge_id']}", model=model))
+                                  link("/audit", family=board["task_family"], judge=board["judge_ref"], model=model))
+        form = {k: p.given(k) for k in FORM_FIELDS}  # the form sends back every parameter given, as given
         return self.render("winrates.html.j2", title="Win rates", nav="winrates", board=board, view=view, sort=sort,
-                           json_link=link("/winrates", **here, sort=sort, format="json"))
+                           json_link=link("/winrates", **here, sort=sort, format="json"), form=form,
+                           hidden=[(k, form[k]) for k in HIDDEN_FIELDS if form[k] is not None])
+
+
+#: the parameters the board's form sends back as given: shown, and kept hidden
+FORM_FIELDS = ("baseline", "family", "judge", "bootstrap", "seed", "length_unit", "tokenizer", "short_floor",
+               "lc_regulariser", "joint", "sort")
+HIDDEN_FIELDS = FORM_FIELDS[5:]
