@@ -218,3 +218,12 @@ def test_longer_preference_by_ratio_known_answer():
     with pytest.raises(ValueError):
         longer_preference_by_ratio([1], [1, 0], [1], [2])
     assert np.isclose(res["overall"]["excess"], 0.5)
+
+
+def test_the_audit_says_not_identified_where_it_applies_such_a_calibration(web):
+    _, c = web
+    a = c.get("/audit?family=llmbar/Natural&judge=GPT-4&format=json").json()
+    cal = a["calibration"]
+    assert cal["identified"] is False and cal["not_identified_reasons"] and cal["advice"] == "keep raw"
+    html = c.get("/audit?family=llmbar/Natural&judge=GPT-4").text
+    assert "not identified, do not publish" in html and "advice: keep raw" in html

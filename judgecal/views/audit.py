@@ -213,7 +213,8 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
     """One page of the audit of ``judge`` on ``family`` (module doc) as a dict:
 
     task_family, judge (name), judge_id, judge_mode, scale, calibration ({id, length_unit,
-    tokenizer, stale, created_at} or None), model, q (as given, None where not), filter,
+    tokenizer, stale, created_at, density_exemption, identified, not_identified_reasons, advice
+    ("calibrate" | "keep raw" | None), recommended} or None), model, q (as given, None where not), filter,
     filter_text, page, per_page, pages, total (pairs passing the filter), counts ({filter:
     pairs}; with ``model`` or ``q``, of the pairs they keep; with ``model`` also won, lost and
     won_longer), agreement ({"raw", "calibrated", "n"}:
@@ -376,9 +377,15 @@ def audit_index(family: str, judge: str, url: str | None = None, *, calibration:
     cal_info = None
     if cal is not None:
         fresh = staleness([(cal, family, jrow.name)], url)
+        ident = (cal.metrics or {}).get("identification") or {}
+        sel = (cal.metrics or {}).get("selection") or {}
         cal_info = {"id": cal.id, "length_unit": cal.length_unit, "tokenizer": cal.tokenizer, "stale": fresh[cal.id],
                     "created_at": iso_utc(cal.created_at),
-                    "density_exemption": bool(cal.density_exemption)}
+                    "density_exemption": bool(cal.density_exemption),
+                    # what the page must say wherever it applies the calibration (issue 32)
+                    "identified": ident.get("identified") if ident else None,
+                    "not_identified_reasons": list(ident.get("reasons") or []) if ident else [],
+                    "advice": sel.get("decision"), "recommended": sel.get("recommended")}
     rid = np.array(sorted(set(score) | set(rows.length) | set(calibrated)), dtype=np.int64)
     values = np.full((3, len(rid)), np.nan)
     for row, d in enumerate((score, rows.length, calibrated)):
