@@ -149,15 +149,26 @@ DEMO_STEPS: list[tuple[str, list[str]]] = [
 ]
 
 
+def run_main(argv: list[str]) -> tuple[int, str]:
+    """(exit status, stdout + stderr) of ``judgecal ARGV`` run in-process through its entry point."""
+    from click.testing import CliRunner
+
+    from judgecal.cli import main
+
+    with CliRunner().isolation() as streams:
+        code = 0
+        try:
+            main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return code, streams[0].getvalue().decode() + streams[1].getvalue().decode()
+
+
 def build_demo(url: str, data_dir: Path, out: Path, *, model: bool, local_judge: bool = False) -> dict:
     """Run :data:`DEMO_STEPS` in-process through judgecal's entry point into the database at
     ``url`` (``model``: also the mc step, which needs the local model; ``local_judge``: also the
     local judge's steps). A step that fails, other than those the demo itself lets fail, raises
     AssertionError with its output. Returns {"url", "out", "ran": [step names], "skipped": [...]}."""
-    from click.testing import CliRunner
-
-    from judgecal.cli import main
-
     out.mkdir(parents=True, exist_ok=True)
     ran, skipped = [], []
     for kind, args in DEMO_STEPS:
@@ -166,15 +177,8 @@ def build_demo(url: str, data_dir: Path, out: Path, *, model: bool, local_judge:
         if (kind == "model" and not model) or (kind == "local judge" and not (model and local_judge)):
             skipped.append(name)
             continue
-        runner = CliRunner()
         t0 = time.monotonic()
-        with runner.isolation() as streams:
-            code = 0
-            try:
-                main(argv)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            text = streams[0].getvalue().decode() + streams[1].getvalue().decode()
+        code, text = run_main(argv)
         if os.environ.get("JUDGECAL_DEMO_TIMES"):
             print(f"demo step {name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
         assert "Traceback" not in text, (name, text[-3000:])
@@ -225,10 +229,6 @@ def build_team(url: str, data_dir: Path, out: Path) -> dict:
     """The team's database (issue 32): :data:`DEMO_STEPS` (without the model steps), then
     :data:`TEAM_STEPS`: the LLMBar repository layout (58 judge/protocol pairs), a second judge
     named "GPT-4", long and bidi model names."""
-    from click.testing import CliRunner
-
-    from judgecal.cli import main
-
     built = build_demo(url, data_dir, out, model=False)
     work = out / "team"
     work.mkdir(parents=True, exist_ok=True)
@@ -237,14 +237,7 @@ def build_team(url: str, data_dir: Path, out: Path) -> dict:
     texts = []
     for _, args in TEAM_STEPS:
         argv = ["--database-url", url] + [a.replace("{D}", str(data_dir)).replace("{WORK}", str(work)) for a in args]
-        runner = CliRunner()
-        with runner.isolation() as streams:
-            code = 0
-            try:
-                main(argv)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            text = streams[0].getvalue().decode() + streams[1].getvalue().decode()
+        code, text = run_main(argv)
         assert "Traceback" not in text and code == 0, (args, code, text[-3000:])
         texts.append(text)
     _add_named_models(url, data_dir)

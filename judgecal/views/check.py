@@ -114,27 +114,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
                         max_unparsed)
             continue
         _identified(add, fam, jud, where, r, allow_unidentified)
-        if stale[row.id] is not False:  # a gate never passes a figure fitted on other data than the current
-            add(fam, jud, "stale", stale[row.id], False, False,
-                f"{where}: stale: the ratings, labels or lengths it was fitted on have changed since: refit with judgecal fit"
-                if stale[row.id] else
-                f"{where}: freshness unknown: stored before judgecal recorded the fingerprint of its data: "
-                f"refit with judgecal fit")
-        else:
-            add(fam, jud, "stale", False, False, True, f"{where}: fresh: fitted on the current ratings, labels and lengths")
-        v = r["verbosity_win_rate_calibrated"]
-        if v is not None:
-            add(fam, jud, "verbosity_win_rate", v, max_verbosity_winrate, v <= max_verbosity_winrate,
-                f"{where}: calibrated verbosity win-rate {v:.3f} {'<=' if v <= max_verbosity_winrate else '>'} {max_verbosity_winrate}")
-            ok = v >= min_verbosity_winrate  # making the shorter answer always win is as wrong as the raw judge
-            add(fam, jud, "verbosity_win_rate_min", v, min_verbosity_winrate, ok,
-                f"{where}: calibrated verbosity win-rate {v:.3f} {'>=' if ok else '<'} {min_verbosity_winrate}"
-                + ("" if ok else " (the calibration makes the shorter answer win: it overcorrects)"))
-        else:  # reported, never silently skipped: the verbosity thresholds had nothing to test
-            add(fam, jud, "verbosity_win_rate", None, max_verbosity_winrate, True,
-                f"{where}: verbosity win-rate not measured: the fit had no rated concise/verbose pairs, so "
-                f"--max-verbosity-winrate {max_verbosity_winrate} and --min-verbosity-winrate {min_verbosity_winrate} "
-                "were not applied (fit --verbosity-family FAMILY measures them on a family that has such pairs)")
+        _stale(add, fam, jud, where, stale[row.id], "it was fitted on")
+        _verbosity(add, fam, jud, where, r["verbosity_win_rate_calibrated"], "calibrated", max_verbosity_winrate,
+                   min_verbosity_winrate)
         a, b = r["agreement_cv_raw"], r["agreement_cv_calibrated"]
         if a is not None and b is not None:
             gain = b - a
@@ -147,12 +129,7 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
                 f"{where}: no cross-validated agreement ({why}): with so few labelled pairs per fold no figure out of "
                 f"sample exists; label more items" if why and r["folds"] >= 2 else
                 f"{where}: no cross-validated agreement (fitted with --folds {r['folds']}): refit with --folds 2 or more")
-        status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
-        total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
-        if total:
-            share = (status.get("unparsed", 0) + status.get("failed", 0)) / total
-            add(fam, jud, "unparsed_share", share, max_unparsed, share <= max_unparsed,
-                f"{where}: unparsed/failed ratings {share:.1%} {'<=' if share <= max_unparsed else '>'} {max_unparsed:.1%}")
+        _unparsed(add, fam, jud, where, row, max_unparsed)
         add(fam, jud, "converged", r["converged"], True, r["converged"],
             f"{where}: the fit {'converged' if r['converged'] else 'did not converge'}")
         if max_baseline_gap is not None:
@@ -227,34 +204,53 @@ def _raw_checks(add, fam, jud, where, row, r: dict, stale, max_vwr: float, min_v
     add(fam, jud, "calibration_checks", None, None, True,
         f"{where}: the raw scores are published, so the calibration's own checks (identified, cross-validated gain, "
         f"convergence, bounds, baseline gap) do not apply")
-    if stale is not False:  # the advice was computed on data that has changed
+    _stale(add, fam, jud, where, stale, "the advice was computed on")
+    _verbosity(add, fam, jud, where, r.get("verbosity_win_rate_raw"), "raw", max_vwr, min_vwr)
+    _unparsed(add, fam, jud, where, row, max_unparsed)
+    found = [f for f in r.get("flags") or [] if isinstance(f, dict) and f.get("code") in _degenerate_codes()]
+    add(fam, jud, "degenerate_answers", [f["code"] for f in found], [], True,
+        f"{where}: " + ("degenerate answers (set apart on the publish board, not ranked): "
+                        + "; ".join(f["message"] for f in found) if found else
+                        "no empty, constant or far-short answers among the judge's rated responses"))
+
+
+def _stale(add, fam, jud, where, stale, what: str) -> None:
+    """The "stale" check: fails when the data ``what`` ("it was fitted on", "the advice was
+    computed on") changed since, or when its freshness is unknown (stored before fingerprints)."""
+    if stale is not False:  # a gate never passes a figure computed on other data than the current
         add(fam, jud, "stale", stale, False, False,
-            f"{where}: stale: the ratings, labels or lengths the advice was computed on have changed since: refit with "
-            "judgecal fit" if stale else
+            f"{where}: stale: the ratings, labels or lengths {what} have changed since: refit with judgecal fit"
+            if stale else
             f"{where}: freshness unknown: stored before judgecal recorded the fingerprint of its data: refit with judgecal fit")
     else:
-        add(fam, jud, "stale", False, False, True, f"{where}: fresh: the advice was computed on the current data")
-    v = r.get("verbosity_win_rate_raw")
-    if v is not None:
-        add(fam, jud, "verbosity_win_rate", v, max_vwr, v <= max_vwr,
-            f"{where}: raw verbosity win-rate {v:.3f} {'<=' if v <= max_vwr else '>'} {max_vwr} (the raw scores are published)")
-        add(fam, jud, "verbosity_win_rate_min", v, min_vwr, v >= min_vwr,
-            f"{where}: raw verbosity win-rate {v:.3f} {'>=' if v >= min_vwr else '<'} {min_vwr}")
-    else:
+        add(fam, jud, "stale", False, False, True, f"{where}: fresh: {what} the current ratings, labels and lengths")
+
+
+def _verbosity(add, fam, jud, where, v, column: str, max_vwr: float, min_vwr: float) -> None:
+    """The verbosity thresholds on the published column's verbosity win-rate ``v`` (``column``:
+    "raw" or "calibrated"); a row that names both thresholds when nothing was measured."""
+    if v is None:  # reported, never silently skipped: the verbosity thresholds had nothing to test
         add(fam, jud, "verbosity_win_rate", None, max_vwr, True,
             f"{where}: verbosity win-rate not measured: the fit had no rated concise/verbose pairs, so "
-            f"--max-verbosity-winrate {max_vwr} and --min-verbosity-winrate {min_vwr} were not applied")
+            f"--max-verbosity-winrate {max_vwr} and --min-verbosity-winrate {min_vwr} were not applied (fit "
+            "--verbosity-family FAMILY measures them on a family that has such pairs)")
+        return
+    add(fam, jud, "verbosity_win_rate", v, max_vwr, v <= max_vwr,
+        f"{where}: {column} verbosity win-rate {v:.3f} {'<=' if v <= max_vwr else '>'} {max_vwr}")
+    ok = v >= min_vwr  # making the shorter answer always win is as wrong as the raw judge
+    add(fam, jud, "verbosity_win_rate_min", v, min_vwr, ok,
+        f"{where}: {column} verbosity win-rate {v:.3f} {'>=' if ok else '<'} {min_vwr}"
+        + ("" if ok or column == "raw" else " (the calibration makes the shorter answer win: it overcorrects)"))
+
+
+def _unparsed(add, fam, jud, where, row, max_unparsed: float) -> None:
+    """The "unparsed_share" check: unparsed + failed share of the judge's ratings the fit read."""
     status = ((row.metrics or {}).get("data") or {}).get("rating_status") or {}
     total = sum(v for k, v in status.items() if k in ("ok", "unparsed", "failed"))
     if total:
         share = (status.get("unparsed", 0) + status.get("failed", 0)) / total
         add(fam, jud, "unparsed_share", share, max_unparsed, share <= max_unparsed,
             f"{where}: unparsed/failed ratings {share:.1%} {'<=' if share <= max_unparsed else '>'} {max_unparsed:.1%}")
-    found = [f for f in r.get("flags") or [] if isinstance(f, dict) and f.get("code") in _degenerate_codes()]
-    add(fam, jud, "degenerate_answers", [f["code"] for f in found], [], True,
-        f"{where}: " + ("degenerate answers (set apart on the publish board, not ranked): "
-                        + "; ".join(f["message"] for f in found) if found else
-                        "no empty, constant or far-short answers among the judge's rated responses"))
 
 
 def _degenerate_codes():
