@@ -133,7 +133,7 @@ def test_llmbar_protocol_folder_leftovers_and_nested_keys_are_reported(db_url, r
     r = run_cli("--database-url", db_url, "import", "llmbar", "--format", "json", folder)
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
-    (reason, entry), = [(k, v) for k, v in out["skipped"].items() if "not read in a protocol folder" in k]
+    (reason, entry), = [(k, v) for k, v in out["not_read"].items() if "not read in a protocol folder" in k]
     assert sorted(Path(w).name for w in entry["where"]) == ["Statistics.json", "result.json.bak"]
     warnings = "\n".join(out["warnings"])
     assert "(the last element of 'results'): field(s) this format does not have, not read: 'swap = maybe'" in warnings

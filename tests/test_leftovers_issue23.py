@@ -111,7 +111,7 @@ def test_llmbar_files_not_read_are_counted(db_url, run_cli, tmp_path):
     r = run_cli("--database-url", db_url, "import", "llmbar", "--format", "json", tmp_path / "S")
     assert r.exit_code == 0, r
     out = json.loads(r.stdout)
-    (reason, entry), = [(k, v) for k, v in out["skipped"].items() if "not an LLMBar file" in k]
+    (reason, entry), = [(k, v) for k, v in out["not_read"].items() if "not an LLMBar file" in k]
     assert entry["count"] == 2 and sorted(Path(w).name for w in entry["where"]) == ["Ratings_K.json", "notes.txt"]
     assert out["added"]["rating"] == 2  # ratings_J.json only
     judges = {row[0] for row in eng.create(db_url).connect().execute(text("SELECT name FROM judge"))}

@@ -445,7 +445,7 @@ def test_excerpt_null_winner_is_unparsed_and_missing_result_is_named(repo, tmp_p
     batch = llmbar.parse_any(root, parity=parity)
     bad = [v for v in batch.verdicts if v.status == "unparsed"]
     assert len(bad) == 1 and bad[0].position == "ba" and bad[0].raw_output and "winner is null" in bad[0].error
-    assert batch.skipped["protocol folder without result.json"] == [str(path.parent.parent / "CoT")]
+    assert batch.not_read["protocol folder without result.json"] == [str(path.parent.parent / "CoT")]
     assert parity == []  # the excerpt has no statistics.json
     # a statistics.json of the excerpt that disagrees is a warning naming the figure
     stats = path.parent / "statistics.json"

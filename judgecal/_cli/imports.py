@@ -20,12 +20,21 @@ def _print_import(result: dict, fmt: str) -> None:
     if fmt == "json":
         emit_json(result)
         return
-    added = ", ".join(f"{k} +{v}" for k, v in result["added"].items())
     skipped = f"; {len(result['warnings'])} warnings (above)" if result["warnings"] else ""
+    if result.get("records") == 0:  # an export of nothing (generic JSONL/CSV): nothing to write
+        click.echo(f"imported {result['source']}: 0 records in {result['file']} (what judgecal export writes when "
+                   f"there is nothing to export): nothing imported, nothing written{skipped}")
+        return
+    added = ", ".join(f"{k} +{v}" for k, v in result["added"].items())
     click.echo(f"imported {result['source']}: {added}{skipped}")
     for reason, s in (result.get("skipped") or {}).items():
         more = f" (first: {', '.join(s['where'][:3])})" if s["where"] else ""
         click.echo(f"  not imported: {s['count']} records: {reason}{more}")
+    for reason, s in (result.get("not_read") or {}).items():  # files and folders of the input not read
+        for path in s["where"]:
+            click.echo(f"  not read: {path} ({reason})")
+        if s["count"] > len(s["where"]):
+            click.echo(f"  not read: {s['count'] - len(s['where'])} more ({reason})")
     from judgecal.views.importing import file_lines
 
     for line in file_lines(result):

@@ -89,6 +89,10 @@ def write_batch(session: Session, batch: ImportBatch) -> dict[str, int]:
     return writer.added
 
 
+#: the tables an import adds rows to, in the order its summary counts them (``Writer.added``)
+TABLES = ("task_family", "item", "response", "expert_label", "rating", "verbosity_pair", "pairwise_judgment")
+
+
 class Writer:
     """Writes the ImportBatches of one import (one per file) in one session/transaction,
     remembering the ids of families, items, responses and judges met in earlier batches (a
@@ -98,8 +102,7 @@ class Writer:
     def __init__(self, session: Session, book: FileBook | None = None):
         self.session = session
         self.book = book  # the import's files by content (None: not looked up; judgecal.db.filebook)
-        self.added: dict[str, int] = dict.fromkeys(
-            ("task_family", "item", "response", "expert_label", "rating", "verbosity_pair", "pairwise_judgment"), 0)
+        self.added: dict[str, int] = dict.fromkeys(TABLES, 0)
         self.fam_ids: dict[str, int] = {}
         self.item_of: dict[tuple[str, str], int] = {}
         self.resp_ids: dict[RespRef, int] = {}

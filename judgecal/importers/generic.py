@@ -122,14 +122,17 @@ def _distribution(f: Fields, *, pairwise: bool, scale: tuple[float, float] | Non
 
 
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
-    """Parse a generic JSONL (``fmt='jsonl'``) or CSV (``fmt='csv'``) file of ``kind``.
-    Raises UsageError for a bad kind or --task-family, InputError naming FILE:LINE for a bad
-    or conflicting record (module doc)."""
+    """Parse a generic JSONL (``fmt='jsonl'``) or CSV (``fmt='csv'``) file of ``kind``; the
+    batch's ``records`` counts the records read. A file without records is what ``judgecal
+    export`` writes when there is nothing to export (JSONL: no line; CSV: the header row only):
+    it parses as an empty batch (``records`` 0; a CSV header naming fields ``kind`` does not use
+    is a warning, as for any record), so every export imports back. A CSV file without even a
+    header row is refused (:func:`read_csv`). Raises UsageError for a bad kind or --task-family,
+    InputError naming FILE:LINE for a bad or conflicting record (module doc)."""
     if kind not in KINDS:
         raise UsageError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_family(family)
     path = Path(path)
-    reader = read_jsonl if fmt == "jsonl" else read_csv
     batch = ImportBatch(source=f"{fmt}:{kind}")
     n = 0
     unknown: dict[str, int] = {}
@@ -142,7 +145,8 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     rows = [(name, getattr(batch, name), batch.at.setdefault(name, []))
             for name in ("verdicts", "ratings", "pair_labels", "point_labels", "verbosity_pairs")]
     blank: list[int] = []
-    for line, obj in reader(path, blank):
+    header: list[str] = []  # a CSV file's columns (read even when it holds no data row)
+    for line, obj in (read_jsonl(path, blank) if fmt == "jsonl" else read_csv(path, blank, header)):
         f = Fields(obj, str(path), line)
         for key in obj:
             if key not in FIELDS[kind] and key not in unknown:
@@ -163,8 +167,9 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
             if len(at) < len(stored):
                 at.append(line)
         n += 1
-    if n == 0:
-        raise InputError("no records", source=str(path))
+    batch.records = n
+    if n == 0:  # an export of nothing (JSONL: no line; CSV: the header row only) imports as nothing
+        unknown = {h: 1 for h in header if h not in FIELDS[kind]}
     if unknown:
         first = min(unknown.values())
         batch.warnings.append(

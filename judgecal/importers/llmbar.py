@@ -41,9 +41,16 @@ elements are counted as not imported, by reason.
   verdict with its text kept.
 
 A record that differs from ``dataset.json`` at the same position (input, outputs, label), a
-result file with another number of records, and any other shape are FILE:LINE errors. A
-protocol folder without ``result.json`` and anything else in ``evaluators/`` that is not a
-judge/protocol folder are counted as not imported, with their path.
+result file with another number of records, and any other shape are FILE:LINE errors.
+
+Nothing in the folder given is passed over: every file or folder not read is counted with its
+path and reason (:attr:`ImportBatch.not_read`; the import summary's ``not read: PATH
+(reason)``): at the repository root everything but ``Dataset/`` (``LLMEvaluator/`` is code), in
+``Dataset/`` the ``CaseStudy/`` and ``Processed/`` folders (the paper's case-study sets and other
+benchmarks as LLMBar processed them: not LLMBar's evaluation sets; give their folder to import
+them) and anything else besides ``LLMBar/``, entries of the folder of sets that are not sets,
+entries of a set folder that are not its files, a protocol folder without ``result.json`` and
+anything else in ``evaluators/`` that is not a judge/protocol folder or their two files.
 
 ``statistics.json`` (the repository's own figures: correct per order, average, both,
 "equal", Cohen's kappas; :mod:`judgecal.calibrate.llmbar_stats`) is read and compared with
@@ -126,16 +133,49 @@ def set_name(folder: Path) -> str:
     return f"llmbar/Adversarial_{folder.name}" if folder.parent.name == "Adversarial" else f"llmbar/{folder.name}"
 
 
+#: Why a folder of the LLMBar repository that is not one of LLMBar's evaluation sets is not read
+#: (the repository's README, "Data"): it is counted and named in the import summary, never passed over.
+CASE_STUDY = ("not an LLMBar evaluation set: the paper's case-study sets (section 4.6: Constraint, Negation, Normal, "
+              "Base-9, Base-10), built to probe evaluators beyond LLMBar's Natural and Adversarial sets; to import "
+              "them, give this folder or one of its sets (families llmbar/<set>)")
+PROCESSED = ("not an LLMBar evaluation set: other meta-evaluation benchmarks as LLMBar's authors processed them "
+             "(FairEval, LLMEval^2, MT-Bench); to import them, give this folder or one of its sets (families "
+             "llmbar/<set>)")
+CODE = "LLMBar's evaluation code (evaluate.py, prompts, configs), not data"
+NOT_DATA = "not LLMBar data: the repository's evaluation sets are under Dataset/LLMBar/"
+OTHER_DATASET = "not an LLMBar evaluation set: LLMBar's sets are under Dataset/LLMBar/"
+NO_SET = "not an LLMBar set: no dataset.json in it"
+NO_SET_FILE = "not an LLMBar set: a file, where a set is a folder holding dataset.json"
+
+
 def set_folders(root: Path) -> list[tuple[Path, str]]:
     """(set folder, default family) of every LLMBar set under ``root``: a set folder itself, the
     repository's ``Dataset/LLMBar/Adversarial``, ``Dataset/LLMBar`` or ``Dataset`` folder, or the
     repository root (the adversarial sets are ``llmbar/Adversarial_<set>`` from every level).
-    Empty when none is found."""
+    Empty when none is found. :func:`find_sets` also names what is not read."""
+    return find_sets(root)[0]
+
+
+def find_sets(root: Path) -> tuple[list[tuple[Path, str]], list[tuple[str, str]]]:
+    """(:func:`set_folders`, not read): the sets under ``root`` and every file or folder on the
+    way to them that is not read, as (path, reason): at the repository root everything but
+    ``Dataset/`` (``LLMEvaluator/``: the code; README, LICENSE...), in ``Dataset/`` everything but
+    ``LLMBar/`` (``CaseStudy/`` and ``Processed/``: :data:`CASE_STUDY`, :data:`PROCESSED`), and
+    in the folder of sets (and ``Adversarial/``) every entry that is not a set. A set folder's
+    own entries are counted by :func:`set_batches`."""
     root = Path(root)
     if (root / "dataset.json").is_file():
-        return [(root, set_name(root))]
-    base = (root / "Dataset" / "LLMBar" if (root / "Dataset" / "LLMBar").is_dir()
-            else root / "LLMBar" if (root / "LLMBar").is_dir() and root.name == "Dataset" else root)
+        return [(root, set_name(root))], []
+    not_read: list[tuple[str, str]] = []
+    dataset = (root / "Dataset" if (root / "Dataset" / "LLMBar").is_dir()
+               else root if (root / "LLMBar").is_dir() and root.name == "Dataset" else None)
+    if dataset is not None and dataset != root:  # the repository root
+        not_read += [(str(e), CODE if e.name == "LLMEvaluator" else NOT_DATA)
+                     for e in sorted(root.iterdir()) if e.name != "Dataset"]
+    if dataset is not None:
+        why = {"CaseStudy": CASE_STUDY, "Processed": PROCESSED}
+        not_read += [(str(e), why.get(e.name, OTHER_DATASET)) for e in sorted(dataset.iterdir()) if e.name != "LLMBar"]
+    base = root if dataset is None else dataset / "LLMBar"
     # the repository's Adversarial folder itself: its sets are Adversarial_<set>, as from the root
     prefix = "Adversarial_" if base.name == "Adversarial" else ""
     out = []
@@ -143,8 +183,14 @@ def set_folders(root: Path) -> list[tuple[Path, str]]:
         if (d / "dataset.json").is_file():
             out.append((d, f"llmbar/{prefix}{d.name}"))
         elif d.is_dir() and d.name == "Adversarial":
-            out += [(a, f"llmbar/Adversarial_{a.name}") for a in sorted(d.iterdir()) if (a / "dataset.json").is_file()]
-    return out
+            for a in sorted(d.iterdir()):
+                if (a / "dataset.json").is_file():
+                    out.append((a, f"llmbar/Adversarial_{a.name}"))
+                else:
+                    not_read.append((str(a), NO_SET if a.is_dir() else NO_SET_FILE))
+        else:
+            not_read.append((str(d), NO_SET if d.is_dir() else NO_SET_FILE))
+    return out, not_read
 
 
 def parse_any(folder: Path, family: str | None = None, parity: list | None = None) -> ImportBatch:
@@ -167,7 +213,7 @@ def batches(folder: Path, family: str | None = None, parity: list | None = None,
     if not folder.is_dir():
         raise InputError("not a folder (expected an LLMBar set folder, Dataset/LLMBar or the repository root)",
                          source=str(folder))
-    sets = set_folders(folder)
+    sets, not_read = find_sets(folder)
     if not sets:
         raise InputError("no LLMBar set found (no dataset.json here, nor under Dataset/LLMBar/<set>/)", source=str(folder))
     if family and len(sets) > 1:
@@ -177,10 +223,15 @@ def batches(folder: Path, family: str | None = None, parity: list | None = None,
             raise InputError(f"the folder's name gives the family {fam!r}, which begins or ends with white space or an "
                              "invisible character (a family apart from the one you see): rename the folder or give "
                              "--task-family", source=str(path))
-    return _batches(sets, family, parity, stored)
+    return _batches(sets, family, parity, stored, not_read)
 
 
-def _batches(sets, family, parity, stored) -> Iterator[ImportBatch]:
+def _batches(sets, family, parity, stored, not_read=()) -> Iterator[ImportBatch]:
+    if not_read:  # what the folder given holds besides the sets: counted and named, never passed over
+        passed = ImportBatch(source=f"llmbar/{sets[0][0].name}")
+        for path, reason in not_read:
+            passed.pass_over(reason, path)
+        yield passed
     for path, fam in sets:
         yield from set_batches(path, family or fam, parity, stored(family or fam) if stored else ())
 
@@ -270,36 +321,40 @@ def set_batches(folder: Path, family: str, parity: list | None = None,
     skipped = ImportBatch(source=first.source)
     for entry in sorted(folder.iterdir()):  # what the set folder holds that is not read: counted, never passed over
         if entry.name not in ("dataset.json", "evaluators") and not _is_ratings_file(entry):
-            skipped.skip("not an LLMBar file (a set folder holds dataset.json, ratings_<JUDGE>.json and evaluators/; "
-                         "names are case-sensitive)", str(entry))
+            skipped.pass_over("not an LLMBar file: a set folder holds dataset.json, ratings_<JUDGE>.json and "
+                              "evaluators/; names are case-sensitive", str(entry))
     for path in sorted(folder.glob("ratings_*.json")):
         if _is_ratings_file(path):
             yield _result_batch(path, path.stem[len("ratings_"):], "Rating", None, pairs, first.source, parity)
     ev_dir = folder / "evaluators"
     if not ev_dir.is_dir():
-        if skipped.skipped:
+        if ev_dir.exists() or ev_dir.is_symlink():  # a file (or a dangling link) named evaluators
+            skipped.pass_over("not an LLMBar file: evaluators must be a folder of <JUDGE>/<PROTOCOL>/ folders",
+                              str(ev_dir))
+        if skipped.not_read:
             yield skipped
         return
     for jdir in sorted(ev_dir.iterdir()):
         if not jdir.is_dir():
-            skipped.skip("not a judge folder in evaluators/ (not a folder)", str(jdir))
+            skipped.pass_over("not a judge folder in evaluators/: not a folder", str(jdir))
             continue
         for pdir in sorted(jdir.iterdir()):
             if not pdir.is_dir():
-                skipped.skip("not a protocol folder in evaluators/<judge>/ (not a folder)", str(pdir))
+                skipped.pass_over("not a protocol folder in evaluators/<judge>/: not a folder", str(pdir))
                 continue
             result = pdir / "result.json"
             if not result.is_file():
-                skipped.skip("protocol folder without result.json", str(pdir))
+                skipped.pass_over("protocol folder without result.json", str(pdir))
                 continue
             for entry in sorted(pdir.iterdir()):  # what a protocol folder holds besides its two files: counted
                 if entry.name not in ("result.json", "statistics.json"):
-                    skipped.skip("not read in a protocol folder (it holds result.json and statistics.json; names "
-                                 "are case-sensitive: a statistics file of another case is not compared)", str(entry))
+                    skipped.pass_over("not read in a protocol folder: it holds result.json and statistics.json; names "
+                                      "are case-sensitive (a statistics file of another case is not compared)",
+                                      str(entry))
             stats = pdir / "statistics.json"
             yield _result_batch(result, jdir.name, pdir.name, stats if stats.is_file() else None, pairs,
                                 first.source, parity)
-    if skipped.skipped:
+    if skipped.not_read:
         yield skipped
 
 

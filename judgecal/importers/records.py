@@ -99,6 +99,12 @@ class ImportBatch:
     warnings: list[str] = field(default_factory=list)
     # rows of the input deliberately not imported: {reason: [FILE:LINE, ...]}, reported by every output
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    # files and folders of the input the importer did not read: {reason: [path, ...]}, reported
+    # by every output ("not read: PATH (reason)"); nothing in a folder it was given is passed over
+    not_read: dict[str, list[str]] = field(default_factory=dict)
+    # the records read, where the importer counts them (the generic JSONL/CSV importer: 0 for an
+    # export of nothing, which imports as nothing); None elsewhere
+    records: int | None = None
     # response -> (text SHA-256, n_bytes, n_chars, n_words), computed ahead by
     # judgecal.db.ingest.prepare (in a parsing process); the writer computes what is missing
     response_meta: dict[RespRef, tuple[str, int, int, int]] = field(default_factory=dict)
@@ -163,6 +169,10 @@ class ImportBatch:
     def skip(self, reason: str, where: str) -> None:
         """Count a record left out of the import, with its reason and FILE:LINE."""
         self.skipped.setdefault(reason, []).append(where)
+
+    def pass_over(self, reason: str, path: str) -> None:
+        """Count a file or folder the import does not read, with its reason and path."""
+        self.not_read.setdefault(reason, []).append(path)
 
     def add_item(self, family: str, prompt: str, *, external_id: str | None = None, reference: str | None = None) -> None:
         """Register an item (first occurrence wins for external id and reference)."""
@@ -234,6 +244,8 @@ def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
         out.warnings.extend(b.warnings)
         for reason, where in b.skipped.items():
             out.skipped.setdefault(reason, []).extend(where)
+        for reason, where in b.not_read.items():
+            out.not_read.setdefault(reason, []).extend(where)
     return out
 
 
@@ -684,20 +696,25 @@ def _csv_records(text: str, path: str) -> Iterator[tuple[int, list[str | None]]]
         yield start_line, cells
 
 
-def read_csv(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, dict]]:
+def read_csv(path: Path, blank: list[int] | None = None, columns: list[str] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, row dict) for every data row of a CSV file with a header row (RFC 4180, comma
     separated, UTF-8). Cells come back byte for byte (quoted line ends included); an
     unquoted empty cell is None, a quoted empty cell ``""`` the empty string; a cell that
     judgecal's export neutralised (:func:`neutralise_cell`) is restored. The line is the
-    physical line where the row starts. Raises InputError naming FILE:LINE for an empty
-    file, a repeated or empty column name, a row with a different number of fields, a quote
-    never closed (the line where that field started) or text after a closing quote."""
+    physical line where the row starts. ``columns``: the header's names are appended to it
+    (a file holding its header row only has no data row to show them). Raises InputError
+    naming FILE:LINE for an empty file (no header row: judgecal's CSV export always writes
+    one, so such a file is not an export), a repeated or empty column name, a row with a
+    different number of fields, a quote never closed (the line where that field started) or
+    text after a closing quote."""
     text = read_text(path)
     records = _csv_records(text, str(path))
     try:
         first = next(records)
     except StopIteration:
-        raise InputError("empty CSV file (no header row)", source=str(path), line=1) from None
+        raise InputError("empty CSV file (no header row): judgecal's CSV export writes its header row even when there "
+                         "is nothing to export, so this file is not one (cut short, or not the file you meant?)",
+                         source=str(path), line=1) from None
     header = [(h or "").strip() for h in first[1]]
     seen: dict[str, int] = {}
     for i, h in enumerate(header, start=1):
@@ -707,6 +724,8 @@ def read_csv(path: Path, blank: list[int] | None = None) -> Iterator[tuple[int, 
             raise InputError(f"column {h!r} appears twice in the header row (columns {seen[h]} and {i})",
                              source=str(path), line=first[0])
         seen[h] = i
+    if columns is not None:
+        columns.extend(header)
     for start, row in records:
         if all(cell is None or not cell.strip() for cell in row):
             if blank is not None:

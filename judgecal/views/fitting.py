@@ -210,6 +210,7 @@ def evaluate_family(
                                                       gamma_max=gamma_max, risk_k=risk_k, n_ok=n_ok, step=step)
     evaluation["summary"] = summary
     evaluation["risk_k"] = float(risk_k)
+    one_raw_ci(evaluation)
     _numeric_warnings(evaluation, caught)
     evaluation["data"] = {**info, "rating_status": rows.status_counts, "verbosity_family": verbosity_family or family,
                           "fingerprint": fingerprint(fingerprint_records(rows))}
@@ -223,6 +224,52 @@ def evaluate_family(
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
                signed=signed, gamma_max=gamma_max)
     return evaluation, ctx
+
+
+#: two figures closer than this are one figure (the same mean over the same rows, summed in another order)
+SAME_FIGURE = 1e-9
+
+
+def one_raw_ci(evaluation: dict) -> None:
+    """Give the raw judge's figure ONE confidence interval wherever the evaluation holds it.
+
+    Raw has no parameter, so its in-sample figure, its cross-validated figure, the nested
+    selection's ``raw`` (and its ``nested`` when the advice is keep raw) and the rating-summary
+    comparison's figure of the fit's own summary are one number on the same rows; each had its
+    own item resamples (``seed + 1``, ``+ 2``, ``+ 5``), so one fit printed e.g. ``0.920 [0.875,
+    0.955]`` in the methods table and ``raw agreement 0.920 [0.875, 0.960]`` in the
+    recommendation (issue 33). The single source is the cross-validated CI
+    (``methods.raw.agreement_cv_ci``, the resamples of every paired CV gain), else the in-sample
+    one (``spearman_ci`` pointwise, which has no CV CI); it is copied to every other place that
+    holds the same figure (checked to :data:`SAME_FIGURE`), and ``selection.raw_ci_source``
+    names it. Paired gain CIs keep their own resamples (they are CIs of differences). In place."""
+    metric = {"pairwise": "agreement", "pointwise": "spearman"}.get(evaluation.get("kind"))
+    raw = (evaluation.get("methods") or {}).get("raw") or {}
+    fig = raw.get(metric) if metric else None
+    if fig is None:
+        return
+
+    def same(x) -> bool:
+        return x is not None and abs(float(x) - float(fig)) <= SAME_FIGURE
+
+    cv_key, in_key = f"{metric}_cv_ci", f"{metric}_ci"
+    key = cv_key if raw.get(cv_key) is not None and same(raw.get(f"{metric}_cv")) else in_key
+    ci = raw.get(key)
+    if ci is None:
+        return
+    raw[in_key] = list(ci)
+    if raw.get(cv_key) is not None and same(raw.get(f"{metric}_cv")):
+        raw[cv_key] = list(ci)
+    sel = evaluation.get("selection")
+    if isinstance(sel, dict) and same(sel.get("raw")) and sel.get("raw_ci") is not None:
+        sel["raw_ci"] = list(ci)
+        sel["raw_ci_source"] = f"methods.raw.{key}"
+        if sel.get("decision") == "keep raw" and same(sel.get("nested")) and sel.get("nested_ci") is not None:
+            sel["nested_ci"] = list(ci)
+    rows = ((evaluation.get("summaries") or {}).get("summaries") or {})
+    own = rows.get(evaluation.get("summary") or "greedy")
+    if isinstance(own, dict) and same(own.get("figure_cv")) and own.get("figure_cv_ci") is not None:
+        own["figure_cv_ci"] = list(ci)
 
 
 def _summary_comparison(rows: FamilyRows, density: bool, objective: str, evaluation: dict, *, folds, seed, n_bootstrap,

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from judgecal.db.engine import get_engine, held_interrupts, session_scope
 from judgecal.errors import DatabaseError, InputError
 from judgecal.db.filebook import FileBook
-from judgecal.db.ingest import Writer
+from judgecal.db.ingest import TABLES, Writer
 from judgecal.importers import alpaca_eval, generic, llmbar, pandalm
 from judgecal.importers.records import ImportBatch, bulk, check_text_path
 
@@ -26,6 +26,10 @@ commits = 0
 Ctrl-C is held from the end of the writing, through the commit, until :func:`import_batches`
 returns), so a command line can treat a Ctrl-C that comes later, once the handler in place
 before is back, as one that came after the commit (:func:`judgecal.cli.main`: a warning, exit 0)."""
+
+
+#: paths listed per reason in an import result's ``not_read`` (the count is of every one)
+NOT_READ_SHOWN = 50
 
 
 def import_batch(batch: ImportBatch, url: str | None = None, *, importer: str | None = None,
@@ -46,7 +50,9 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
     not reported either: nothing of it was read into the database). ``batches`` may be a
     callable that takes the FileBook (to leave such files unparsed) and returns the batches.
 
-    Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}},
+    Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}} (records
+    left out), "not_read": {reason: {count, where}} (files and folders of the input not read:
+    :attr:`ImportBatch.not_read`; ``where`` lists the first :data:`NOT_READ_SHOWN` paths),
     "source": ..., "files": [one dict per file: file, sha256, bytes, status (new | again |
     changed | duplicate), already_imported_as and earlier_in_this_import (duplicate), before
     (changed): :meth:`judgecal.db.filebook.FileEntry.as_dict`]}."""
@@ -55,6 +61,7 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
     book: FileBook | None = None
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
+    not_read_at: dict[str, list[str]] = {}
     held: list = []  # a Ctrl-C that came during the commit (the import then completed)
     # from the end of the writing to the return, Ctrl-C is held: once the commit has begun the
     # import completes, and it must not be reported as interrupted between the commit and here
@@ -72,6 +79,8 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
                     warnings.extend(batch.warnings)
                     for reason, where in batch.skipped.items():
                         skipped_at.setdefault(reason, []).extend(where)
+                    for reason, where in batch.not_read.items():
+                        not_read_at.setdefault(reason, []).extend(where)
                 hold.enter_context(held_interrupts(held))
             commits += 1
         except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
@@ -91,7 +100,9 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
         for table, n in writer.already.items():
             if n:  # an earlier import (or an earlier file of this one) stored them with the same values
                 skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
-        return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped, "files": files}
+        not_read = {reason: {"count": len(where), "where": where[:NOT_READ_SHOWN]} for reason, where in not_read_at.items()}
+        return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped,
+                "not_read": not_read, "files": files}
 
 
 def file_lines(result: dict) -> list[str]:
@@ -203,6 +214,15 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
 
 
 def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, url: str | None = None) -> dict:
-    """Import a generic JSONL or CSV file of ``kind`` (responses, ratings, labels, pairs)."""
-    return import_batch(generic.parse(Path(path), kind, fmt=fmt, family=family), url, importer=f"{fmt}:{kind}",
-                        family=family)
+    """Import a generic JSONL or CSV file of ``kind`` (responses, ratings, labels, pairs,
+    verdicts). The result also holds ``records`` (read) and ``file``. A file without records
+    (what ``judgecal export`` writes when there is nothing to export: JSONL without a line, CSV
+    with its header row only) imports as nothing: ``records`` 0, every count 0, and the
+    database is not opened (nothing written, the file's hash not recorded)."""
+    batch = generic.parse(Path(path), kind, fmt=fmt, family=family)
+    if batch.records == 0:
+        result = {"source": batch.source, "added": dict.fromkeys(TABLES, 0), "warnings": batch.warnings,
+                  "skipped": {}, "not_read": {}, "files": []}
+    else:
+        result = import_batch(batch, url, importer=f"{fmt}:{kind}", family=family)
+    return {**result, "file": str(path), "records": batch.records}
