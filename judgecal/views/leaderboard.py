@@ -75,7 +75,7 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
     moved up; competition ranks on the means as displayed, :data:`judgecal.calibrate.ranking.SCORE_DECIMALS`
     decimals, so means shown alike share a rank), mean_length, length_unit, verbosity_win_rate (raw), verbosity_win_rate_calibrated,
     verbosity_pairs, acc, acc_norm,
-    acc_bytes, acc_norm_minus_acc, mc_run, stale_calibration, calibration_freshness_unknown (the
+    acc_bytes, acc_norm_minus_acc, mc_run, task_families (the families of its scored ratings), stale_calibration, calibration_freshness_unknown (the
     family's applied calibration is stale / of unknown freshness), calibration_not_identified and
     not_identified_reasons (["family: reasons"]: the mean_calibrated, its CI, rank and the
     calibrated verbosity win-rate are then None), fit_at_bound (["family: gamma, p"]),
@@ -336,7 +336,8 @@ def _metric(metrics: dict, name: str):
 ROW_COLUMNS = ["model", "n_rated", "n_unparsed", "n_failed", "unparsed_share", "mean_raw", "mean_raw_ci",
                "mean_calibrated", "mean_calibrated_ci", "mean_length", "length_unit", "verbosity_win_rate",
                "verbosity_win_rate_calibrated", "verbosity_pairs", "uncalibrated", "transferred", "stale_calibration",
-               "calibration_freshness_unknown", "calibration_not_identified", "not_identified_reasons", "fit_at_bound",
+               "calibration_freshness_unknown", "task_families", "calibration_not_identified", "not_identified_reasons",
+               "fit_at_bound",
                "advice_keep_raw", "advice_other_method", "acc", "acc_norm", "acc_bytes", "acc_norm_minus_acc", "mc_run",
                "mc_opposite", "degenerate_answers", "rank_raw", "rank_calibrated", "rank_change", "flags", "flag_codes"]
 
