@@ -74,7 +74,7 @@ class FitContext:
     expert_scale: tuple[float, float] | None = None
     density: bool = False
     density_w: float = 0.5
-    starts: int = 4
+    starts: int = 8
     lowess_frac: float = 2.0 / 3.0
     signed: bool = False
     gamma_max: float | None = None
@@ -184,6 +184,7 @@ def _penalty_fitted(name, penalty, res: FitResult, ctx: FitContext, dparams=None
               "gamma_max": ctx.gamma_max, "p_bounds": list(ctx.p_bounds)}
     if penalty == "polylog":
         params["short_floor"] = floor
+        params["other_optima"] = list(res.other_optima)  # other starts' optima that fit as well (identification)
     if dparams is not None:
         params["density"] = dparams
     return Fitted(name, params, fit=res, _apply=apply)

@@ -234,15 +234,16 @@ def _pair_metrics(fitted: Fitted, d: PairData):
 
 def _out_of_fold(methods, data, ctx, full: dict, fold: np.ndarray, k: int, warnings: list[str], predict) -> dict:
     """{method name: out-of-fold predictions (n,)}: each fold predicted by a fit on the other
-    folds (started from the full-data optimum). A method whose fit fails is left out, with a
-    warning."""
+    folds, started from the method's fixed multi-start grid scaled on the training folds
+    (never from the full-data optimum, which has seen the held-out fold: issue 33). A method
+    whose fit fails is left out, with a warning. ``full`` is not used for the starts."""
     out = {}
     for m in methods:
         pred = np.empty(data.n)
         try:
             for f_ in range(k):
                 test = fold == f_
-                fitted = m.fit(data.take(np.flatnonzero(~test)), ctx, start=full[m.name])
+                fitted = m.fit(data.take(np.flatnonzero(~test)), ctx)
                 pred[test] = predict(fitted, data.take(np.flatnonzero(test)))
         except FitError as exc:
             warnings.append(f"{m.name}: cross-validation skipped: {exc}")

@@ -41,7 +41,7 @@ spread (max - min) of the observed scores.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -72,6 +72,9 @@ class FitResult:
     at_bound: dict
     message: str
     short_floor: float | None = None
+    #: other local optima the multi-start found with a loss within :data:`OPTIMA_TOL` of the best,
+    #: at different parameters: [{"gamma", "p", "loss"}] (empty: the starts agree)
+    other_optima: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
@@ -201,15 +204,42 @@ def _multistart(fun, starts, bounds, maxiter=500):
 
 def _multistart_inner(fun, starts, bounds, maxiter):
     best = None
+    ends = []  # (x, loss) where each start ended
     for x0 in starts:
         x0 = np.clip(np.asarray(x0, dtype=float), [b[0] for b in bounds], [b[1] for b in bounds])
         res = minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                        options={"maxiter": maxiter, "ftol": 1e-12, "gtol": 1e-8})
+        if np.isfinite(res.fun):
+            ends.append((np.asarray(res.x, dtype=float), float(res.fun)))
         if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
             best = res
     if best is None:
         raise FitError("the fit failed: the objective was not finite at any starting point")
+    best.ends = ends
     return best
+
+
+#: two optima whose losses differ by less than this (nats per pair, or squared score units per
+#: response) fit the labels equally well
+OPTIMA_TOL = 1e-4
+
+
+def _other_optima(res, width: float) -> list[dict]:
+    """The optima the starts ended in whose loss is within :data:`OPTIMA_TOL` of the best but whose
+    (gamma, p) differ from the best's (gamma by more than 1% of the scale width, or p by more
+    than 0.02): [{"gamma", "p", "loss"}], distinct, by loss."""
+    def same(g1, p1, g2, p2) -> bool:  # the same penalty: close parameters, or no penalty at all (p is then free)
+        close_g = abs(g1 - g2) <= 0.01 * width
+        return close_g and (abs(p1 - p2) <= 0.02 or max(abs(g1), abs(g2)) <= 0.01 * width)
+
+    out: list[dict] = []
+    for x, loss in sorted(getattr(res, "ends", []), key=lambda e: e[1]):
+        if loss - float(res.fun) > OPTIMA_TOL:
+            continue
+        if same(x[0], x[1], res.x[0], res.x[1]) or any(same(x[0], x[1], o["gamma"], o["p"]) for o in out):
+            continue
+        out.append({"gamma": float(x[0]), "p": float(x[1]), "loss": float(loss)})
+    return out
 
 
 # ----------------------------------------------------------------------------- pairwise
@@ -394,7 +424,8 @@ def fit_pairwise(
     finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
     if not finite:
         msg += "; the optimum is not a finite number (overflow): not converged"
-    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success) and finite, at, msg, floor)
+    return FitResult(gamma, p, l_ref, s, float(res.fun), n, bool(res.success) and finite, at, msg, floor,
+                     _other_optima(res, width))
 
 
 # ----------------------------------------------------------------------------- pointwise
@@ -504,7 +535,8 @@ def fit_pointwise(
     finite = bool(np.all(np.isfinite(res.x)) and np.isfinite(res.fun))
     if not finite:
         msg += "; the optimum is not a finite number (overflow): not converged"
-    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success) and finite, at, msg, floor)
+    return FitResult(gamma, p, l_ref, None, float(res.fun), n, bool(res.success) and finite, at, msg, floor,
+                     _other_optima(res, width))
 
 
 

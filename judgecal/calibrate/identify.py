@@ -22,7 +22,10 @@ polylog fit (the seed formula, gamma >= 0 unless signed) is **not identified** w
 * ``degenerate CI``: gamma's bootstrap CI has no width (:data:`DEGENERATE_CI`): the refits never
   moved, so the interval claims a precision the data do not give;
 * ``clipped``: the calibration puts more than :data:`MAX_CLIPPED_SHARE` more of the labelled
-  scores at the ends of the judge's scale than the raw judge does (clipped scores are ties).
+  scores at the ends of the judge's scale than the raw judge does (clipped scores are ties);
+* ``optima``: the multi-start of the full-data fit (the fixed grid of starts) ended in several
+  optima at different (gamma, p) whose losses lie within
+  :data:`judgecal.calibrate.fit.OPTIMA_TOL` of each other: the labels do not decide between them.
 
 A fit with gamma = 0 (at its lower bound, unsigned) is the raw judge: identified (nothing is
 applied), said as such. p at a bound of its range is a caveat (the seed's stated range of p, default [1.0, 1.5],
@@ -116,6 +119,14 @@ def identification(poly, data, ctx, *, method, gamma_ci, codes, n_items: int, it
                               f"the bound, not the labels, sets it")
     if at.get("p") is not None:
         out["caveats"].append(f"p {res.p:.4g} sits at its {at['p']} bound: p is set by its range, not by the labels")
+    others = list(getattr(res, "other_optima", None) or [])
+    out["other_optima"] = others
+    if others:  # the multi-start ended in several optima that fit the labels equally
+        o = others[0]
+        out["reasons"].append(f"{len(others) + 1} optima fit the labels equally (losses within 1e-4): gamma {g:.4g}, "
+                              f"p {res.p:.3g} and gamma {o['gamma']:.4g}, p {o['p']:.3g}"
+                              + (f" and {len(others) - 1} more" if len(others) > 1 else "")
+                              + ": the labels do not decide between them")
     _, lengths, _ = _responses(data)
     feat = np.abs(np.log(np.maximum(lengths, LENGTH_FLOOR) / float(ctx.l_ref))) ** float(res.p)
     feat = feat[feat > 0]
