@@ -93,7 +93,7 @@ def test_overview_shows_the_database(client, demo):
     assert "llmbar/Natural" in html and "alpaca_eval" in html and "weighted_alpaca_eval_gpt4_turbo" in html
     assert f"#{demo['calibration']}" in html and "keep raw" in html and "fresh" in html
     assert "ok 405" in html and "unparsed 1" in html  # LLMBar Natural's 400 ratings and the hostile family's 6
-    row = html.split('id="families"', 1)[1].split("<td>llmbar/Natural</td>", 1)[1].split("</tr>", 1)[0]
+    row = html.split('id="families"', 1)[1].split('<td class="name">llmbar/Natural</td>', 1)[1].split("</tr>", 1)[0]
     assert '<td class="num">100</td><td class="num">200</td>' in row and "pairwise 100" in row  # items, responses, labels
     assert "GPT-4: <span" in row and ">ok 200<" in row
     assert demo["url"].split("///")[1] in html and "read-only" in html
@@ -112,7 +112,7 @@ def test_score_board_equals_the_cli(client, demo, run_cli):
         # the model's cell opens its evidence: the audit of the family and judge, filtered to the model (issue 32)
         from judgecal.web.render import link
 
-        href = link("/audit", family="llmbar/Natural", judge=f"id:{web.json()['judge_id']}", model=row["model"])
+        href = link("/audit", family="llmbar/Natural", judge=web.json()["judge_ref"], model=row["model"])
         assert f'<td class="name"><a href="{href.replace("&", "&amp;")}"' in html
         assert client.get(href).status_code == 200
         # an unidentified calibration shows no calibrated mean (issue 23): the cell is '-', the row flagged
@@ -343,11 +343,25 @@ def test_token(demo):
         assert c.get("/?token=wrong").status_code == 401
         assert c.get("/static/style.css").status_code == 401
         good = c.get(f"/?token={TOKEN}")
-        assert good.status_code == 200
-        cookie = good.headers["set-cookie"]
+        assert good.status_code == 200 and good.history[0].status_code == 303  # followed: the token left the address
+        cookie = good.history[0].headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and TOKEN not in cookie
         assert c.get("/ratings").status_code == 200  # the cookie
         assert c.get("/static/style.css").status_code == 200
+    with TestClient(app, follow_redirects=False) as c:
+        # a good ?token= sets the cookie and sends the browser to the same address without the token,
+        # every other parameter kept as sent (order, repeats, encoding)
+        r = c.get(f"/ratings?judge=GPT-4&token={TOKEN}&family=llmbar%2FNatural&score_min=8&family=x")
+        assert r.status_code == 303 and r.headers["location"] == "/ratings?judge=GPT-4&family=llmbar%2FNatural&score_min=8&family=x"
+        assert "judgecal_token=" in r.headers["set-cookie"] and TOKEN not in r.headers["set-cookie"]
+        assert r.headers["x-judgecal-cache"] == "miss" and "default-src 'none'" in r.headers["content-security-policy"]
+        assert c.get(f"/?token={TOKEN}").headers["location"] == "/"
+        assert c.head(f"/static/style.css?token={TOKEN}").headers["location"] == "/static/style.css"
+        landed = c.get("/ratings?judge=GPT-4&score_min=8")  # the cookie alone authenticates
+        assert landed.status_code == 200 and "set-cookie" not in landed.headers
+        assert c.get("/?token=wrong").status_code == 401  # a wrong token is refused, cookie or not
+    with TestClient(app, follow_redirects=False) as c:
+        assert c.get("/ratings").status_code == 401  # no cookie: nothing without the token
     with TestClient(app) as c:
         assert c.get("/", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert c.get("/", headers={"Authorization": "Bearer nope"}).status_code == 401

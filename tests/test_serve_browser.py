@@ -54,13 +54,15 @@ def demo_server(tmp_path_factory, data_dir):
     yield from _serve(tmp_path_factory, sd.demo_like_db(tmp_path_factory, data_dir))
 
 
-def _serve(tmp_path_factory, demo: dict):
+def _serve(tmp_path_factory, demo: dict, args: tuple[str, ...] = ()):
+    """``judgecal serve`` over ``demo["url"]`` with :data:`TOKEN` (and ``args``) on a free
+    loopback port, until the generator is closed: yields {"base", "demo", "log"}."""
     port = _free_port()
     log = tmp_path_factory.mktemp("serve_log") / "serve.log"
     env = {**os.environ, "JUDGECAL_SERVE_TOKEN": TOKEN}
     with open(log, "wb") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "judgecal", "--database-url", demo["url"], "serve", "--port",
-                                 str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env)
+                                 str(port), *args], stdout=fh, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -87,6 +89,12 @@ def _serve(tmp_path_factory, demo: dict):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, server):
+    yield from _chromium(tmp_path_factory)
+
+
+def _chromium(tmp_path_factory):
+    """Headless Chromium driven by chromedriver (1400 x 1000 px, a fresh profile), until the
+    generator is closed."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -112,6 +120,61 @@ def shots(tmp_path_factory) -> Path:
     folder = Path(out) if out else tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+#: what a page must never do, measured in the page: the HTTP status of its navigation; its
+#: error line if it is an error page; each table wider than its box (the ``.scroll`` wrapper, or
+#: its parent) by more than 1 px; each number cell (``td.num``) not wholly inside the window
+#: horizontally at scroll position 0, or not inside the box that scrolls it; the page wider than
+#: the window (it would scroll sideways)
+LAYOUT = """
+const vw = document.documentElement.clientWidth;
+const nav = performance.getEntriesByType('navigation')[0];
+const where = el => { const t = el.closest('table'); const s = el.closest('section, article');
+  const h = s && s.querySelector('h2, h3');
+  return 'table' + (t && t.className ? '.' + t.className : '') + (h ? ' under "' + h.textContent.trim().slice(0, 50) + '"' : ''); };
+const scroller = el => { for (let e = el.parentElement; e && e !== document.body; e = e.parentElement) {
+  const x = getComputedStyle(e).overflowX; if (x !== 'visible' && x !== 'clip') return e; } return null; };
+const tables = [];
+for (const t of document.querySelectorAll('table')) {
+  const box = t.closest('.scroll') || t.parentElement;
+  const w = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+  if (w > box.clientWidth + 1) tables.push(`${where(t)}: ${Math.round(w)} px in a box of ${box.clientWidth} px`);
+}
+const cells = [];
+let hidden = 0;
+for (const c of document.querySelectorAll('td.num')) {
+  const r = c.getBoundingClientRect();
+  let ok = r.width > 0 && r.left >= -1 && r.right <= vw + 1;
+  const s = scroller(c);
+  if (ok && s) { const b = s.getBoundingClientRect(); ok = r.left >= b.left - 1 && r.right <= b.left + s.clientWidth + 1; }
+  if (!ok && ++hidden <= 3) cells.push(`${where(c)}: '${c.textContent.trim().slice(0, 24)}' at ${Math.round(r.left)}-${Math.round(r.right)} px`);
+}
+if (hidden > 3) cells.push(`and ${hidden - 3} more`);
+const page = document.documentElement.scrollWidth;
+const err = document.querySelector('p.error-message');
+return {status: nav ? nav.responseStatus : null, error: err ? err.textContent : null, tables: tables, cells: cells,
+        page: page > vw + 1 ? `the page is ${page} px wide in a window of ${vw} px` : null,
+        n_num: document.querySelectorAll('td.num').length};
+"""
+
+
+def resize(driver, width: int, height: int = 1000) -> None:
+    """The window at ``width`` x ``height`` px, waited for until the page sees it."""
+    driver.set_window_size(width, height)
+    deadline = time.monotonic() + 5
+    while driver.execute_script("return window.innerWidth") != width and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def layout_problems(driver) -> list[str]:
+    """What :data:`LAYOUT` finds wrong with the page as it is shown now (empty: nothing)."""
+    got = driver.execute_script(LAYOUT)
+    out = [] if got["status"] == 200 else [f"HTTP status {got['status']}"]
+    out += [f"error page: {got['error']}"] if got["error"] else []
+    out += [f"table wider than its box: {t}" for t in got["tables"]]
+    out += [f"number cell out of view: {c}" for c in got["cells"]]
+    return out + ([got["page"]] if got["page"] else [])
 
 
 def _severe(driver) -> list[dict]:
@@ -156,6 +219,10 @@ def test_every_page_in_chromium(server, browser, shots):
             continue
         _visit(browser, base + path, shots, name)
         assert browser.find_element("css selector", "h1").text
+        for width in (1400, 900):  # no table wider than its box, every number in view (the ratings' score too)
+            resize(browser, width)
+            assert not layout_problems(browser), (name, width, layout_problems(browser))
+        resize(browser, 1400)
         if name in ("leaderboard", "winrates"):
             assert browser.find_elements("css selector", "svg.chart")
         if name == "calibration":
@@ -258,6 +325,10 @@ def test_make_demo_database_in_chromium(demo_server, browser, shots):
     for name, path in DEMO_PAGES.items():
         _visit(browser, base + path, shots, f"demo_{name}")
         assert browser.find_element(By.TAG_NAME, "h1").text, name
+        for width in (1400, 900):
+            resize(browser, width)
+            assert not layout_problems(browser), (name, width, layout_problems(browser))
+        resize(browser, 1400)
         main = browser.find_element(By.TAG_NAME, "main").text
         assert not browser.find_elements(By.CSS_SELECTOR, "p.error-message"), (name, main[:300])  # not an error page
         if name == "overview":

@@ -22,7 +22,7 @@ LABEL_W = 230
 RIGHT_PAD = 24
 TOP = 34
 BOTTOM = 40
-MAX_LABEL = 34  # characters of a label shown (the whole label is in the row's <title>)
+MAX_LABEL = 30  # characters of a label shown, as shown (the whole label is in the row's <title>)
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -84,9 +84,13 @@ def interval_chart(rows: Sequence[dict], series: Sequence[tuple[str, str, str]],
     for i, r in enumerate(rows):
         y0 = TOP + ROW * i + ROW / 2
         label = str(r["label"])
-        shown = label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…"
+        seen = visible_html(label)  # cut as shown: '<U+202E>' counts 8 characters
+        cut = len(seen) > MAX_LABEL
+        shown = seen[: MAX_LABEL - 1] + "…" if cut else seen
+        # a cut label is drawn exactly as wide as its column: never past the chart's left edge
+        fit = f' textLength="{LABEL_W - 12}" lengthAdjust="spacingAndGlyphs"' if cut else ""
         out.append(f'<g class="row"><title>{escape(label)}</title>'
-                   f'<text class="label" x="{LABEL_W - 8}" y="{y0 + 4:.1f}" text-anchor="end">{escape(shown)}</text>')
+                   f'<text class="label" x="{LABEL_W - 8}" y="{y0 + 4:.1f}" text-anchor="end"{fit}>{_escape(shown)}</text>')
         for j, (key, _, cls) in enumerate(series):
             value, ci = r["values"].get(key) or (None, None)
             y = y0 + (j - (k - 1) / 2) * 6

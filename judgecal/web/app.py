@@ -21,7 +21,7 @@ import hashlib
 import hmac
 from functools import wraps
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote_plus, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -265,11 +265,14 @@ def _stale(page: Page) -> Page:
 def _unexpected(exc: Exception) -> tuple[int, str]:
     """(status, one line) of an error no page expected: a write refused by the read-only
     database (403), another database error (503), anything else (500)."""
+    import sqlite3
+
     from sqlalchemy.exc import SQLAlchemyError
 
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     first = text[0] if text else exc.__class__.__name__
-    if isinstance(exc, SQLAlchemyError):
+    # a driver's own error too (a write through the raw DB-API connection: sqlite3, psycopg)
+    if isinstance(exc, (SQLAlchemyError, sqlite3.Error)) or type(exc).__module__.startswith("psycopg"):
         if "readonly" in first or "read-only" in first:
             return 403, ("this page needs to write to the database (for example token lengths not stored yet: "
                          "run `judgecal lengths --tokenizer NAME`), and the web view is read-only: " + first)
@@ -282,10 +285,24 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(("judgecal-serve:" + token).encode()).hexdigest()
 
 
+def _without_token(scope) -> str:
+    """The request's path and query string without its ``token`` parameter(s), every other
+    parameter kept as sent (order, repeats, encoding): where a request that brought the token in
+    its address is sent on, once the cookie is set."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    kept = [part for part in query.split("&") if part and unquote_plus(part.split("=", 1)[0]) != "token"]
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope.get("root_path", "") + scope["path"])
+    path = "/" + path.lstrip("/")  # never '//host': a path, not another site
+    return path + ("?" + "&".join(kept) if kept else "")
+
+
 class Guard:
     """ASGI middleware: security headers on every response; with a token, every request must
     carry it (``?token=``, ``Authorization: Bearer TOKEN``, or the cookie set after a request
-    with a good ``?token=``), else 401."""
+    with a good ``?token=``), else 401. A request with a good ``?token=`` gets the cookie and a
+    303 redirect to its own address without the token, so that the token does not stay in the
+    address bar, the history or a link copied from it."""
 
     def __init__(self, app, token: str | None, pages: App):
         self.app, self.token, self.pages = app, token, pages
@@ -315,13 +332,18 @@ class Guard:
                 for k, v in SECURITY_HEADERS:
                     response.headers[k.decode()] = v.decode()
                 return await response(scope, receive, send)
+            if set_cookie:  # the token leaves the address bar (and the history, and a link copied from it)
+                response = Response(status_code=303, headers={"location": _without_token(scope),
+                                                              "x-judgecal-cache": "miss"})
+                response.headers.append("set-cookie", f"{COOKIE}={self.digest}; Path=/; HttpOnly; SameSite=Strict")
+                for k, v in SECURITY_HEADERS:
+                    response.headers[k.decode()] = v.decode()
+                return await response(scope, receive, send)
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dict(SECURITY_HEADERS)]
                 headers += SECURITY_HEADERS
-                if set_cookie:
-                    headers.append((b"set-cookie", f"{COOKIE}={self.digest}; Path=/; HttpOnly; SameSite=Strict".encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

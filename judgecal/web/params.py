@@ -49,6 +49,15 @@ class Params:
             return v
         return self._check(name, v, max_len)
 
+    def given(self, name: str) -> str | None:
+        """The value of ``name`` as given (read and checked before), for a form to send back
+        unchanged: spaces around it dropped except for ``model`` and ``judge`` (matched exactly),
+        None when absent or blank."""
+        vals = self.q.getlist(name)
+        if not vals or not vals[0].strip():
+            return None
+        return vals[0] if name in ("model", "judge") else vals[0].strip()
+
     def texts(self, name: str, max_n: int = 20, max_len: int = 500) -> list[str]:
         vals = [v.strip() for v in self.q.getlist(name) if v.strip()]
         if len(vals) > max_n:

@@ -15,6 +15,7 @@ class LeaderboardPage:
     def leaderboard(self, request: Request):
         from judgecal.report.board import COLUMNS
         from judgecal.report.boards_html import score_board_view
+        from judgecal.views.browse import family_judges
         from judgecal.views.leaderboard import DEFAULTS, build_leaderboard
 
         p = Params(request, ("family", "judge", "calibration", "calibration_from", "bootstrap", "seed", "min_ratings",
@@ -42,8 +43,6 @@ class LeaderboardPage:
             if unknown:
                 raise NotFoundError(f"no task family named {unknown[0]!r} (see the overview)")
             if families:  # the families given narrow the choice to the judges that rated there
-                from judgecal.views.browse import family_judges
-
                 there = {j["ref"] for fam, js in family_judges(self.url).items() if fam in families for j in js
                          if j["kind"] == "pointwise"}
                 rated = [j for j in rated if j["ref"] in there]
@@ -62,15 +61,30 @@ class LeaderboardPage:
             return self.json(board)
         here = dict(family=families, judge=judge, calibration=None if calibration == "latest" else calibration,
                     calibration_from=cal_from, bootstrap=None if n_boot == DEFAULTS["n_bootstrap"] else n_boot,
-                    seed=None if seed == DEFAULTS["seed"] else seed, mc_reference=mc_ref)
+                    seed=None if seed == DEFAULTS["seed"] else seed,
+                    min_ratings=None if min_ratings == DEFAULTS["min_ratings"] else min_ratings,
+                    max_unparsed=None if max_unparsed == DEFAULTS["max_unparsed"] else max_unparsed,
+                    mc_reference=mc_ref)
+        # the form sends back every parameter given, as given (a second family, calibration_from, ...)
+        form = {k: p.given(k) for k in FORM_FIELDS}
+        form["family"] = families
+        ref = board["judge_ref"]
+        rated = sorted({fam for fam, js in family_judges(self.url).items()
+                        for j in js if j["kind"] == "pointwise" and j["ref"] in (ref, board["judge"])})
+        family_options = sorted(set(rated) | set(families) | ({cal_from} if cal_from else set()))
         fams = {r["model"]: r.get("task_families") or [] for r in board["rows"]}
         view = score_board_view(board, _sorted(board["rows"], sort),
                                 lambda key: link("/leaderboard", **here, sort=_toggle(sort, key)) if key in keys else None,
                                 lambda model: link("/audit", family=fams[model][0] if len(fams[model]) == 1 else None,
-                                                   judge=f"id:{board['judge_id']}", model=model) if fams[model] else None)
+                                                   judge=board["judge_ref"], model=model) if fams[model] else None)
         return self.render("leaderboard.html.j2", title="Score leaderboard", nav="leaderboard", board=board,
                            view=view, sort=sort, here=here, json_link=link("/leaderboard", **here, format="json"),
-                           n_bootstrap=n_boot)
+                           n_bootstrap=n_boot, form=form, family_options=family_options, defaults=DEFAULTS)
+
+
+#: the parameters the board's form sends back (as given; ``family`` is a multiple choice)
+FORM_FIELDS = ("judge", "calibration", "calibration_from", "bootstrap", "seed", "min_ratings", "max_unparsed",
+               "mc_reference", "sort")
 
 
 def _toggle(sort: str | None, key: str) -> str:

@@ -26,5 +26,6 @@ class RatingsPage:
         r = ratings(self.url, **f, page=page, per_page=per_page, index=self._rating_index())
         here = {**f, "per_page": None if per_page == RATINGS_PER_PAGE else per_page}
         return self.render("ratings.html.j2", title="Ratings", nav="ratings", r=r, f=f, c=choices(self.url),
+                           per_page=here["per_page"],
                            prev=link("/ratings", **here, page=page - 1) if page > 1 else None,
                            next=link("/ratings", **here, page=page + 1) if page < r["pages"] else None)
