@@ -578,7 +578,7 @@ def test_sixth_pass_reinterpretations(db_url, run_cli, tmp_path):
         page = c.get(f"/ratings?family=g&model={quote(model)}")
         assert page.status_code == 200, page.status_code
         body = re.findall(r"<tbody>.*?</tbody>", page.text, re.S)[0]
-        assert re.findall(r"<td>(x ?)</td>", body) == [model, model], body
+        assert re.findall(r'<td class="name">(x ?)</td>', body) == [model, model], body
         assert re.findall(r'<td class="num">(\d\.\d\d)</td>', body) == [score, score], body
 
 

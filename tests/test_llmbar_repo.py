@@ -211,7 +211,7 @@ class _HtmlTables(HTMLParser):
         elif tag == "thead":
             self.in_head = False
         elif tag in ("td", "th") and self.row is not None:
-            self.row.append(self.cell)
+            self.row.append(self.cell.replace("\u00ad", ""))  # the headers' soft hyphens (line-break hints)
             self.cell = None
         elif tag == "tr" and self.row is not None:
             if self.in_head:
@@ -373,6 +373,7 @@ def test_serve_calibration_page_shows_the_position_and_comparison_tables(importe
     assert r.status_code == 200, r.text
     tables = _parse_html(r.text)
     (row,) = tables["Pairwise judges"]
+    row = {k: v.replace("[", " [", 1) if v[:1].isdigit() and " [" not in v else v for k, v in row.items()}  # CI under the figure
     assert row["judge"] == "GPT-4/Vanilla" and row["consistent"].startswith("0.950 [") and row["rank"] == "1 of 1"
     assert row["agreement, b first"].startswith("0.960 [") and row["agreement, soft average"].startswith("0.955 [")
     (best,) = tables["Judge comparison"]
