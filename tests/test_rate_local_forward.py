@@ -1,7 +1,8 @@
 """Integration (issue 22 item 2): ``rate --local smollm2`` reads the verdict distribution from one
-forward pass of the real SmolLM2-135M-Instruct, and its greedy scores equal ``rate`` through a
-real ``transformers serve`` (temperature 0) of the same model on the same items, wherever the
-served judge wrote the verdict prefix first and its output parsed.
+forward pass of the real SmolLM2-135M-Instruct, and its stored rows equal ``rate`` through a
+real ``transformers serve`` (temperature 0) of the same model on the same items wherever the
+served judge wrote the same text as the local greedy text (issue 33 item 5: one reading of the
+text on both paths; the off-scale case is tests/test_rate_local_offscale.py).
 
 Kept small (the 4 responses of 2 short LLMBar Natural items, the two-shot
 prompt whose answers read ``Rating: N``; one short pair for the pairwise path): the served path
@@ -42,10 +43,10 @@ pytestmark = [
 def _ratings(url: str, judge_id: int) -> dict[int, tuple]:
     eng = create_engine(url)
     with eng.connect() as conn:
-        rows = conn.execute(text("SELECT response_id, status, score, expected_score, distribution, raw_output "
+        rows = conn.execute(text("SELECT response_id, status, score, expected_score, distribution, raw_output, error "
                                  "FROM rating WHERE judge_id = :j"), {"j": judge_id}).all()
     eng.dispose()
-    return {r[0]: (r[1], r[2], r[3], json.loads(r[4]) if isinstance(r[4], str) else r[4], r[5]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3], json.loads(r[4]) if isinstance(r[4], str) else r[4], r[5], r[6]) for r in rows}
 
 
 def test_local_greedy_scores_equal_the_served_ones(tmp_path, data_dir, run_cli):
@@ -82,23 +83,21 @@ def test_local_greedy_scores_equal_the_served_ones(tmp_path, data_dir, run_cli):
     assert set(local) == set(served) and len(local) == N
 
     compared = 0
-    for rid, (status, score, expected, dist, raw) in local.items():
+    for rid, (status, score, expected, dist, raw, error) in local.items():
         assert status == "ok" and dist["source"] == "forward" and dist["prefix"] == "Rating: "
         probs = dist["probs"]
         assert list(probs) == [str(v) for v in range(1, 11)]
         assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-9) and 0.0 <= dist["outside"] < 1.0
         assert math.isclose(expected, sum(p * int(k) for k, p in probs.items()), rel_tol=1e-12)
-        if dist["greedy"] is not None:  # the verdict greedy decoding writes
-            assert score == float(dist["greedy"]) and raw.startswith("forward pass after prefix 'Rating: ': greedy ")
-        else:  # greedy decoding writes no verdict of the scale: the distribution's argmax
-            assert probs[str(int(score))] == max(probs.values()) and "argmax" in raw
-        s_status, s_score, *_, s_raw = served[rid]
-        if s_status == "ok" and s_raw.strip().startswith("Rating: "):
+        # the raw output is the greedy text (it was a description of the reading before issue 33 item 5)
+        assert raw == f"Rating: {score:g}" and dist["greedy"] == f"{score:g}" and error is None
+        s_status, s_score, _, _, s_raw, s_error = served[rid]
+        if s_raw == raw:
             compared += 1
-            assert score == s_score, (rid, score, s_score, s_raw, raw)
+            assert (status, score, error) == (s_status, s_score, s_error), (rid, raw)
     print(f"compared {compared} of {N}: local {[local[k][1] for k in sorted(local)]}, "
           f"served {[served[k][1] for k in sorted(served)]}")
-    assert compared >= N - 1, f"only {compared} served outputs wrote 'Rating: N' first"
+    assert compared >= N - 1, f"only {compared} served outputs wrote the local greedy text"
 
     # the same run again rates nothing (resumable, idempotent); the judge is the same row
     again = run_cli("--database-url", url, "rate", "--local", "smollm2", "--task-family", FAMILY, "--limit", str(N),
@@ -109,7 +108,7 @@ def test_local_greedy_scores_equal_the_served_ones(tmp_path, data_dir, run_cli):
 
 def test_local_pairwise_distribution_in_both_orders(tmp_path, run_cli):
     """One short labelled pair judged with pairwise_v1 by the forward path: both orders
-    stored, P(a)/P(b)/P(tie) canonical and normalised, the verdict the greedy one, the
+    stored, P(a)/P(b)/P(tie) canonical and normalised, the verdict the one its greedy text gives, the
     preference P(a) + P(tie)/2."""
     rows = [{"task_family": "tiny", "prompt": "What is the capital of France?", "model_a": "good",
              "response_a": "Paris.", "model_b": "bad", "response_b": "Banana.", "preference": "a"}]
@@ -123,12 +122,13 @@ def test_local_pairwise_distribution_in_both_orders(tmp_path, run_cli):
     assert summary["this_run"]["ok"] == 2 and summary["local"]["verdict_prefix"] == "[["
     eng = create_engine(url)
     with eng.connect() as conn:
-        got = conn.execute(text("SELECT position, verdict, preference, distribution FROM pairwise_judgment")).all()
+        got = conn.execute(text("SELECT position, verdict, preference, distribution, raw_output, status "
+                                "FROM pairwise_judgment")).all()
     eng.dispose()
     assert sorted(g[0] for g in got) == ["ab", "ba"]
-    for position, verdict, pref, dist in got:
+    for position, verdict, pref, dist, raw, status in got:
         dist = json.loads(dist) if isinstance(dist, str) else dist
         p = dist["probs"]
         assert set(p) == {"a", "b", "tie"} and math.isclose(sum(p.values()), 1.0, abs_tol=1e-9)
         assert math.isclose(pref, p["a"] + p["tie"] / 2, abs_tol=1e-12)
-        assert verdict == (dist["greedy"] or max(p, key=p.get))
+        assert status == "ok" and raw.startswith("[[") and verdict == dist["greedy"]  # the greedy text's verdict

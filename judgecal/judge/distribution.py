@@ -18,8 +18,9 @@ A stored distribution (the ``distribution`` JSON column of ``rating`` and
   how many the endpoint returned) or ``"forward"`` (judgecal's own forward pass of the local
   model, :mod:`judgecal.loglik.verdicts`: every verdict of the scale scored as a whole
   continuation after the verdict prefix, so multi-token verdicts such as ``10`` = ``1`` + ``0``
-  are exact; ``prefix``: that prefix; ``greedy``: the verdict greedy decoding after the prefix
-  produces, or None when it leaves the scale).
+  are exact; ``prefix``: that prefix; ``greedy``: the verdict stored from the greedy text
+  that decoding after the prefix writes, read as a served answer is read; None when that text
+  is unparsed or its verdict is not a key, e.g. ``Rating: 15`` or ``Rating: 7.5``).
 
 Pure functions; no I/O. :func:`expected` is the distribution's mean (the ``expected_score``
 column), :func:`argmax` its mode.
@@ -31,11 +32,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from judgecal.judge.parse import _entry, normalize
+from judgecal.judge.parse import PAIRWISE_MAP, _entry, normalize
 
 PAIRWISE_KEYS = ("a", "b", "tie")
-# verdict letter shown -> canonical verdict, by position (= judgecal.views.rate.PAIRWISE_MAP)
-LETTERS = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
+LETTERS = PAIRWISE_MAP  # verdict letter shown -> canonical verdict, by position
 MAX_SCALE_VALUES = 1001  # integers a pointwise scale may hold for a distribution
 SUM_TOLERANCE = 1e-6
 
@@ -105,9 +105,9 @@ def pairwise_from_top_logprobs(top: Sequence[Any], position: str) -> Optional[di
 def from_logliks(keys: Sequence[str], lls: Sequence[float], *, prefix: str, greedy: Optional[str]) -> Optional[dict[str, Any]]:
     """A distribution from the log-likelihood (nats) of each verdict, scored as a whole
     continuation after the verdict prefix (``keys[i]`` has ``lls[i]``): ``p_i = exp(ll_i)``
-    normalised over the keys, ``outside`` = 1 - their sum. ``greedy``: the key that greedy
-    decoding produces (None: it leaves the scale). Exact in float64 whatever the magnitudes
-    (log-sum-exp). None when every ll is -inf."""
+    normalised over the keys, ``outside`` = 1 - their sum. ``greedy``: the key the row stores
+    from its greedy text (None: that text is unparsed or its verdict is no key). Exact in
+    float64 whatever the magnitudes (log-sum-exp). None when every ll is -inf."""
     finite = [ll for ll in lls if math.isfinite(ll)]
     if not finite:
         return None
@@ -147,18 +147,10 @@ def preference(dist: Optional[Mapping[str, Any]]) -> Optional[float]:
     return float(min(1.0, max(0.0, p.get("a", 0.0) + 0.5 * p.get("tie", 0.0))))
 
 
-def describe(dist: Mapping[str, Any], chosen: str, *, pairwise: bool) -> str:
-    """The ``raw_output`` of a forward-path row: what was read, one line, e.g.
-    ``forward pass after prefix 'Rating: ': greedy 7 (p 0.62), expected 6.81, outside 0.031``."""
-    p = dist["probs"].get(chosen, 0.0)
-    how = "greedy" if dist.get("greedy") == chosen else "argmax (greedy decoding leaves the scale)"
-    parts = [f"forward pass after prefix {dist.get('prefix', '')!r}: {how} {chosen} (p {p:.3g})"]
-    if not pairwise:
-        parts.append(f"expected {expected(dist):.4g}")
-    else:
-        parts.append(f"P(a) {preference(dist):.3g}")
-    parts.append(f"outside {dist['outside']:.3g}")
-    return ", ".join(parts)
+def score_key(score: float) -> Optional[str]:
+    """The ``probs`` key of a pointwise score (``7.0`` -> ``"7"``); None when the score is not
+    an integer (``7.5``: no verdict of the distribution)."""
+    return str(int(score)) if math.isfinite(score) and float(score).is_integer() else None
 
 
 def swap(dist: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:

@@ -26,6 +26,11 @@ Rules (the MT-Bench ``[[rating]]`` convention, made robust to real outputs):
 6. A score outside ``[scale_min, scale_max]`` is unparsed (reason says so), never clipped.
 
 Unparsed is a status with a reason, never a low score: callers store the raw output.
+
+:func:`read_output` is the ONE reading of a judge's text that every rating path stores
+(``rate`` through an endpoint, ``rate --serve``, ``rate --local``'s greedy text): status,
+score or canonical verdict, and the reason when unparsed. A distribution read beside it
+(``--logprobs``, the local forward pass) is extra information and never changes it.
 """
 
 from __future__ import annotations
@@ -189,6 +194,50 @@ def parse_pairwise_verdict(text: str, candidates: Iterable[str] | None = None) -
         shown = ", ".join(m.group(0) for m in cluster)
         return ParsedVerdict(None, "unparsed", f"conflicting verdicts at the end: {shown}")
     return ParsedVerdict(values.pop(), "ok", None)
+
+
+# verdict letter shown -> canonical verdict ('a' = response_a preferred), by the order shown
+PAIRWISE_MAP = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a rating row stores from the judge's text: ``status`` 'ok' or 'unparsed',
+    ``error`` (the reason when unparsed), and ``score`` (pointwise) or ``verdict`` (pairwise,
+    canonical 'a' | 'b' | 'tie' whatever the order shown)."""
+
+    status: Literal["ok", "unparsed"]
+    error: Optional[str] = None
+    score: Optional[float] = None
+    verdict: Optional[str] = None
+
+    def fields(self, pairwise: bool) -> dict[str, Any]:
+        """The row's columns: status, error and score (pointwise) or verdict (pairwise)."""
+        out: dict[str, Any] = {"status": self.status, "error": self.error}
+        if pairwise:
+            out["verdict"] = self.verdict
+        else:
+            out["score"] = self.score
+        return out
+
+
+def read_output(text: str, *, pairwise: bool, scale_min: Optional[float] = None, scale_max: Optional[float] = None,
+                candidates: Iterable[str] | str | None = None, position: str = "ab") -> Reading:
+    """The stored reading of a judge's text, the same on every rating path.
+
+    Pointwise: :func:`parse_score` on the scale [``scale_min``, ``scale_max``] (an off-scale
+    verdict such as ``Rating: 15`` on 1-10 is unparsed with the reason ``fallback 15 is
+    outside the scale [1, 10]``, never clipped and never replaced by another value).
+    Pairwise: :func:`parse_pairwise_verdict`, the letter mapped to the canonical verdict by
+    ``position`` ('ab': response_a shown first; 'ba': response_b first, so ``[[A]]`` is 'b').
+    ``candidates``: the candidate text(s) shown to the judge (verdicts quoted from them do not
+    count). Never raises on any string."""
+    if pairwise:
+        pv = parse_pairwise_verdict(text, candidates)
+        verdict = PAIRWISE_MAP[position][pv.verdict] if pv.verdict else None
+        return Reading(pv.status, pv.reason, verdict=verdict)
+    ps = parse_score(text, 1 if scale_min is None else scale_min, 10 if scale_max is None else scale_max, candidates)
+    return Reading(ps.status, ps.reason, score=ps.score)
 
 
 def parse_pairwise(text: str, candidates: Iterable[str] | None = None) -> Optional[str]:

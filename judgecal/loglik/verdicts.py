@@ -1,4 +1,4 @@
-"""A local judge without generation: the verdict distribution from one forward pass.
+"""A local judge from one forward pass: the verdict distribution, and the greedy text it writes.
 
 ``judgecal rate --local MODEL`` renders the judge prompt exactly as the served path sends it,
 applies the model's chat template as ``transformers serve`` does
@@ -12,14 +12,18 @@ prompt prefixes computed once). A verdict's continuation is its text plus what c
 (``]]`` after ``[[``, else the chat template's end of turn), so ``1]]`` and ``10]]`` are
 different continuations and a multi-token verdict is exact.
 
-What a row gets (:func:`judgecal.judge.distribution.from_logliks`): ``p_v = exp(ll_v)``
-normalised over the scale, ``outside`` = 1 - their sum, and ``greedy``: the verdict greedy
-decoding after the prefix writes (:func:`greedy_verdict`: its tokens are the model's argmax,
-whatever follows them; None when greedy decoding writes no verdict of the scale). With a
-temperature-0 served judge that writes the prefix first, that is the served path's verdict.
-It is usually the distribution's argmax too, but not always: when ``1`` is the likeliest
-first token because it opens both 1 and 10, greedy decoding writes 1 or 10 even though 7
-alone may be likelier than either.
+What a row gets: the distribution (:func:`judgecal.judge.distribution.from_logliks`):
+``p_v = exp(ll_v)`` normalised over the scale, ``outside`` = 1 - their sum; and the **greedy
+text** (:attr:`Scored.text`): the prefix and what greedy decoding writes after it, up to the
+end of turn or :data:`GREEDY_MAX_TOKENS` tokens, decoded as ``transformers serve`` decodes an
+answer (special tokens skipped). The text is what the row's status and score come from, read
+by the same parser as a served judge's answer (:func:`judgecal.judge.parse.read_output`), so
+``Rating: 15`` on a 1-10 scale is unparsed on both paths. Where the forward pass already
+shows the whole greedy text (a verdict closed by the end of turn whose every token is the
+argmax: ``Rating: 7<|im_end|>``), nothing is generated; otherwise the row is decoded greedily
+from its context alone (no batch, no padding), a few tokens. The greedy verdict is not always
+the distribution's argmax: when ``1`` is the likeliest first token because it opens both 1 and
+10, greedy decoding writes 1 or 10 even though 7 alone may be likelier than either.
 
 torch/transformers are imported lazily (:mod:`judgecal.loglik.hf`).
 """
@@ -85,32 +89,34 @@ def closing_for(prefix: str, end_of_turn: str) -> str:
     return "]]" if prefix.rstrip().endswith("[[") else end_of_turn
 
 
-def greedy_verdict(greedy_run: Sequence[int], is_greedy: Sequence[bool], n_value: Sequence[Optional[int]]) -> Optional[int]:
-    """The verdict greedy decoding writes after the prefix, whatever follows it (``7``, ``7.``,
-    ``7/10`` all read 7, as the served path's parser reads them): among the verdicts whose own
-    tokens are all the model's argmax (``greedy_run[j] >= n_value[j]``), the longest (greedy
-    decoding that writes ``1`` then ``0`` wrote 10, not 1). A verdict whose token count is
-    unknown (None) counts only when its whole continuation is greedy. None: greedy decoding
-    writes no verdict of the scale. Pure."""
-    best, best_n = None, -1
-    for j, (run, whole, n) in enumerate(zip(greedy_run, is_greedy, n_value)):
-        ok = whole if n is None else run >= n
-        length = n if n is not None else run
-        if ok and length > best_n:
-            best, best_n = j, length
-    return best
+GREEDY_MAX_TOKENS = 16  # tokens greedy decoding may write after the verdict prefix (the local judge's text)
 
 
 @dataclass
 class Scored:
-    """One row's reading: ``lls`` (nats, one per verdict, in the order of the keys) and
-    ``greedy`` (index of the verdict greedy decoding writes, or None), or ``error`` (why the
-    row could not be scored: a prompt longer than the model's positions)."""
+    """One row's reading: ``lls`` (nats, one per verdict, in the order of the keys), ``text``
+    (the greedy text: the verdict prefix and what greedy decoding writes after it, the end of
+    turn excluded), ``completion_tokens`` (the tokens greedy decoding wrote after the context,
+    the end of turn included when reached) and ``generated`` (True when the text needed
+    decoding steps, False when the forward pass showed it whole); or ``error`` (why the row
+    could not be scored: a prompt longer than the model's positions). ``n_tokens``: the
+    context's tokens."""
 
     lls: Optional[list[float]] = None
-    greedy: Optional[int] = None
+    text: Optional[str] = None
+    completion_tokens: int = 0
+    generated: bool = False
     error: Optional[str] = None
     n_tokens: int = 0
+
+
+def answer_text(context: str, prefix: str, written: str) -> str:
+    """The judge's answer when greedy decoding wrote ``written`` after ``context`` with its
+    trailing whitespace removed (the scorer's context ends without it; the whitespace, such as
+    the space of ``Rating: ``, opens what is written): the text from where ``prefix`` begins in
+    ``context``. Pure."""
+    stripped = context.rstrip()
+    return (stripped + written)[len(context) - len(prefix):]
 
 
 class VerdictScorer:
@@ -162,14 +168,6 @@ class VerdictScorer:
         close = closing_for(prefix, self.end_of_turn)
         return [v + close for v in verdicts]
 
-    def _value_tokens(self, context: str, verdicts: Sequence[str], conts: Sequence[Sequence[int]]) -> list[Optional[int]]:
-        """How many leading tokens of each verdict's continuation (after ``context``) are the
-        verdict itself (what precedes the closing); None where the continuation does not begin
-        with the verdict's own tokens (a token spanning verdict and closing). The same for
-        every context: they all end with the same prefix."""
-        alone = self.scorer.encoder.encode_groups([(context, list(verdicts))])[0].conts
-        return [len(a) if list(c[:len(a)]) == list(a) and len(a) < len(c) else None for a, c in zip(alone, conts)]
-
     def score(self, contexts: Sequence[str], verdicts: Sequence[str], prefix: str, progress: Any = None) -> list[Scored]:
         """Score every verdict after every context in batched forward passes; one
         :class:`Scored` per context. A context too long for the model is that row's error
@@ -190,14 +188,66 @@ class VerdictScorer:
                 keep.append(i)
         if keep:
             stats = RunStats()
-            n_value = self._value_tokens(contexts[keep[0]], verdicts, enc[keep[0]].conts)
             res = self.scorer.score_groups([enc[i] for i in keep], batch_size=self.batch_size, stats=stats,
                                            progress=progress, share_prefixes=self.share_prefixes)
+            ends_turn = closing_for(prefix, self.end_of_turn) == self.end_of_turn
             for i, row in zip(keep, res):
                 out[i].lls = [s.ll for s in row]
-                out[i].greedy = greedy_verdict([s.greedy_run for s in row], [s.is_greedy for s in row], n_value)
+                whole = [j for j, s in enumerate(row) if s.is_greedy] if ends_turn else []
+                if whole:  # greedy decoding writes this verdict, then ends the turn: the text is known
+                    j = whole[0]
+                    written = conts[j][: len(conts[j]) - len(self.end_of_turn)]
+                    if contexts[i] != contexts[i].rstrip():
+                        written = contexts[i][len(contexts[i].rstrip()):] + written
+                    out[i].text = answer_text(contexts[i], prefix, written)
+                    out[i].completion_tokens = len(enc[i].conts[j])
+                else:
+                    ids, n = self.greedy(enc[i].ctx, min(GREEDY_MAX_TOKENS, limit - len(enc[i].ctx)))
+                    out[i].text = answer_text(contexts[i], prefix, self.tok.decode(ids, skip_special_tokens=True))
+                    out[i].completion_tokens, out[i].generated = n, True
+                    self.stats["generated_rows"] = self.stats.get("generated_rows", 0) + 1
+                    self.stats["generated_tokens"] = self.stats.get("generated_tokens", 0) + n
             for k in ("tokens", "padded_tokens", "forward_passes", "scored_rows"):
                 self.stats[k] = self.stats.get(k, 0) + getattr(stats, k)
             self.stats["shared_prefix_tokens_saved"] = (self.stats.get("shared_prefix_tokens_saved", 0)
                                                         + stats.extra.get("shared_prefix_tokens_saved", 0))
         return out
+
+    def stop_ids(self) -> set[int]:
+        """The token ids that end an answer: the model's generation config's EOS tokens (what
+        ``transformers serve`` stops at), the tokenizer's EOS and the end-of-turn text when it
+        is one token."""
+        ids: set[int] = set()
+        cfg = getattr(self.scorer.model, "generation_config", None)
+        eos = getattr(cfg, "eos_token_id", None)
+        for v in (eos if isinstance(eos, (list, tuple)) else [eos]):
+            if v is not None:
+                ids.add(int(v))
+        if self.tok.eos_token_id is not None:
+            ids.add(int(self.tok.eos_token_id))
+        eot = self.tok.encode(self.end_of_turn, add_special_tokens=False)
+        if len(eot) == 1:
+            ids.add(int(eot[0]))
+        return ids
+
+    def greedy(self, ctx: Sequence[int], max_new_tokens: int) -> tuple[list[int], int]:
+        """Greedy decoding after the token ids ``ctx``, one sequence alone (no padding), at most
+        ``max_new_tokens`` tokens, stopping at :meth:`stop_ids`. Returns the tokens written
+        before the stop and how many were written (the stop included)."""
+        torch = self.scorer.torch
+        if max_new_tokens < 1:
+            return [], 0
+        from transformers import GenerationConfig
+
+        stop = sorted(self.stop_ids())
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else (stop[0] if stop else 0)
+        config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1, eos_token_id=stop or None,
+                                  pad_token_id=pad)
+        with torch.inference_mode():
+            ids = torch.tensor([list(ctx)], dtype=torch.long, device=self.scorer.device)
+            out = self.scorer.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=config)
+        written = [int(t) for t in out[0, len(ctx):].tolist()]
+        cut = next((k for k, t in enumerate(written) if t in stop), None)
+        n = len(written) if cut is None else cut + 1
+        return (written if cut is None else written[:cut]), n
+

@@ -55,7 +55,7 @@ from judgecal.judge.sandbox import RENDER_TIME_LIMIT_S, RenderAborted
 # seconds the writer waits for more results before a write (fewer, larger transactions: less
 # CPU per rating on the client and the database; docs/performance.md)
 WRITE_COALESCE_S = 0.05
-PAIRWISE_MAP = {"ab": {"A": "a", "B": "b", "C": "tie"}, "ba": {"A": "b", "B": "a", "C": "tie"}}
+PAIRWISE_MAP = parse.PAIRWISE_MAP  # verdict letter shown -> canonical verdict, by position
 CONNECTION_ERROR = "connection error"  # how JudgeClient's reasons for an unreachable endpoint start
 DEFAULT_MAX_OUTAGE_S = 120.0
 # with --logprobs, per answered call: with / without logprobs; of those with: no verdict token in
@@ -127,6 +127,18 @@ class _Outage:
     def summary(self) -> dict[str, Any]:
         return {"pauses": self.pauses, "paused_s": round(self.paused_s, 3), "gave_up": self.gave_up,
                 "last_reason": self.last_reason}
+
+
+def read_row_output(prompt: Prompt, row: dict, pairwise: bool, text: str) -> parse.Reading:
+    """The stored reading (status, score or canonical verdict, reason) of the judge's ``text``
+    for a claimed ``row``: :func:`judgecal.judge.parse.read_output` with the row's candidates
+    (``text``; pairwise ``a``, ``b`` and ``position``) and the prompt's scale. Every rating
+    path calls this, so the same text is stored alike whether an endpoint wrote it or the
+    local model's greedy decoding did (:mod:`judgecal.views.rate_local`)."""
+    if pairwise:
+        return parse.read_output(text, pairwise=True, candidates=[row["a"], row["b"]], position=row["position"])
+    return parse.read_output(text, pairwise=False, scale_min=prompt.scale_min, scale_max=prompt.scale_max,
+                             candidates=row["text"])
 
 
 def render_row(prompt: Prompt, row: dict, pairwise: bool, time_limit_s: float, abort: Any = None) -> list[dict[str, str]]:
@@ -207,16 +219,15 @@ class _Runner:
                 self.logprobs["refused"] += 1
             self._storable(out, endpoint)
             return out
+        reading = read_row_output(self.prompt, row, self.plan.pairwise, res.text)
+        out.update(reading.fields(self.plan.pairwise))
         if self.plan.pairwise:
-            pv = parse.parse_pairwise_verdict(res.text, [row["a"], row["b"]])
-            verdict = PAIRWISE_MAP[row["position"]][pv.verdict] if pv.verdict else None
+            verdict = reading.verdict
             top = parse.pairwise_verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.pairwise_from_top_logprobs(top, row["position"]) if top else None
-            out.update(status=pv.status, error=pv.reason, verdict=verdict, distribution=dist,
+            out.update(distribution=dist,
                        preference=parse.pairwise_preference(verdict, row["position"], top if verdict else None))
         else:
-            ps = parse.parse_score(res.text, self.prompt.scale_min, self.prompt.scale_max, candidates=row["text"])
-            out.update(status=ps.status, error=ps.reason, score=ps.score)
             top = parse.verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.from_top_logprobs(top, self.prompt.scale_min, self.prompt.scale_max) if top else None
             out.update(distribution=dist, expected_score=distribution.expected(dist))
@@ -390,8 +401,11 @@ LOCAL_DTYPES = ("float32", "bfloat16", "float16")
 
 def local_params(prefix: str, dtype: str) -> dict[str, Any]:
     """What a --local judge's identity holds besides the model and prompt: how the verdict is
-    read (a forward pass after ``prefix``) and the dtype the model ran in."""
-    return {"method": "forward", "verdict_prefix": prefix, "dtype": dtype}
+    read (a forward pass after ``prefix``; the greedy text, of at most ``greedy_max_tokens``
+    tokens after it, read as a served answer) and the dtype the model ran in."""
+    from judgecal.loglik.verdicts import GREEDY_MAX_TOKENS
+
+    return {"method": "forward", "verdict_prefix": prefix, "greedy_max_tokens": GREEDY_MAX_TOKENS, "dtype": dtype}
 
 
 def _check_local_options(*, base_url, samples, temperature, logprobs, device, dtype) -> None:

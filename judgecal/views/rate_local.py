@@ -7,17 +7,25 @@ forward pass per claimed batch (:class:`judgecal.loglik.verdicts.VerdictScorer`)
 
 Each row gets what the served path stores (docs/rating.md):
 
-- ``distribution``: :func:`judgecal.judge.distribution.from_logliks` (``source`` "forward");
-- ``score`` (pointwise) / ``verdict`` (pairwise): the verdict greedy decoding after the prefix
-  writes (the served temperature-0 judge's verdict when it writes the prefix first), or the
-  distribution's argmax when greedy decoding leaves the scale (``distribution.greedy`` is then
-  null); ``expected_score`` / ``preference``: the distribution's mean / P(a) + P(tie)/2;
-- ``raw_output``: one line describing the reading (:func:`judgecal.judge.distribution.describe`);
-  ``prompt_tokens``: the context's tokens; ``completion_tokens``: 0 (nothing generated);
-  ``latency_s``: the batch's seconds divided by its rows; ``attempts``: 1.
+- ``raw_output``: the greedy text (:attr:`judgecal.loglik.verdicts.Scored.text`: the verdict
+  prefix and what greedy decoding writes after it, up to the end of turn or
+  :data:`~judgecal.loglik.verdicts.GREEDY_MAX_TOKENS` tokens);
+- ``status``, ``score`` (pointwise) / ``verdict`` (pairwise) and ``error``: that text read by
+  :func:`judgecal.views.rate.read_row_output`, the very function the served path reads an
+  endpoint's answer with: the same text is stored alike on both paths (an off-scale
+  ``Rating: 15`` is unparsed with the reason, a conflicting ``[[7]] or [[8]]`` too);
+- ``distribution``: :func:`judgecal.judge.distribution.from_logliks` (``source`` "forward";
+  ``greedy``: the stored verdict when it is a verdict of the scale, else null), extra
+  information that never changes the status or score; ``expected_score``: its mean (kept on
+  an unparsed row, as the served path keeps a ``--logprobs`` mean); ``preference``: its
+  P(a) + P(tie)/2 on a parsed verdict (None when unparsed, as served);
+- ``prompt_tokens``: the context's tokens; ``completion_tokens``: the tokens greedy decoding
+  wrote (the end of turn included); ``latency_s``: the batch's seconds divided by its rows;
+  ``attempts``: 1.
 
 A row whose prompt cannot be rendered fails with the reason (``failed_by_cause.render``), one
-longer than the model's positions fails too (``failed_by_cause.model``); every other row is ok.
+longer than the model's positions fails too (``failed_by_cause.model``); every other row is ok
+or unparsed, as its greedy text reads.
 Ctrl-C / SIGTERM: the batches already scored are written, the claimed rest goes back to
 'pending', and the summary says ``interrupted``.
 """
@@ -32,6 +40,8 @@ from typing import Any, Optional
 from judgecal.db import models as m
 from judgecal.db import queue
 from judgecal.judge import distribution as D
+from judgecal.judge import parse
+from judgecal.judge.client import storable
 from judgecal.judge.prompts import Prompt
 from judgecal.judge.sandbox import RenderAborted
 from judgecal.loglik.verdicts import PAIRWISE_LETTERS
@@ -85,24 +95,28 @@ class LocalRunner:
         return out
 
     def _result(self, row: dict, scored, seconds: float) -> dict[str, Any]:
+        """The row's stored values from its :class:`~judgecal.loglik.verdicts.Scored` reading:
+        status, score / verdict and error from the greedy text (the served path's reading),
+        the distribution beside them."""
+        from judgecal.views.rate import read_row_output
+
         if scored.error:
             return self._failed(row, scored.error, "model")
-        keys = self.verdicts
-        if self.plan.pairwise:
-            keys = [D.LETTERS[row["position"]][v] for v in self.verdicts]
-        greedy = keys[scored.greedy] if scored.greedy is not None else None
-        dist = D.from_logliks(keys, scored.lls, prefix=self.prefix, greedy=greedy)
+        pairwise = self.plan.pairwise
+        keys = [D.LETTERS[row["position"]][v] for v in self.verdicts] if pairwise else self.verdicts
+        reading = read_row_output(self.prompt, row, pairwise, scored.text)
+        chosen = reading.verdict if pairwise else (D.score_key(reading.score) if reading.score is not None else None)
+        dist = D.from_logliks(keys, scored.lls, prefix=self.prefix, greedy=chosen if chosen in keys else None)
         out = self._base(row)
-        if dist is None:  # every verdict impossible (-inf): nothing to read
-            out.update(status="unparsed", error="the model gives no verdict of the scale any probability")
-            return out
-        chosen = greedy if greedy is not None else D.argmax(dist)
-        out.update(status="ok", distribution=dist, raw_output=D.describe(dist, chosen, pairwise=self.plan.pairwise),
-                   prompt_tokens=scored.n_tokens, completion_tokens=0, latency_s=seconds)
-        if self.plan.pairwise:
-            out.update(verdict=chosen, preference=D.preference(dist))
+        raw, _ = storable(scored.text)
+        out.update(reading.fields(pairwise), distribution=dist, raw_output=raw, prompt_tokens=scored.n_tokens,
+                   completion_tokens=scored.completion_tokens, latency_s=seconds)
+        if pairwise:
+            if reading.verdict is not None:  # soft from the distribution; the verdict's 1 / 0 / 0.5 without one
+                pref = D.preference(dist)
+                out.update(preference=pref if pref is not None else parse.PREFERENCE_OF_VERDICT[reading.verdict])
         else:
-            out.update(score=float(chosen), expected_score=D.expected(dist))
+            out.update(expected_score=D.expected(dist))
         return out
 
     def rate_rows(self, rows: list[dict], progress: Any = None) -> list[dict]:
