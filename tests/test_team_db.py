@@ -227,3 +227,21 @@ def test_the_audit_says_not_identified_where_it_applies_such_a_calibration(web):
     assert cal["identified"] is False and cal["not_identified_reasons"] and cal["advice"] == "keep raw"
     html = c.get("/audit?family=llmbar/Natural&judge=GPT-4").text
     assert "not identified, do not publish" in html and "advice: keep raw" in html
+
+
+def test_break_it_shared_names_where_only_one_judge_has_data(team, run_cli):
+    """Found by the break-it pass: a family whose only data is the second GPT-4's (no calibration
+    anywhere there) resolves to it; a calibration named by id fixes its judge; an option that
+    does nothing on a win-rate board is refused."""
+    url = team["url"]
+    pub = run_cli("--database-url", url, "publish", "--task-family", "team/haiku", "--judge", "GPT-4", "--bootstrap", "0",
+                  "--min-ratings", "0", "--format", "json")
+    assert pub.exit_code == 0, pub
+    (b,) = json.loads(pub.stdout)["boards"]
+    assert b["published"] == "raw" and b["advice"].startswith("raw: no calibration of judge 'GPT-4'")
+    cal = _json(run_cli("--database-url", url, "fit", "--list", "--task-family", "llmbar/Natural", "--judge", "GPT-4",
+                        "--format", "json"))[-1]["id"]
+    res = run_cli("--database-url", url, "check", "--calibration", str(cal), "--judge", "GPT-4")
+    assert res.exit_code in (0, 1) and "ambiguous" not in res.stderr, res
+    idle = run_cli("--database-url", url, "publish", "--baseline", BASE, "--min-ratings", "900", "--bootstrap", "0")
+    assert idle.exit_code == 2 and "--min-ratings applies to score boards" in idle.stderr

@@ -39,6 +39,13 @@ def publish(ctx: Ctx, families, judge, baseline, publish, min_ratings, max_unpar
     apart with their reason, not ranked. `judgecal check --publish` gates the same column."""
     if wide and fmt != "table":
         raise click.UsageError(f"--wide applies to --format table, not {fmt}")
+    from click.core import ParameterSource
+
+    score_only = [n for n in ("min_ratings", "max_unparsed")
+                  if click.get_current_context().get_parameter_source(n) == ParameterSource.COMMANDLINE]
+    if baseline is not None and score_only:  # never an option that changes nothing without a word
+        raise click.UsageError(f"--{score_only[0].replace('_', '-')} applies to score boards, not to --baseline "
+                               "(win rates)")
     if publish == "lc" and baseline is None:
         raise click.UsageError("--publish lc needs --baseline MODEL (a win-rate board)")
     if fmt == "alpaca-eval" and baseline is None:

@@ -693,7 +693,12 @@ def _fit_query(family: str | None, judge: str | None, s):
         fitted = select(m.Calibration.judge_id).distinct()
         if fid is not None:
             fitted = fitted.where(m.Calibration.task_family_id == fid)
-        jrow = q.judge_by_name(s, judge, set(s.scalars(fitted)), "with a calibration" + (f" of {family}" if family else ""))
+        among = set(s.scalars(fitted))
+        where = "with a calibration" + (f" of {family}" if family else "")
+        if not among:  # no judge of the name has a calibration there: the one with data there is meant
+            among = q.judges_with_data(s, [fid] if fid is not None else None)
+            where = "with ratings or verdicts" + (f" in {family}" if family else "")
+        jrow = q.judge_by_name(s, judge, among, where)
         stmt = stmt.where(m.Calibration.judge_id == jrow.id)
     return stmt
 
@@ -718,7 +723,8 @@ def refuse_out_of_scope(chosen: list[tuple], families=None, judge: str | None = 
         return
     engine = get_engine(url)
     with session_scope(engine) as s:
-        jrow = q.judge_by_name(s, str(judge)) if judge else None
+        # a shared name resolves to the judge of the calibrations named
+        jrow = q.judge_by_name(s, str(judge), {row.judge_id for row, _, _ in chosen}) if judge else None
         fam_ids = set(q.family_ids(s, families)) if families else None
         jname = jrow.name if jrow is not None else None
     engine.dispose()

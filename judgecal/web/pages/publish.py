@@ -28,6 +28,10 @@ class PublishPage:
         min_ratings = p.integer("min_ratings", 30, 0)
         max_unparsed = p.number("max_unparsed", 0.05, 0.0, 1.0)
         fmt_ = p.choice("format", ("html", "json") + tuple(DOWNLOADS), "html")
+        if baseline is not None and ("min_ratings" in p.q or "max_unparsed" in p.q):
+            from judgecal.web.params import BadRequest
+
+            raise BadRequest("min_ratings and max_unparsed apply to score boards, not to a baseline's win rates")
         if fmt_ == "alpaca-eval" and baseline is None:
             from judgecal.web.params import BadRequest
 
