@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -201,6 +202,11 @@ def test_workers_store_what_one_process_stores(data_dir, db_url, tmp_path):
     one = f"sqlite:///{tmp_path / 'one.db'}"
     a = importing.import_alpaca_eval(files, [], None, one, workers=0)
     b = importing.import_alpaca_eval(files, [], None, db_url, workers=2)
+    # where the files were parsed is the one difference, and it is said
+    assert a.pop("parsing") == {"files": 5, "workers": 0, "in_process": 5, "reason": "--workers 0"}
+    parsing = b.pop("parsing")
+    assert parsing["files"] == 5 and parsing["workers"] == 2 and parsing["reason"] is None
+    assert 0 <= parsing["in_process"] <= 5
     assert a == b
     assert a["added"]["pairwise_judgment"] == sum(len(json.loads(f.read_text())) for f in files) - sum(
         r["count"] for r in a["skipped"].values())
@@ -238,20 +244,76 @@ def test_first_bad_file_in_order_is_reported_and_nothing_written(data_dir, tmp_p
 
 
 def test_killed_worker_is_one_error(tmp_path):
+    """A worker that exits mid-file is one WorkerError naming the first file whose result
+    never came, after the files before it in order. The exit happens in a worker only: this
+    process parses a share of the files itself (any file, whatever the timing), and an exit
+    here would end the test run. It waits, in its own file, until a worker has taken one."""
     files = [tmp_path / f"f{i}" for i in range(6)]
+    me = os.getpid()
+    taken = tmp_path / "taken"
 
     def fn(path: Path) -> str:
-        if path.name == "f3":
+        if os.getpid() != me:  # a forked worker: it dies on the first file it takes
+            taken.write_text(path.name)
             os._exit(7)
+        deadline = time.monotonic() + 60
+        while not taken.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return path.name
 
     got = []
-    with pytest.raises(WorkerError, match=r"/f(\d): the process parsing this file ended without an answer") as err:
+    with pytest.raises(WorkerError, match=r"/f(\d): the process parsing this file ended without an answer "
+                                          r"\(it exited with status 7\)") as err:
         for value in parallel.map_files(fn, files, workers=2):
             got.append(value)
-    # the first file whose result never came (the dying worker may hold an earlier one unsent)
+    assert taken.exists(), "no worker took a file"
+    # the first file whose result never came: every file before it was parsed here, in order
     lost = int(err.value.args[0].split(": the process")[0][-1])
-    assert lost <= 3 and got == [f"f{i}" for i in range(lost)]
+    assert got == [f"f{i}" for i in range(lost)]
+    assert not children(os.getpid()), "a worker outlived map_files"
+
+
+def _pid(path: Path) -> int:
+    return os.getpid()
+
+
+def test_in_process_fallback_is_counted_with_its_reason(tmp_path):
+    """With another thread running, map_files starts no worker (a forked child would inherit
+    its locks) and parses every file here: its stats say so, with the reason."""
+    files = [tmp_path / f"f{i}" for i in range(4)]
+    for f in files:
+        f.write_text("x")
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        stats: dict = {}
+        pids = list(parallel.map_files(_pid, files, stats=stats))
+    finally:
+        stop.set()
+        t.join()
+    assert pids == [os.getpid()] * 4
+    assert (stats["files"], stats["workers"], stats["in_process"]) == (4, 0, 4)
+    assert "other thread(s) run in this process: a forked worker could inherit a lock" in stats["reason"]
+    assert not children(os.getpid())
+    # without other threads, too little to parse is the reason (no worker pays below 8 MB)
+    if threading.active_count() == 1:
+        stats = {}
+        assert list(parallel.map_files(_pid, files, stats=stats)) == [os.getpid()] * 4
+        assert stats == {"files": 4, "workers": 0, "in_process": 4, "reason": "0.0 MB in all: workers pay from 8 MB"}
+
+
+def test_import_says_where_its_files_were_parsed(data_dir, tmp_path, run_cli):
+    """The import's result and summary line count the files parsed in this process and why."""
+    files = [str(f) for f in _annotations(data_dir)[:2]]
+    r = run_cli("--database-url", f"sqlite:///{tmp_path / 'a.db'}", "import", "alpaca-eval", *files, "--workers", "0")
+    assert r.exit_code == 0, r.output
+    assert "  parsed 2 file(s) in this process (--workers 0)" in r.stdout.splitlines()
+    r = run_cli("--database-url", f"sqlite:///{tmp_path / 'b.db'}", "import", "alpaca-eval", *files, "--workers", "1")
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if x.startswith("  parsed 2 file(s): "))
+    by, here = line.split(": ", 1)[1].split(" by 1 worker process(es), ")
+    assert int(by) + int(here.split()[0]) == 2, line
 
 
 def test_worker_exception_is_raised_at_its_turn(tmp_path):
@@ -345,14 +407,21 @@ def test_ctrl_c_during_parallel_import(data_dir, tmp_path):
 
 
 def test_ctrl_c_during_a_commit_is_held_and_reported():
-    from judgecal.db.engine import held_interrupts
-
-    held: list = []
-    before = signal.getsignal(signal.SIGINT)
-    with held_interrupts(held):
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.05)  # delivered here, and held
-    assert held == [signal.SIGINT] and signal.getsignal(signal.SIGINT) is before
+    """held_interrupts holds a SIGINT sent inside it. The SIGINT is sent in a child process:
+    in this one it would end the test run if the handler were not in place."""
+    code = textwrap.dedent("""
+        import os, signal, time
+        from judgecal.db.engine import held_interrupts
+        held = []
+        before = signal.getsignal(signal.SIGINT)
+        with held_interrupts(held):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # delivered here, and held
+        print(held == [signal.SIGINT], signal.getsignal(signal.SIGINT) is before)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]
 
 
 # --- the C word count and the statement's constants -----------------------------------------------
@@ -415,6 +484,8 @@ def test_cli_workers_option(data_dir, tmp_path, run_cli):
         r = run_cli("--database-url", url, "import", "alpaca-eval", "--workers", workers, *files, "--format", "json")
         assert r.exit_code == 0, r
         outs.append(json.loads(r.stdout))
+    assert outs[0].pop("parsing") == {"files": 3, "workers": 0, "in_process": 3, "reason": "--workers 0"}
+    assert outs[1].pop("parsing")["workers"] == 2
     assert outs[0] == outs[1] and outs[0]["added"]["pairwise_judgment"] > 2000
     r = run_cli("--database-url", f"sqlite:///{tmp_path / 'x.db'}", "import", "alpaca-eval", "--workers", "65", *files)
     assert r.exit_code == 2 and "--workers" in r.stderr and "Traceback" not in r.stderr

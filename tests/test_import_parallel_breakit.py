@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc"),
 ]
 
-PARENT = os.getpid()
+PARENT = os.getpid()  # the test process: a parsed function exits or kills itself only in another (a worker)
 
 
 def _annotations(folder: Path, n: int = 4, records: int = 40) -> list[Path]:
@@ -104,13 +104,18 @@ def test_a_worker_killed_while_the_others_are_full_is_one_error_not_a_hang(tmp_p
 
 def test_a_worker_that_exits_names_its_status(tmp_path):
     files = [tmp_path / f"f{i}" for i in range(6)]
+    taken = tmp_path / "taken"
 
     def fn(path: Path) -> str:
         # a worker exits on whichever file it takes (which files go to workers depends on timing:
-        # the parent, slowed down, leaves them several; with "only f3", the parent sometimes took f3)
+        # with "only f3", the parent sometimes took f3); never this process (an exit here would
+        # end the test run): it waits in its file until a worker has taken one
         if os.getpid() != PARENT:
+            taken.write_text(path.name)
             os._exit(7)
-        time.sleep(0.2)
+        deadline = time.monotonic() + 60
+        while not taken.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return path.name
 
     with pytest.raises(WorkerError, match=r"ended without an answer \(it exited with status 7\)"):

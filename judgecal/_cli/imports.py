@@ -35,9 +35,11 @@ def _print_import(result: dict, fmt: str) -> None:
             click.echo(f"  not read: {path} ({reason})")
         if s["count"] > len(s["where"]):
             click.echo(f"  not read: {s['count'] - len(s['where'])} more ({reason})")
-    from judgecal.views.importing import file_lines
+    from judgecal.views.importing import file_lines, parsing_line
 
     for line in file_lines(result):
+        click.echo(f"  {line}")
+    if (line := parsing_line(result)) is not None:  # where the files were parsed, and why not by workers
         click.echo(f"  {line}")
     parity = result.get("llmbar_statistics")
     if parity and parity["compared"]:

@@ -282,7 +282,7 @@ def parse(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = ()) -
 
 def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
             workers: int | None = None,
-            skip: Callable[[list[Path]], set[Path]] | None = None) -> Iterator[ImportBatch]:
+            skip: Callable[[list[Path]], set[Path]] | None = None, parsing: dict | None = None) -> Iterator[ImportBatch]:
     """One ImportBatch per file, in the order the files are listed (folders expanded, sorted),
     then one with the verbosity pairs of ``pairs``. Files are parsed by up to ``workers``
     processes (None: as many as :func:`judgecal.importers.parallel.map_files` picks; 0: in
@@ -290,6 +290,8 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
     with every file to read, in the listed order, before any is parsed; the files it returns
     are neither parsed nor yielded (a ``--pair`` file is parsed here for its pairs, its batch
     not yielded); with ``skip``, files are not deduplicated by content here (the caller does it).
+    ``parsing``: filled with where the files were parsed (``map_files``' ``stats``: files,
+    workers, in_process, reason).
     Raises InputError naming FILE:LINE for a bad record (the first bad file in the listed order)."""
     check_family(family)
     notes: list[str] = []
@@ -306,7 +308,7 @@ def batches(paths: list[Path], family: str, pairs: list[tuple[Path, Path]] = (),
                 by_file[os.path.abspath(path)] = seen
     files = [p for p in files if p not in left_out]
     sent: set[RespRef] = set()  # per process: the responses its earlier batches carried (ImportBatch.mark_sent)
-    for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers)):
+    for path, (batch, seen) in zip(files, map_files(parse_file, files, family, sent, workers=workers, stats=parsing)):
         if seen is not None:
             by_file[os.path.abspath(path)] = seen
         yield batch

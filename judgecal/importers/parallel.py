@@ -10,7 +10,9 @@ after the other.
 Workers are used only where they pay and are safe: the ``fork`` start method (POSIX; a worker
 starts in milliseconds with the parent's modules loaded), no other thread running in this
 process (a forked child inherits a copy of locks other threads may hold), at least two files
-and :data:`MIN_PARALLEL_BYTES` bytes in all. Otherwise the files are parsed here, one by one.
+and :data:`MIN_PARALLEL_BYTES` bytes in all. Otherwise the files are parsed here, one by one,
+and :func:`map_files` says so (its ``stats``: the reason and the count), as it counts the files
+this process parses while workers run: any file may be parsed in the calling process.
 """
 
 from __future__ import annotations
@@ -53,18 +55,35 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def auto_workers(files: Sequence[Path]) -> int:
-    """Worker processes :func:`map_files` uses for ``files`` (0: parse them in this process):
-    one fewer than the CPUs this process may run on, at most :data:`MAX_WORKERS` and one
-    per file; 0 without the fork start method, with other threads running, for a single file
-    or for less than :data:`MIN_PARALLEL_BYTES` in all."""
-    if len(files) < 2 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return 0
+def no_workers_reason(files: Sequence[Path]) -> str | None:
+    """Why :func:`auto_workers` parses ``files`` in this process (one line), None when it
+    starts workers: fewer than two files, no ``fork`` start method, other threads running in
+    this process (a forked child would inherit a copy of locks they may hold), a file that
+    cannot be read (its parser names it), or less than :data:`MIN_PARALLEL_BYTES` in all."""
+    if len(files) < 2:
+        return "a single file" if files else "no file"
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return "no fork start method here (POSIX only)"
+    threads = threading.active_count()
+    if threads > 1:
+        return (f"{threads - 1} other thread(s) run in this process: a forked worker could inherit a lock one of "
+                "them holds")
     try:
         total = sum(os.stat(f).st_size for f in files)
     except OSError:
-        return 0  # the parser names the file it cannot read
+        return "a file cannot be read (its parser names it)"
     if total < MIN_PARALLEL_BYTES:
+        return f"{total / 1024**2:.1f} MB in all: workers pay from {MIN_PARALLEL_BYTES // 1024**2} MB"
+    return None
+
+
+def auto_workers(files: Sequence[Path]) -> int:
+    """Worker processes :func:`map_files` uses for ``files`` (0: parse them in this process,
+    for the reason :func:`no_workers_reason` gives): one fewer than the CPUs this process may
+    run on, at most :data:`MAX_WORKERS` and one per file; 0 without the fork start method,
+    with other threads running, for a single file or for less than
+    :data:`MIN_PARALLEL_BYTES` in all."""
+    if no_workers_reason(files) is not None:
         return 0
     return max(1, min(_cpus() - 1, MAX_WORKERS, len(files) - 1))
 
@@ -237,7 +256,8 @@ def _worker(me: int, wfd: int, inherited: Sequence[int], parent: int, counter, o
         os.close(wfd)
 
 
-def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: int | None = None) -> Iterator[T]:
+def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: int | None = None,
+              stats: dict | None = None) -> Iterator[T]:
     """``fn(file, *args)`` for every file, in the order of ``files``, computed by up to
     ``workers`` forked processes and by this process (None: :func:`auto_workers`; 0: in this
     process alone, lazily).
@@ -259,13 +279,28 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
 
     The workers die with this process (Linux: PR_SET_PDEATHSIG; elsewhere at their next file
     or write); SIGTERM to this process (where it has no handler of its own) kills and reaps
-    them first, then ends this process by SIGTERM as before."""
+    them first, then ends this process by SIGTERM as before.
+
+    ``stats`` (a dict, filled as the files are yielded): ``files`` (count), ``workers`` (worker
+    processes started), ``in_process`` (files parsed in this process: all of them without
+    workers, else those it took while a worker's result was late) and ``reason`` (why no
+    worker was started: :func:`no_workers_reason`, ``--workers 0``; None with workers), so
+    that an import can say where its files were parsed (nothing silent)."""
     if workers and "fork" not in multiprocessing.get_all_start_methods():
         raise UsageError(f"--workers {workers}: parsing workers need the fork start method (POSIX); "
                          "leave the option out or give 0 to parse in this process")
-    n = auto_workers(files) if workers is None else min(workers, len(files) - 1)
+    if workers is None:
+        reason = no_workers_reason(files)
+        n = 0 if reason is not None else auto_workers(files)
+    else:
+        n = min(workers, len(files) - 1)
+        reason = None if n > 0 else "--workers 0" if workers == 0 else "a single file" if files else "no file"
+    if stats is None:
+        stats = {}
+    stats.update(files=len(files), workers=max(n, 0), in_process=0, reason=reason)
     if n <= 0:
         for f in files:
+            stats["in_process"] += 1
             yield fn(f, *args)
         return
     files = list(files)
@@ -352,6 +387,7 @@ def map_files(fn: Callable[..., T], files: Sequence[Path], *args: Any, workers: 
                 if len(ready) < LOOKAHEAD * (n + 1):
                     mine = _claim(counter, len(files), owners, n)
                     if mine is not None:  # nothing has arrived: parse the next free file here
+                        stats["in_process"] += 1
                         try:
                             ready[mine] = ("ok", fn(files[mine], *args), None)
                         except Exception as exc:

@@ -128,6 +128,19 @@ def file_lines(result: dict) -> list[str]:
     return lines
 
 
+def parsing_line(result: dict) -> str | None:
+    """One line saying where an import's files were parsed (``result["parsing"]``), None when
+    no file was parsed: ``parsed 6 files in this process (--workers 0)`` or ``parsed 26 files:
+    20 by 3 worker processes, 6 in this process``."""
+    p = result.get("parsing") or {}
+    if not p.get("files"):
+        return None
+    if not p.get("workers"):
+        return f"parsed {p['files']} file(s) in this process ({p.get('reason') or 'no worker'})"
+    return (f"parsed {p['files']} file(s): {p['files'] - p['in_process']} by {p['workers']} worker process(es), "
+            f"{p['in_process']} in this process (while a worker's result was late)")
+
+
 def import_llmbar(folder: Path, family: str | None = None, url: str | None = None) -> dict:
     """Import LLMBar: a set folder (dataset.json + ratings_*.json, or the repository's
     evaluators/<judge>/<protocol>/result.json: ratings and pairwise verdicts in both orders),
@@ -193,7 +206,10 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
     verbosity pairs. Family default: ``alpaca_eval``. Files are parsed by up to ``workers``
     processes while earlier ones are written (None: automatic, 0: none;
     :mod:`judgecal.importers.parallel`); a file whose content was imported before from another
-    path (or is an earlier file's of this import: a symbolic link, a copy) is not parsed."""
+    path (or is an earlier file's of this import: a symbolic link, a copy) is not parsed.
+    The result also holds ``parsing``: {files, workers, in_process, reason}
+    (:func:`judgecal.importers.parallel.map_files`' stats: how many files this process parsed
+    itself, and why no worker was started; :func:`parsing_line` words it)."""
     alpaca_eval.check_family(family)  # before the database is opened; an empty name is refused, not the default
     given, family = family, "alpaca_eval" if family is None else family
 
@@ -208,9 +224,11 @@ def import_alpaca_eval(paths: list[Path], pairs: list[tuple[Path, Path]], family
             entries = [(p, book.status(str(p))) for p in files]
             return {p for p, e in entries if e is not None and e.status == "duplicate"}
 
-        return alpaca_eval.batches(list(paths), family, list(pairs), workers=workers, skip=skip)
+        return alpaca_eval.batches(list(paths), family, list(pairs), workers=workers, skip=skip, parsing=parsing)
 
-    return import_batches("alpaca_eval", batches, url, importer="alpaca_eval", family=given)
+    parsing: dict = {}
+    result = import_batches("alpaca_eval", batches, url, importer="alpaca_eval", family=given)
+    return {**result, "parsing": parsing}
 
 
 def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, url: str | None = None) -> dict:
