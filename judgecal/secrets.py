@@ -36,3 +36,44 @@ def scrub(text: str, extra: list[str] | None = None) -> str:
             text = text.replace(secret, "***")
     text = _QUERY_SECRET.sub(lambda mt: f"{mt.group(1)}=***", text)
     return _URL_PASSWORD.sub(lambda mt: f"{mt['scheme']}{mt['user']}:***@", text)
+
+
+def endpoint_without_secrets(url: str) -> str:
+    """``url`` as it may be stored: the one function every path that stores an endpoint calls
+    (``judgecal rate``, every importer that reads ``judge_endpoint``, the judge row itself in
+    :func:`judgecal.db.queries.get_or_create_judge`, ``mc --base-url``).
+
+    An URL (``scheme://...``): ``user:password@`` removed, query string and fragment dropped
+    (Azure-style ``?api-key=``), trailing slash of the path removed, host lower-cased, an IPv6
+    host kept in brackets (``http://[::1]:19101/v1``), the port kept. Text without ``://`` (an
+    imported judge's label such as ``import``): anything from ``?`` or ``#`` on dropped and a
+    ``user:password@`` before the first ``/`` removed. Either way every known secret
+    (:func:`known_secrets`) and ``password=``/``api_key=``/``token=``... value left in the
+    path is masked ``***`` (:func:`scrub`). Idempotent: a stored value comes back unchanged.
+
+    >>> endpoint_without_secrets("http://user:S3cret@[::1]:19101/v1/?api_key=K#f")
+    'http://[::1]:19101/v1'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    text = str(url)
+    if "://" not in text:
+        text = re.split(r"[?#]", text, maxsplit=1)[0]
+        head, sep, tail = text.partition("/")
+        if "@" in head:
+            head = head.rsplit("@", 1)[1]
+        return scrub(head + sep + tail)
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # an unreadable port or bracket: keep what surely holds no credentials
+        scheme, _, rest = text.partition("://")
+        rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+        head, sep, tail = rest.partition("/")
+        return scrub(f"{scheme}://{head.rsplit('@', 1)[-1]}{sep}{tail}".rstrip("/"))
+    if ":" in host:  # an IPv6 address: urlsplit took its brackets off
+        host = f"[{host}]"
+    if port is not None:
+        host = f"{host}:{port}"
+    return scrub(urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", "")))

@@ -28,10 +28,11 @@ JUDGE_COLUMNS = ["judge", "judge_model", "judge_endpoint", "judge_prompt", "judg
 COLUMNS: dict[str, list[str]] = {
     "responses": ITEM_COLUMNS + ["model", "response"],
     "ratings": ITEM_COLUMNS + ["model", "response"] + JUDGE_COLUMNS
-    + ["sample_index", "status", "score", "expected_score", "distribution", "raw_output", "error"],
+    + ["sample_index", "status", "score", "expected_score", "distribution", "raw_output", "error", "attempts", "latency_s",
+       "prompt_tokens", "completion_tokens"],
     "labels": ITEM_COLUMNS + ["model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
                               "response_b", "preference", "annotator", "source"],
-    "pairs": ITEM_COLUMNS + ["concise_model", "concise", "verbose_model", "verbose"],
+    "pairs": ITEM_COLUMNS + ["concise_model", "concise", "verbose_model", "verbose", "source"],
     "verdicts": ITEM_COLUMNS + ["model_a", "response_a", "model_b", "response_b"] + JUDGE_COLUMNS
     + ["judge_mode", "sample_index", "position", "status", "verdict", "preference", "distribution", "baseline", "source",
        "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens"],
@@ -83,20 +84,24 @@ def _judges(s: Session) -> dict[int, dict]:
 
 
 def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every finished rating (ok, unparsed, failed) with its judge's identity, its expected
-    score and its judgment distribution (None where none was read)."""
+    """Every finished rating (ok, unparsed, failed) with its judge's identity (model,
+    endpoint, prompt name and SHA-256, parameters, scale), its expected score, its judgment
+    distribution (None where none was read) and the call's provenance: attempts, latency_s,
+    prompt_tokens, completion_tokens (as for verdicts)."""
     R, I, F, T = m.Response, m.Item, m.TaskFamily, m.Rating
     judges = _judges(s)
     q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.expected_score,
-                T.distribution, T.raw_output, T.error)
+                T.distribution, T.raw_output, T.error, T.attempts, T.latency_s, T.prompt_tokens, T.completion_tokens)
          .select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id).join(T, T.response_id == R.id)
          .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.id))
     q = _scope(q, families, T.judge_id, judge_id)
-    for fam, prompt, ext, ref, model, text, jid, sample, status, score, expected, dist, raw, error in _stream(s, q):
+    for (fam, prompt, ext, ref, model, text, jid, sample, status, score, expected, dist, raw, error, attempts, latency, pt,
+         ct) in _stream(s, q):
         judge = {k: v for k, v in judges[jid].items() if k != "judge_mode"}
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text, **judge,
                "sample_index": sample, "status": status, "score": score, "expected_score": expected,
-               "distribution": dist, "raw_output": raw, "error": error}
+               "distribution": dist, "raw_output": raw, "error": error, "attempts": attempts, "latency_s": latency,
+               "prompt_tokens": pt, "completion_tokens": ct}
 
 
 def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
@@ -125,15 +130,16 @@ def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[
 
 
 def pairs(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every verbosity pair."""
+    """Every verbosity pair, with its source (the importer or file it came from)."""
     V, I, F = m.VerbosityPair, m.Item, m.TaskFamily
     rc, rv = aliased(m.Response), aliased(m.Response)
-    q = (select(*_item_cols(), rc.model, rc.text, rv.model, rv.text).select_from(V)
+    q = (select(*_item_cols(), rc.model, rc.text, rv.model, rv.text, V.source).select_from(V)
          .join(rc, rc.id == V.concise_response_id).join(rv, rv.id == V.verbose_response_id)
          .join(I, I.id == V.item_id).join(F, F.id == I.task_family_id).order_by(V.id))
     q = _scope(q, families)
-    for fam, prompt, ext, ref, cm, ct, vm, vt in _stream(s, q):
-        yield {**_item_fields(fam, prompt, ext, ref), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt}
+    for fam, prompt, ext, ref, cm, ct, vm, vt, source in _stream(s, q):
+        yield {**_item_fields(fam, prompt, ext, ref), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt,
+               "source": source}
 
 
 def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:

@@ -297,7 +297,10 @@ class Writer:
                     "distribution": r.get("distribution"),
                     "raw_output": r["raw_output"],
                     "error": r["error"],
-                    "attempts": 0,
+                    "attempts": r.get("attempts") or 0,
+                    "latency_s": r.get("latency_s"),
+                    "prompt_tokens": r.get("prompt_tokens"),
+                    "completion_tokens": r.get("completion_tokens"),
                     "created_at": now,
                     "updated_at": now,
                 }
@@ -314,7 +317,7 @@ class Writer:
                     "item_id": item_of[(c[0], c[1])],
                     "concise_response_id": rid(c),
                     "verbose_response_id": rid(v),
-                    "source": batch.source,
+                    "source": batch.pair_sources.get((c, v), batch.source),
                     "created_at": now,
                 }
             )

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from judgecal.db import models as m
 from judgecal.errors import ChoiceError, NotFoundError, UsageError
+from judgecal.secrets import endpoint_without_secrets
 
 CHUNK = 5000
 
@@ -266,7 +267,7 @@ def judge_by_name(session: Session, name: str, among: Iterable[int] | None = Non
     prompt, mode, parameters, scale). ``among``: the ids of the judges that have data where the
     caller looks (``scope`` says where, e.g. "with ratings in alpaca_eval"); a shared name
     resolves to the one judge of that name among them. Raises NotFoundError when none matches
-    and :class:`~judgecal.errors.ChoiceError` (a UsageError) when several still do: its message
+    (or, with ``among`` and ``scope``, when several share the name and none is among them) and :class:`~judgecal.errors.ChoiceError` (a UsageError) when several still do: its message
     and options list each one's id and what tells them apart."""
     if name[:3].lower() == "id:":
         number = name[3:].strip()
@@ -299,6 +300,9 @@ def judge_by_name(session: Session, name: str, among: Iterable[int] | None = Non
         hits = [j for j in found if j.id in inside]
         if len(hits) == 1:
             return hits[0]
+        if not hits and scope:  # a choice between judges that all lack the data would only lead to another error
+            raise NotFoundError(f"no judge named {name!r} {scope} (judges of that name: "
+                                + "; ".join(f"id:{j.id} ({describe_judge(j)})" for j in found) + ")")
         found = hits or found
     if len(found) > 1:
         raise ambiguous_judge(name, found, scope)
@@ -391,9 +395,12 @@ def get_or_create_judge(session: Session, **fields: Any) -> m.Judge:
     of the identity (name excluded) with the parameters as :func:`identity_params` gives them
     (0 and 0.0 are one value), so the same settings always map to one row. ``params`` is
     stored canonical (keys sorted: :func:`canonical`) as first given, so exports of it are
-    byte-stable. A row stored before parameters were compared this way (its key made from the
+    byte-stable. ``endpoint`` is stored as :func:`judgecal.secrets.endpoint_without_secrets`
+    gives it (credentials, query string and fragment dropped), whoever calls. A row stored before parameters were compared this way (its key made from the
     parameters as given) is found by its identity fields and reused."""
-    fields = dict(fields, params=canonical(fields.get("params") or {}))
+    # the last guard of every path that stores a judge: its endpoint never holds a secret
+    fields = dict(fields, params=canonical(fields.get("params") or {}),
+                  endpoint=endpoint_without_secrets(fields["endpoint"]))
     ident = {k: fields[k] for k in ("model", "endpoint", "prompt_sha256", "mode", "params", "scale_min", "scale_max")}
     ident["params"] = identity_params(ident["params"])
     judge_key = key_of(ident)

@@ -7,25 +7,33 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
 - ``ratings``: a response's fields plus ``judge``, ``scale_min``, ``scale_max`` and ``score``
   (empty/absent -> the rating is stored ``unparsed``, or as given by ``status``); optional
   ``status`` (ok|unparsed|failed), ``raw_output``, ``error``, ``sample_index`` (default 0),
-  ``judge_model``, ``judge_endpoint`` (default ``import``), ``judge_prompt`` (default
+  ``judge_model``, ``judge_endpoint`` (default ``import``; stored without credentials, query
+  string or fragment: :func:`judgecal.secrets.endpoint_without_secrets`), ``judge_prompt`` (default
   ``import``), ``judge_prompt_sha256``, ``judge_params`` (JSON object or its text),
   ``distribution`` (the judgment distribution, a JSON object or its text:
   :mod:`judgecal.judge.distribution`; not on a failed rating) and ``expected_score`` (its
-  mean; derived from the distribution when absent, refused when it contradicts it).
+  mean; derived from the distribution when absent, refused when it contradicts it); the call's
+  provenance ``attempts``, ``latency_s``, ``prompt_tokens``, ``completion_tokens`` (what
+  ``judgecal export ratings`` writes).
 - ``labels``: pointwise (``model``, ``response``, ``score``, ``scale_min``, ``scale_max``) or
   pairwise (``model_a``, ``response_a``, ``model_b``, ``response_b``, ``preference`` a|b|tie);
   plus ``prompt``, optional ``task_family``, ``annotator`` (default ``expert``), ``source``
   (default ``user``).
 - ``pairs``: verbosity pairs: ``prompt``, ``concise_model``, ``concise``, ``verbose_model``,
-  ``verbose``; optional ``task_family``.
+  ``verbose``; optional ``task_family``, ``source`` (where the pair came from; default the
+  import's own, ``jsonl:pairs`` or ``csv:pairs``).
 - ``verdicts``: pairwise judge verdicts: ``prompt``, ``model_a``, ``response_a``, ``model_b``,
   ``response_b``, ``judge``, and ``preference`` (soft: the probability in [0, 1] that
-  response_a is preferred) and/or ``verdict`` (a|b|tie; tie = 0.5); optional ``position``
+  response_a is preferred) and/or ``verdict`` (a|b|tie; tie = 0.5; given both, a preference of
+  0 or 1 must be the verdict's side, while a soft preference strictly between 0 and 1 is the
+  judge's probability and the verdict its answer, which may differ: a greedy 'tie' stored with
+  preference 0.4976 by ``rate --pairwise --top-logprobs``); optional ``position``
   (ab|ba|na, default na = order shown not recorded), ``baseline`` (a|b: which side is the
   baseline model's answer), ``sample_index``, ``status`` (ok|unparsed|failed; a verdict
   without preference or verdict is stored ``unparsed``), ``raw_output``, ``error``,
   ``judge_model``, ``judge_endpoint``, ``judge_prompt``, ``judge_prompt_sha256``,
-  ``judge_params``, ``source`` (default: this file's path), ``latency_s``, ``attempts``,
+  ``judge_params``, ``source`` (default when the field is absent: this file's path; null in
+  JSONL or an empty CSV cell: none, a verdict ``judgecal rate`` collected), ``latency_s``, ``attempts``,
   ``prompt_tokens``, ``completion_tokens``, ``distribution`` (P(a), P(b), P(tie) as the judge
   gave them; refused when it contradicts ``preference``) (what ``judgecal export verdicts``
   writes).
@@ -49,6 +57,7 @@ import json
 from pathlib import Path
 
 from judgecal.errors import InputError, UsageError
+from judgecal.secrets import endpoint_without_secrets
 from judgecal.judge.distribution import check as check_distribution
 from judgecal.judge.distribution import expected as expected_of
 from judgecal.judge.distribution import preference as dist_preference
@@ -76,10 +85,10 @@ FIELDS = {
     "responses": _ITEM | {"model", "response"},
     "ratings": _ITEM | {"model", "response", "judge", "score", "scale_min", "scale_max", "status", "raw_output", "error",
                         "sample_index", "judge_model", "judge_endpoint", "judge_prompt", "judge_prompt_sha256", "judge_params",
-                        "expected_score", "distribution"},
+                        "expected_score", "distribution", "attempts", "latency_s", "prompt_tokens", "completion_tokens"},
     "labels": _ITEM | {"model", "response", "score", "scale_min", "scale_max", "model_a", "response_a", "model_b",
                        "response_b", "preference", "annotator", "source"},
-    "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose"},
+    "pairs": _ITEM | {"concise_model", "concise", "verbose_model", "verbose", "source"},
     "verdicts": _ITEM | {"model_a", "response_a", "model_b", "response_b", "judge", "preference", "verdict", "position",
                          "baseline", "sample_index", "status", "raw_output", "error", "judge_model", "judge_endpoint",
                          "judge_prompt", "judge_prompt_sha256", "judge_params", "judge_mode", "scale_min", "scale_max",
@@ -234,7 +243,8 @@ def _judge(f: Fields, lo: float, hi: float, mode: str = "pointwise") -> JudgeSpe
     return JudgeSpec(
         name=name,
         model=f.name("judge_model", required=False, max_len=JUDGE_NAME_MAX) or name,
-        endpoint=f.name("judge_endpoint", required=False, max_len=SOURCE_MAX) or "import",
+        # stored without credentials, query string or fragment, as `judgecal rate` stores it
+        endpoint=endpoint_without_secrets(f.name("judge_endpoint", required=False, max_len=SOURCE_MAX) or "") or "import",
         prompt_name=f.name("judge_prompt", required=False, max_len=JUDGE_NAME_MAX) or "import",
         prompt_sha256=f.name("judge_prompt_sha256", required=False, max_len=64),
         params_json=_params(f),
@@ -247,6 +257,20 @@ def _judge(f: Fields, lo: float, hi: float, mode: str = "pointwise") -> JudgeSpe
 def _judge_key(judge: JudgeSpec) -> tuple:
     return (judge.name, judge.model, judge.endpoint, judge.prompt_name, judge.prompt_sha256, judge.params_json,
             judge.scale_min, judge.scale_max, judge.mode)
+
+
+def _call_fields(f: Fields) -> dict:
+    """The call's provenance of a rating or verdict, as ``judgecal rate`` stored it and
+    ``judgecal export`` writes it: ``attempts`` (HTTP attempts, default 0: imported, never
+    called), ``latency_s`` (seconds of the last attempt), ``prompt_tokens`` and
+    ``completion_tokens`` (the endpoint's usage); none may be negative."""
+    out = {"attempts": f.integer("attempts", required=False) or 0, "latency_s": f.number("latency_s", required=False),
+           "prompt_tokens": f.integer("prompt_tokens", required=False),
+           "completion_tokens": f.integer("completion_tokens", required=False)}
+    for name, value in out.items():
+        if value is not None and value < 0:
+            raise f.fail(f"field {name!r} must be >= 0, got {value!r}")
+    return out
 
 
 def _rating(batch, f, fam, prompt, seen):
@@ -284,6 +308,7 @@ def _rating(batch, f, fam, prompt, seen):
         "error": f.text("error", required=False),
         "expected_score": expected,
         "distribution": dist,
+        **_call_fields(f),
     }
     value = {k: row[k] for k in ("status", "score", "raw_output", "error", "expected_score", "distribution")}
     if seen.check(f, ("rating", ref, _judge_key(judge), row["sample_index"]), value, "rating"):
@@ -316,8 +341,11 @@ def _pair(batch, f, fam, prompt, seen):
     v = _ref(batch, f, fam, prompt, "verbose_model", "verbose")
     if c == v:
         raise f.fail("the concise and verbose responses are the same response")
+    source = f.name("source", required=False, max_len=SOURCE_MAX)
     if seen.check_pair(f, "pair", c, v, (), None, "verbosity pair", swapped_is_conflict=True):
         batch.verbosity_pairs.append((c, v))
+        if source:  # where the pair came from (what `export pairs` writes); default: this import (jsonl:pairs)
+            batch.pair_sources[(c, v)] = source
 
 
 def _verdict(batch, f, fam, prompt, seen):
@@ -336,10 +364,12 @@ def _verdict(batch, f, fam, prompt, seen):
     verdict = f.choice("verdict", PREFERENCE, required=False)
     if pref is not None and not 0.0 <= pref <= 1.0:
         raise f.fail(f"field 'preference' must be a probability in [0, 1] (P(response_a preferred)), got {pref!r}")
-    if pref is not None and verdict is not None:
-        implied = "a" if pref > 0.5 else "b" if pref < 0.5 else "tie"
-        if implied != verdict:
-            raise f.fail(f"verdict {verdict!r} contradicts preference {pref:g} (which means {implied!r})")
+    if pref is not None and verdict is not None and pref in (0.0, 1.0) and verdict != ("a" if pref else "b"):
+        # a hard preference is a side; a soft one (strictly between 0 and 1) is the judge's
+        # probability, and the verdict its answer: a greedy 'tie' with P(a) + P(tie)/2 = 0.4976
+        # is what `rate --pairwise --top-logprobs` stores (module doc)
+        raise f.fail(f"verdict {verdict!r} contradicts preference {pref:g} (which means {'a' if pref else 'b'!r}: "
+                     "a preference of 0 or 1 is a side, only a soft one may differ from the verdict)")
     if pref is None and verdict is not None:
         pref = {"a": 1.0, "b": 0.0, "tie": 0.5}[verdict]
     if verdict is None and pref is not None:
@@ -356,18 +386,16 @@ def _verdict(batch, f, fam, prompt, seen):
         implied = dist_preference(dist)
         if pref is not None and abs(pref - implied) > 1e-6:
             raise f.fail(f"preference {pref!r} contradicts the distribution, whose P(a) + P(tie)/2 is {implied!r}")
-    latency = f.number("latency_s", required=False)
-    if latency is not None and latency < 0:
-        raise f.fail(f"field 'latency_s' must be >= 0, got {latency!r}")
     row = Verdict(
         judge, a, b, sample_index=f.integer("sample_index", required=False) or 0,
         position=f.choice("position", POSITION, required=False) or "na", status=status, verdict=verdict,
         preference=pref, baseline_side=f.choice("baseline", SIDE, required=False),
-        source=f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX],
+        # a source given as null (JSONL) or an empty cell (CSV) is a verdict judgecal rate
+        # collected (source NULL, what `export verdicts` writes for it): kept so, not this file
+        source=(f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX]
+                if "source" not in f.obj or f.obj["source"] is not None else None),
         raw_output=f.text("raw_output", required=False), error=f.text("error", required=False),
-        latency_s=latency, attempts=f.integer("attempts", required=False) or 0,
-        prompt_tokens=f.integer("prompt_tokens", required=False),
-        completion_tokens=f.integer("completion_tokens", required=False), distribution=dist,
+        **_call_fields(f), distribution=dist,
     )
     value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error",
                                           "distribution")}

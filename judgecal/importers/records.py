@@ -94,6 +94,8 @@ class ImportBatch:
     point_labels: list[tuple[RespRef, float, float, float, str, str]] = field(default_factory=list)
     ratings: list[dict[str, Any]] = field(default_factory=list)
     verbosity_pairs: list[tuple[RespRef, RespRef]] = field(default_factory=list)
+    # a verbosity pair's own source where the record names one (judgecal's pairs export); else the batch's
+    pair_sources: dict[tuple[RespRef, RespRef], str] = field(default_factory=dict)
     # pairwise judge verdicts (Verdict; after unpickling, plain tuples of the same fields)
     verdicts: list[Verdict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -240,6 +242,7 @@ def merge(source: str, batches: Iterable[ImportBatch]) -> ImportBatch:
         out.point_labels.extend(b.point_labels)
         out.ratings.extend(b.ratings)
         out.verbosity_pairs.extend(b.verbosity_pairs)
+        out.pair_sources.update(b.pair_sources)
         out.verdicts.extend(b.verdicts)
         out.warnings.extend(b.warnings)
         for reason, where in b.skipped.items():

@@ -37,11 +37,11 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
 from judgecal.errors import UsageError
+from judgecal.secrets import endpoint_without_secrets
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "EMPTY"
@@ -71,13 +71,10 @@ def storable(text: str) -> tuple[str, int]:
 
 
 def public_endpoint(url: str) -> str:
-    """The endpoint URL without credentials: user:password@ removed, query string and
-    fragment dropped (Azure-style ``?api-key=``), trailing slash removed."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    """The endpoint URL as it is stored and shown: :func:`judgecal.secrets.endpoint_without_secrets`
+    (credentials, query string and fragment dropped, trailing slash removed, an IPv6 host kept
+    in brackets)."""
+    return endpoint_without_secrets(url)
 
 
 def resolve_base_url(base_url: Optional[str] = None) -> str:

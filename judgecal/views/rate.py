@@ -547,7 +547,7 @@ def run_rate(
         judge_name = judge_name or f"{folder.name} forward"
     url = resolve_base_url(base_url)
     key = resolve_api_key()
-    endpoint = endpoint_id or public_endpoint(url)
+    endpoint = public_endpoint(endpoint_id or url)  # what is stored and shown: no credentials, query or fragment
     lease = lease_s if lease_s is not None else max(300.0, 3 * timeout * max_attempts)
     engine = get_engine(database_url)
     skipped: dict[str, int] = {}
