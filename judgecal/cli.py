@@ -18,7 +18,7 @@ from judgecal._cli import (audit, check, db, export, fit, imports, judge, leader
                            serve, stats)
 from judgecal._cli.common import Ctx, _line, err, warn
 from judgecal.cliopts import CONTEXT_SETTINGS, StrictGroup
-from judgecal.errors import JudgecalError, raised_by_interrupt
+from judgecal.errors import Interrupted, JudgecalError, raised_by_interrupt
 from judgecal.secrets import scrub
 
 # names other code and tests take from here
@@ -50,8 +50,10 @@ del _command
 
 # ---------------------------------------------------------------- entry point
 def _commits() -> int:
-    """Imports this process has committed (judgecal.views.importing.commits; 0 while not loaded)."""
-    return getattr(sys.modules.get("judgecal.views.importing"), "commits", 0)
+    """Imports and migrations this process has committed (judgecal.views.importing.commits,
+    judgecal.views.dbadmin.commits; 0 while not loaded)."""
+    return (getattr(sys.modules.get("judgecal.views.importing"), "commits", 0)
+            + getattr(sys.modules.get("judgecal.views.dbadmin"), "commits", 0))
 
 
 def main(argv: list[str] | None = None, *, sigint_after=None) -> None:
@@ -96,8 +98,15 @@ def main(argv: list[str] | None = None, *, sigint_after=None) -> None:
     sys.exit(code)
 
 
-_AFTER_COMMIT = ("Ctrl-C came after the import was committed: the import completed (everything counted above "
+_AFTER_IMPORT = ("Ctrl-C came after the import was committed: the import completed (everything counted above "
                  "was imported); the interrupt changed nothing")
+_AFTER_MIGRATION = ("Ctrl-C came after the migration was committed: the migration completed (the database is at the "
+                    "revision printed above); the interrupt changed nothing")
+
+
+def _after_commit() -> str:
+    """The warning for a Ctrl-C after this process committed: a migration's or an import's."""
+    return _AFTER_MIGRATION if getattr(sys.modules.get("judgecal.views.dbadmin"), "commits", 0) else _AFTER_IMPORT
 
 
 def _run(argv: list[str] | None, committed, late: list) -> int:
@@ -115,20 +124,20 @@ def _run(argv: list[str] | None, committed, late: list) -> int:
         return 0
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         if committed():  # (a Ctrl-C handler other than main's raised it)
-            warn(_AFTER_COMMIT)
+            warn(_after_commit())
             return 0
         err.print("aborted" if isinstance(exc, click.exceptions.Abort) else "interrupted", highlight=False)
         return 130
     except Exception as exc:  # noqa: BLE001 - an error raised while a Ctrl-C unwound is the Ctrl-C
-        if not raised_by_interrupt(exc):
+        if isinstance(exc, Interrupted) or not raised_by_interrupt(exc):  # (Interrupted says what the Ctrl-C left)
             return _failed(exc)
         if committed():
-            warn(_AFTER_COMMIT)
+            warn(_after_commit())
             return 0
         err.print("interrupted", highlight=False)
         return 130
     if late:
-        warn(_AFTER_COMMIT)
+        warn(_after_commit())
     return 0
 
 
@@ -138,6 +147,9 @@ def _failed(exc: Exception) -> int:
         raise exc
     except click.ClickException as exc:
         err.print(f"error: {_line(exc.format_message())}", highlight=False, markup=False)
+        return exc.exit_code
+    except Interrupted as exc:  # the user's Ctrl-C, with what it left: no "error:"
+        err.print(_line(str(exc)), highlight=False, markup=False)
         return exc.exit_code
     except JudgecalError as exc:
         err.print(f"error: {_line(str(exc))}", highlight=False, markup=False)

@@ -86,6 +86,14 @@ class DataLossError(UsageError):
                          "downgrade anyway (back up the database first; docs/database.md)")
 
 
+class Interrupted(JudgecalError):
+    """Ctrl-C (or SIGTERM) stopped the work before it committed anything; the message says
+    what state it left (e.g. a migration rolled back, the database's revision). The CLI prints
+    the message as it is (no ``error:`` prefix: the user asked for the stop) and exits 130."""
+
+    exit_code = 130
+
+
 class NotFoundError(JudgecalError):
     """A named thing (task family, judge, run, calibration) does not exist."""
 

@@ -11,7 +11,12 @@ any INSERT/UPDATE/DELETE outside a transaction (CREATE TABLE, DROP TABLE, batch 
 or created while its revision stayed behind (a downgrade from 0005 interrupted mid-way: the
 imported_file table gone, the database still at 0005). Here the sqlite3 connection is put in
 autocommit mode and the transaction is opened with an explicit BEGIN, which SQLite honours for
-DDL too."""
+DDL too.
+
+Interrupts: the caller may pass ``config.attributes["before_commit"]``, a callable run once
+every step has run and before the transaction commits (:mod:`judgecal.views.dbadmin` starts
+holding SIGINT and SIGTERM there, so that a signal during or after the commit cannot make a
+committed migration look interrupted)."""
 
 from alembic import context
 
@@ -46,6 +51,9 @@ def run_migrations_online() -> None:
             transactional_ddl=True,
         )
         context.run_migrations()
+        before_commit = config.attributes.get("before_commit")
+        if before_commit is not None:
+            before_commit()
 
 
 if context.is_offline_mode():  # pragma: no cover

@@ -293,6 +293,48 @@ def held_interrupts(held: list) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
+class SignalHold:
+    """Holds Ctrl-C (SIGINT) and SIGTERM from :meth:`start` until :meth:`close` (or the end of
+    its ``with`` block): a signal that comes meanwhile is recorded in ``held`` (its name,
+    'SIGINT' or 'SIGTERM') instead of interrupting or ending the process. For work that must
+    not be reported as interrupted once its commit has begun (a migration: :mod:`judgecal.views.dbadmin`):
+    the commit completes, the outcome is reported, and the caller says that the signal came
+    late. :meth:`start` is idempotent; only the main thread installs handlers (elsewhere Python
+    delivers no signal anyway). The previous handlers are restored on close."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self._previous: dict[int, object] = {}
+        self.started = False
+
+    def _on_signal(self, signum, frame) -> None:
+        self.held.append(signal.Signals(signum).name)
+
+    def start(self) -> None:
+        """Hold the signals from now on (nothing when already started or not in the main thread)."""
+        if self.started:
+            return
+        self.started = True
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def close(self) -> None:
+        """Put the handlers found at :meth:`start` back (signals held stay in ``held``)."""
+        previous, self._previous = self._previous, {}
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    def __enter__(self) -> "SignalHold":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 @contextlib.contextmanager
 def session_scope(engine: Engine, *, held: list | None = None) -> Iterator[Session]:
     """A session in one transaction: committed on success, rolled back on any exception.

@@ -11,13 +11,16 @@ from sqlalchemy.engine import Connection, Engine
 from judgecal import config
 
 
-def alembic_config(engine: Engine | None = None) -> Config:
-    """An Alembic Config pointing at the packaged migrations; ``engine`` is handed to env.py."""
+def alembic_config(engine: Engine | None = None, before_commit=None) -> Config:
+    """An Alembic Config pointing at the packaged migrations; ``engine`` is handed to env.py,
+    and so is ``before_commit`` (a callable env.py runs after the last step, before the commit)."""
     cfg = Config()
     cfg.set_main_option("script_location", str(config.migrations_dir()))
     cfg.set_main_option("path_separator", "os")
     if engine is not None:
         cfg.attributes["engine"] = engine
+    if before_commit is not None:
+        cfg.attributes["before_commit"] = before_commit
     return cfg
 
 
@@ -42,9 +45,10 @@ def current_revision(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database up to ``revision``."""
-    command.upgrade(alembic_config(engine), revision)
+def upgrade(engine: Engine, revision: str = "head", *, before_commit=None) -> None:
+    """Migrate the database up to ``revision`` (one transaction). ``before_commit``: called
+    once every step has run, just before the commit (migrations/env.py)."""
+    command.upgrade(alembic_config(engine, before_commit), revision)
 
 
 def downgrade_steps(conn: Connection, revision: str) -> list[str]:
@@ -73,8 +77,9 @@ def downgrade_losses(engine: Engine, revision: str):
         return migration_losses.count(conn, downgrade_steps(conn, revision))
 
 
-def downgrade(engine: Engine, revision: str, *, yes: bool = False):
-    """Migrate the database down to ``revision`` (``base`` removes every table).
+def downgrade(engine: Engine, revision: str, *, yes: bool = False, before_commit=None):
+    """Migrate the database down to ``revision`` (``base`` removes every table; one
+    transaction; ``before_commit`` as in :func:`upgrade`).
 
     A downgrade that would delete rows or drop values a later upgrade cannot bring back is
     refused (:class:`judgecal.errors.DataLossError`, naming how many rows and what they lose;
@@ -84,7 +89,7 @@ def downgrade(engine: Engine, revision: str, *, yes: bool = False):
     losses = downgrade_losses(engine, revision)
     if losses and not yes:
         raise DataLossError(revision, losses)
-    command.downgrade(alembic_config(engine), revision)
+    command.downgrade(alembic_config(engine, before_commit), revision)
     return losses
 
 
