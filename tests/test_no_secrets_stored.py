@@ -135,3 +135,12 @@ def test_an_ipv6_base_url_is_stored_with_its_brackets(sqlite_url, tmp_path, run_
     with engine.connect() as conn:
         assert list(conn.execute(select(m.Judge.endpoint)).scalars()) == ["http://[::1]:9/v1"], r.output
     engine.dispose()
+
+
+def test_mc_base_url_is_stored_without_secrets():
+    """`mc --base-url` keeps the endpoint in mc_run.settings: stored as the scrubber gives it."""
+    from judgecal.views.mc import _without_secrets
+
+    settings = {"batch_size": 4, "base_url": PLANTED}
+    assert _without_secrets(settings) == {"batch_size": 4, "base_url": "http://127.0.0.1:1/v1"}
+    assert _without_secrets({"batch_size": 4, "base_url": None}) == {"batch_size": 4, "base_url": None}

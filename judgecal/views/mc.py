@@ -214,7 +214,8 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         with session_scope(engine) as s:
             run = m.McRun(model=result.model, task=result.task, task_path=stored_path,
                           dataset_sha256=sha, backend=result.backend, n_items=len(result.items),
-                          settings=result.settings, metrics=result.metrics,
+                          # a --base-url is stored without credentials, query string or fragment
+                          settings=_without_secrets(result.settings), metrics=result.metrics,
                           diagnostics={**result.diagnostics, "stats": result.stats})
             s.add(run)
             s.flush()
@@ -254,6 +255,16 @@ def _write_files(result: McResult, run_id: int | None) -> None:
         from judgecal.loglik.lmeval_tasks import write_run_files
 
         result.output_files = write_run_files(result, run_id)
+
+
+def _without_secrets(settings: dict) -> dict:
+    """``settings`` with its ``base_url`` (an endpoint's URL) as
+    :func:`judgecal.secrets.endpoint_without_secrets` gives it: what ``mc_run.settings`` stores."""
+    if not settings or not settings.get("base_url"):
+        return settings
+    from judgecal.secrets import endpoint_without_secrets
+
+    return {**settings, "base_url": endpoint_without_secrets(str(settings["base_url"]))}
 
 
 def _run_dict(run: m.McRun) -> dict[str, Any]:
