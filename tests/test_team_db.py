@@ -245,3 +245,40 @@ def test_break_it_shared_names_where_only_one_judge_has_data(team, run_cli):
     assert res.exit_code in (0, 1) and "ambiguous" not in res.stderr, res
     idle = run_cli("--database-url", url, "publish", "--baseline", BASE, "--min-ratings", "900", "--bootstrap", "0")
     assert idle.exit_code == 2 and "--min-ratings applies to score boards" in idle.stderr
+
+
+def test_break_it_leftovers_say_what_is_missing(team, run_cli):
+    """Found by the break-it pass (issue 32): a judge or family with no verdict against the
+    baseline is named as such (was "several families/judges"), a shared name whose judges all
+    lack verdicts there is not a choice between them, the set-apart models of an AlpacaEval-format
+    file are said on stderr, a publish title tells shared judge names apart, --seed without
+    resamples is refused."""
+    url = team["url"]
+    lb = ("--database-url", url, "leaderboard", "--baseline", BASE, "--bootstrap", "0")
+    fam = run_cli(*lb, "--task-family", "llmbar/Natural")
+    assert fam.exit_code == 2 and "several" not in fam.stderr, fam
+    assert (f"no pairwise verdicts against baseline '{BASE}' for task family 'llmbar/Natural'; verdicts against it "
+            f"exist for: judge {AE_JUDGE} in alpaca_eval") in fam.stderr
+    shared = run_cli(*lb, "--judge", "GPT-4")
+    assert shared.exit_code == 2 and f"no judge named 'GPT-4' with verdicts against '{BASE}'" in shared.stderr, shared
+    assert "id:2 (" in shared.stderr or re.search(r"id:\d+ \(model GPT-4,", shared.stderr)
+    ae = run_cli("--database-url", url, "publish", "--baseline", BASE, "--bootstrap", "0", "--format", "alpaca-eval")
+    assert ae.exit_code == 0
+    assert re.search(r"set apart, not in the file \(alpaca_eval / [^)]+\): NullModel: .*same answer", ae.stderr), ae.stderr
+    assert "NullModel" not in ae.stdout
+    table = run_cli("--database-url", url, "publish", "--task-family", "team/haiku", "--judge", "GPT-4", "--bootstrap",
+                    "0", "--min-ratings", "0")
+    assert table.exit_code == 0 and re.search(r"team/haiku / judge GPT-4 \(id:\d+\)", table.stdout), table.stdout
+    seed = run_cli("--database-url", url, "judge", "GPT-4/Vanilla", "--bootstrap", "0", "--seed", "4")
+    assert seed.exit_code == 2 and "--seed seeds the bootstrap resamples" in seed.stderr
+
+
+def test_web_audit_choice_narrows_by_a_shared_name(web):
+    _, c = web
+    r = c.get("/audit?judge=GPT-4")
+    assert r.status_code == 200 and "No choice matches" not in r.text
+    hrefs = re.findall(r'<li><a href="([^"]+)"', r.text)
+    assert len(hrefs) >= 2 and all("judge=id%3A" in h for h in hrefs)
+    assert any("team%2Fhaiku" in h for h in hrefs) and any("llmbar%2FNatural" in h for h in hrefs)
+    r = c.get(f"/winrates?baseline={BASE}&family=llmbar/Natural")
+    assert r.status_code == 404 and f"exist for: judge {AE_JUDGE} in alpaca_eval" in r.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from judgecal._cli.common import FMT_OPT, Ctx, _enough_resamples, command, emit_json, out, pass_ctx
 
@@ -11,7 +12,8 @@ from judgecal._cli.common import FMT_OPT, Ctx, _enough_resamples, command, emit_
 @click.argument("judge", metavar="JUDGE")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
               callback=lambda ctx, param, v: _enough_resamples(v), help="Bootstrap resamples of every CI (0: none).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+              help="Seed of the bootstrap resamples (needs --bootstrap above 0).")
 @FMT_OPT
 @pass_ctx
 def judge(ctx: Ctx, judge: str, n_bootstrap: int, seed: int, fmt: str) -> None:
@@ -22,6 +24,8 @@ def judge(ctx: Ctx, judge: str, n_bootstrap: int, seed: int, fmt: str) -> None:
     from judgecal.report.judge import judge_tables
     from judgecal.views.judge import judge_profile
 
+    if n_bootstrap == 0 and click.get_current_context().get_parameter_source("seed") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--seed seeds the bootstrap resamples: it has no effect with --bootstrap 0")
     prof = judge_profile(judge, ctx.url, n_bootstrap=n_bootstrap, seed=seed)
     if fmt == "json":
         emit_json(prof)

@@ -67,6 +67,10 @@ def publish(ctx: Ctx, families, judge, baseline, publish, min_ratings, max_unpar
         _emit_csv(render.publish_csv_rows(result) if fmt == "csv" else render.alpaca_eval_rows(result))
         for b in result["boards"]:  # the advice and notes are part of what is published: said on stderr
             err.print(f"advice ({b['task_family']} / {b['judge']}): {b['advice']}", markup=False, highlight=False)
+            if fmt == "alpaca-eval":  # AlpacaEval's columns hold ranked rows only: what was left out is said here
+                for a in b["set_apart"]:
+                    err.print(f"set apart, not in the file ({b['task_family']} / {b['judge']}): {a['model']}: {a['reason']}",
+                              markup=False, highlight=False)
     else:
         for table, lines in render.publish_tables(result, out.width, wide=wide):
             out.print(table)

@@ -40,9 +40,12 @@ def cell(board: dict, key: str, value) -> str:
 
 
 def title(board: dict) -> str:
-    """'llmbar/Natural / judge GPT-4: published raw' (win rates: 'against BASELINE')."""
+    """'llmbar/Natural / judge GPT-4: published raw' (win rates: 'against BASELINE'); where
+    judges share the name (``judge_ref`` is ``id:N``) the judge reads 'GPT-4 (id:N)'."""
     against = f" against {board['baseline']}" if board.get("baseline") else ""
-    return f"{board['task_family']} / judge {board['judge']}{against}: published {board['published']}"
+    ref = board.get("judge_ref") or ""
+    judge = f"{board['judge']} ({ref})" if ref.startswith("id:") and ref != board["judge"] else board["judge"]
+    return f"{board['task_family']} / judge {judge}{against}: published {board['published']}"
 
 
 def publish_tables(result: dict, width: int = 120, *, wide: bool = False) -> list[tuple[Table, list[str]]]:

@@ -93,7 +93,7 @@ def _family_judges_from_stats(families: list[dict], judges: list[dict]) -> dict[
     for fam in families:
         pair, rate = set(fam["pairwise_verdicts"]), set(fam["ratings"])
         found = sorted((by_label[label] for label in pair | rate), key=lambda j: (j["name"], j["id"]))
-        out[fam["task_family"]] = [{"ref": j["ref"], "label": j["label"],
+        out[fam["task_family"]] = [{"ref": j["ref"], "label": j["label"], "name": j["name"],
                                     "kind": "pairwise" if j["label"] in pair else "pointwise"} for j in found]
     return out
 
@@ -103,13 +103,13 @@ def _family_judges(s, judges: list[dict]) -> dict[str, list[dict]]:
     label = {j["id"]: j["label"] for j in judges}
     out = {}
     for name in browse.family_names(s):
-        out[name] = [{"ref": ref_of[j.id], "label": label[j.id], "kind": kind}
+        out[name] = [{"ref": ref_of[j.id], "label": label[j.id], "name": j.name, "kind": kind}
                      for j, kind in judges_in_family(s, q.family_id(s, name))]
     return out
 
 
 def family_judges(url: str | None = None) -> dict[str, list[dict]]:
-    """{family: [{"ref", "label", "kind": "pointwise" | "pairwise"}]}: the judges with ratings or
+    """{family: [{"ref", "label", "name", "kind": "pointwise" | "pairwise"}]}: the judges with ratings or
     pairwise verdicts on each family's answers (:func:`judgecal.db.positions.judges_in_family`)."""
     engine = get_engine(url)
     with session_scope(engine) as s:

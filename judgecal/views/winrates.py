@@ -28,6 +28,7 @@ from judgecal.db import boarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import ChoiceError, InputError, NotFoundError, UsageError
 from judgecal.importers.records import read_csv_cells
@@ -48,38 +49,6 @@ LC_MIN_SIDE = 5
 REPEATED_ANSWER = guards.REPEATED_ANSWER
 #: a bootstrap interval of a fitted column at most this wide (points) has no width: it is not shown
 ZERO_WIDTH = 1e-9
-
-
-def _pick_judge(s, judge: str | None) -> m.Judge:
-    if judge:
-        return q.judge_by_name(s, judge, vq.judge_ids_with_verdicts(s), "with pairwise verdicts")
-    found = vq.judges_with_verdicts(s)
-    if not found:
-        raise NotFoundError("no pairwise verdicts in the database: import AlpacaEval annotations "
-                            "(`judgecal import alpaca-eval results/`) or run `judgecal rate --pairwise --baseline MODEL`")
-    if len(found) > 1:
-        names = ", ".join(f"{j.name} (id {j.id})" for j in found)
-        raise UsageError(f"several judges have pairwise verdicts ({names}): choose one with --judge")
-    return found[0]
-
-
-def _pick_family(s, families: list[str]) -> tuple[int, str]:
-    if len(families) > 1:
-        raise UsageError("win-rate mode takes one --task-family at a time")
-    if families:
-        fid = q.family_ids(s, families)[0]
-        return fid, families[0]
-    fids = vq.families_with_verdicts(s)
-    cands = []
-    for fid in fids:
-        name = s.get(m.TaskFamily, fid).name
-        cands.append((fid, name))
-    if len(cands) == 1:
-        return cands[0]
-    if not cands:
-        raise NotFoundError("no pairwise verdicts in any task family")
-    raise UsageError("pairwise verdicts in several task families (" + ", ".join(n for _, n in cands)
-                     + "): choose one with --task-family")
 
 
 def pick_scope(s, baseline: str, families: list[str], judge: str | None) -> tuple[m.Judge, int, str, str | None]:
@@ -121,10 +90,14 @@ def pick_scope(s, baseline: str, families: list[str], judge: str | None) -> tupl
         if others:
             raise NotFoundError(f"no pairwise verdicts against baseline {baseline!r}; baselines with verdicts: "
                                 + ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else ""))
-    if not scopes:  # nothing against this baseline where asked: the judge's or family's own messages say why
-        jrow = _pick_judge(s, judge)
-        fid, fam = _pick_family(s, list(families))
-        return jrow, fid, fam, None
+    if not scopes:  # the judge / family given has no verdict against this baseline: say so, list what has
+        given = " and ".join(x for x in ((f"judge {judge!r}" if judge else ""),
+                                        (f"task family {families[0]!r}" if families else "")) if x)
+        have = [b for b in baseline_models(s) if b["model"] == baseline]
+        where = "; ".join(sorted({f"judge {b['judge']} in {b['task_family']}" for b in have})[:10])
+        raise NotFoundError(f"no pairwise verdicts against baseline {baseline!r} for {given}"
+                            + (f"; verdicts against it exist for: {where}" if where else
+                               f"; no judge has verdicts against {baseline!r}"))
     options = [{"label": f"judge {b['judge']} in {b['task_family']}: {b['verdicts']} verdicts against {baseline}",
                 "params": {"judge": b["judge_ref"], "family": b["task_family"]}}
                for b in sorted(scopes, key=lambda b: (b["task_family"], b["judge"]))]
@@ -321,6 +294,7 @@ FLAG_LEGEND = {
 }
 
 
+@stored("winrate_board", unless=lambda p: p["lc_weights"] is not None or p["compare_to"] is not None)
 def build_winrate_board(baseline: str, families=None, judge: str | None = None, url: str | None = None, *,
                         length_unit: str = "chars", tokenizer: str | None = None, n_bootstrap: int = 1000, seed: int = 0,
                         short_floor: float = DEFAULT_FLOOR, p_bounds: tuple[float, float] = DEFAULT_P_BOUNDS,

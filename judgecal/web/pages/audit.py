@@ -39,7 +39,8 @@ class AuditPage:
                                heading="Judge audit: choose a task family and a judge", chosen=("family", "judge"),
                                options=[(f"{fam} · {j['label']} ({j['kind']})", {"family": fam, "judge": j["ref"]})
                                         for fam, js in family_judges(self.url).items() for j in js
-                                        if (family is None or fam == family) and (judge is None or judge in (j["ref"], j["label"]))])
+                                        if (family is None or fam == family)
+                                        and (judge is None or judge in (j["ref"], j["label"], j["name"]))])
         model, q = check_request(flt, model, q)  # before the index: a model filter without a model costs nothing
         index = self._audit_index(family, judge, cal)
         a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal,
