@@ -24,7 +24,8 @@ from judgecal._cli.common import FMT_OPT, Ctx, Finite, command, emit_json, err, 
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1))
 @click.option("--limit", default=None, type=click.IntRange(1), help="Rate at most the first N responses (or pairs) of the selection.")
 @click.option("--items", default=None, type=click.IntRange(1), help="Rate only the responses of the first N items (by id) of the selection.")
-@click.option("--judge-name", default=None, metavar="NAME", help="Name reports show for this judge (default: the model name).")
+@click.option("--judge-name", default=None, metavar="NAME", help="Name reports show for this judge, stored when the judge is first stored (default: the model name); "
+                   "refused for a judge already stored under another name.")
 @click.option("--serve", "serve", default=None, metavar="smollm2|FOLDER",
               help="Start `transformers serve` with this local model on 127.0.0.1 for the run, then stop it.")
 @click.option("--serve-device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
@@ -98,7 +99,6 @@ def rate(cctx: click.Context, ctx: Ctx, judge, base_url, prompt, task_families, 
         server = LocalServer(folder, device=serve_device)
         if judge == serve:
             judge = str(folder)
-        judge_name = judge_name or folder.name
         # the same local model is the same judge on every run, whatever port or path it had
         identity = {"endpoint_id": "transformers-serve", "identity_model": folder.name}
     else:

@@ -141,7 +141,8 @@ class _LinearFeature:
     """f(L) = (L - L_ref) / L_ref of the linear baseline (no exponent: df/dp = 0)."""
 
     def __init__(self, length, l_ref, mult=None, floor=None):  # floor: the linear short side is bounded already
-        self.f = (np.asarray(length, dtype=float) - l_ref) / l_ref
+        with np.errstate(over="ignore"):  # a tiny L_ref overflows: fit_* refuse a feature that is not finite
+            self.f = (np.asarray(length, dtype=float) - l_ref) / l_ref
         if mult is not None:
             self.f = self.f * np.asarray(mult, dtype=float)
         self.zero = np.zeros_like(self.f)
@@ -321,6 +322,40 @@ def _pair_inputs(score_a, score_b, len_a, len_b, outcome):
     return arrs
 
 
+def _flat_feature_message(lengths_a, lengths_b, l_ref: float, floor, penalty: str, what: str) -> str:
+    """Why the length feature cannot separate the labelled answers (FitError text): every
+    answer has the same length (``lengths_b`` None: pointwise, one value), or L_ref lies so far
+    from the answers' lengths that the feature is flat (every answer below the short-side floor
+    x L_ref, where it saturates) or overflows (the linear baseline with a tiny L_ref)."""
+    a = np.maximum(np.asarray(lengths_a, dtype=float), 1.0)
+    b = None if lengths_b is None else np.maximum(np.asarray(lengths_b, dtype=float), 1.0)
+    same = np.all(a == b) if b is not None else np.ptp(a) == 0
+    if same:
+        return (f"every labelled pair compares two responses of the same length: {what}" if b is not None
+                else f"every labelled response has the same length: {what}")
+    allv = a if b is None else np.concatenate([a, b])
+    lo, hi, med = float(allv.min()), float(allv.max()), float(np.median(allv))
+    where = (f"L_ref {l_ref:.6g} lies outside the labelled answers' lengths ({lo:.6g} to {hi:.6g}, median {med:.6g})"
+             if not lo <= l_ref <= hi else f"with L_ref {l_ref:.6g} (the labelled answers' lengths run from {lo:.6g} to "
+                                           f"{hi:.6g}, median {med:.6g})")
+    if penalty == "polylog" and floor is not None and hi < floor * l_ref:
+        why = (f"every answer is shorter than the short-side floor ({floor:g} x L_ref), where the length feature "
+               f"saturates: it takes one value for every answer")
+    else:
+        why = ("the length feature does not tell the answers apart (it is the same for every answer, or not a finite "
+               "number)")
+    return (f"{where}: {why}, so {what}; give an --l-ref within the answers' lengths (or leave it out: the "
+            f"median)")
+
+
+def _check_fit_l_ref(l_ref) -> float:
+    """``l_ref`` as a positive finite float (UsageError otherwise)."""
+    v = float(l_ref)
+    if not (np.isfinite(v) and v > 0):
+        raise UsageError(f"L_ref must be a positive finite length, got {l_ref!r}")
+    return v
+
+
 def fit_pairwise(
     score_a,
     score_b,
@@ -385,14 +420,14 @@ def fit_pairwise(
     cl = (s_lo_scale, s_hi_scale) if clip and (np.isfinite(s_lo_scale) or np.isfinite(s_hi_scale)) else None
     if l_ref is None:
         l_ref = default_l_ref(la, lb)
-    l_ref = float(l_ref)
+    l_ref = _check_fit_l_ref(l_ref)
     if penalty == "linear":
         p_lo = p_hi = 1.0
     floor = check_floor(floor) if penalty == "polylog" else None
     fa, fb = _make_feature(penalty, la, l_ref, mult_a, floor), _make_feature(penalty, lb, l_ref, mult_b, floor)
-    if np.all(fa(1.0)[0] == fb(1.0)[0]):
-        raise FitError("every labelled pair compares two responses of the same length: "
-                       "the length penalty cannot be fitted")
+    va, vb = fa(1.0)[0], fb(1.0)[0]
+    if not (np.all(np.isfinite(va)) and np.all(np.isfinite(vb))) or np.all(va == vb):
+        raise FitError(_flat_feature_message(la, lb, l_ref, floor, penalty, "the length penalty cannot be fitted"))
     ds = sa - sb
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
@@ -505,14 +540,17 @@ def fit_pointwise(
     target = map_expert_scale(e, expert_scale, judge_scale)
     if l_ref is None:
         l_ref = default_l_ref(le)
-    l_ref = float(l_ref)
+    l_ref = _check_fit_l_ref(l_ref)
     if penalty == "linear":
         p_lo = p_hi = 1.0
     floor = check_floor(floor) if penalty == "polylog" else None
     feat = _make_feature(penalty, le, l_ref, mult, floor)
-    if np.all(feat(1.0)[0] == 0):
+    v = feat(1.0)[0]
+    if np.all(v == 0):
         raise FitError("every labelled response has the reference length: "
                        "the length penalty cannot be fitted")
+    if not np.all(np.isfinite(v)) or np.ptp(v) == 0:  # one value for all: a shift of every score, not a length term
+        raise FitError(_flat_feature_message(le, None, l_ref, floor, penalty, "the length penalty cannot be fitted"))
     w = _weights(weights, n)
     g_hi = float(gamma_max) if gamma_max is not None else 10.0 * width
     g_lo = -g_hi if signed else 0.0

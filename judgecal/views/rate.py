@@ -459,8 +459,10 @@ def run_rate(
 ) -> dict[str, Any]:
     """Rate the selection with one judge; returns a summary dict (JSON-serialisable).
 
-    ``judge``: model name sent to the endpoint; ``judge_name``: the name reports show (default
-    ``judge``). ``endpoint_id`` / ``identity_model``: what the judge's
+    ``judge``: model name sent to the endpoint; ``judge_name``: the name reports show, stored
+    when the judge is first stored (default ``identity_model``, else ``judge``; with ``local``
+    "<folder> forward"); a name given for a judge already stored under another name is refused
+    (UsageError, nothing rated): the summary's ``judge_name`` is always the stored one. ``endpoint_id`` / ``identity_model``: what the judge's
     identity records instead of the endpoint URL and the model name sent (a local server on a
     random port serving a folder is the same judge every run). ``items``: only the responses of the first N items (by id) of the selection,
     so all responses to the same prompts are rated together. ``base_url``: endpoint (else
@@ -544,7 +546,8 @@ def run_rate(
             except ValueError as exc:
                 raise UsageError(f"prompt {tmpl.name!r}: {exc}") from None
         endpoint_id, identity_model = LOCAL_ENDPOINT, folder.name
-        judge_name = judge_name or f"{folder.name} forward"
+    asked_name = judge_name  # given by the caller (--judge-name), not a default
+    judge_name = judge_name or (f"{folder.name} forward" if local is not None else identity_model or judge)
     url = resolve_base_url(base_url)
     key = resolve_api_key()
     endpoint = public_endpoint(endpoint_id or url)  # what is stored and shown: no credentials, query or fragment
@@ -558,8 +561,14 @@ def run_rate(
                 mode=tmpl.mode,
                 params=local_params(prefix, local_dtype) if local is not None else judge_params(temperature, max_tokens),
                 scale_min=tmpl.scale_min if tmpl.scale_min is not None else 0.0,
-                scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name or judge)
+                scale_max=tmpl.scale_max if tmpl.scale_max is not None else 1.0, name=judge_name)
             judge_id, judge_key = jrow.id, jrow.judge_key
+            if asked_name is not None and jrow.name != asked_name:  # a name is stored once, with the judge
+                raise UsageError(f"--judge-name {asked_name!r}: this judge (id {jrow.id}: model {jrow.model}, prompt "
+                                 f"{jrow.prompt_name}, endpoint {jrow.endpoint}) is stored under the name {jrow.name!r}, "
+                                 "which a rating run does not change: drop --judge-name, or give "
+                                 f"--judge-name {jrow.name!r}")
+            judge_name = jrow.name  # what is stored (and shown by every report)
             sel = queue.response_selection(session, list(task_families or ()), model_filter, items, exclude_model=baseline)
             if model_filter is not None and queue.selection_is_empty(session, sel):  # (the judge row is rolled back)
                 where = f" in task families {', '.join(task_families)}" if task_families else ""
@@ -601,7 +610,7 @@ def run_rate(
         engine.dispose()
     n_done = sum(runner.counts.values())
     return {
-        "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "judge_name": judge_name or judge, "endpoint": endpoint, "prompt": tmpl.name,
+        "judge_id": judge_id, "judge_key": judge_key, "judge": judge, "judge_name": judge_name, "endpoint": endpoint, "prompt": tmpl.name,
         "prompt_sha256": tmpl.sha256, "mode": tmpl.mode, "baseline": baseline, "worker": plan.me,
         "this_run": dict(runner.counts, attempts=runner.attempts),
         "logprobs": dict(runner.logprobs, top_logprobs=top_logprobs) if getattr(runner, "logprobs", None) is not None
