@@ -33,6 +33,9 @@ _REFILLED = ("status = 'ok' AND verdict IS NOT NULL AND preference = CASE verdic
              "WHEN 'b' THEN 0.0 WHEN 'tie' THEN 0.5 END")
 
 LOSSES: dict[str, list[Loss]] = {
+    # 0006 (derived_result, content_state, content_change and the generation triggers): only results
+    # computed from the data are dropped (`judgecal db refresh` computes them again after an upgrade)
+    "0006": [],
     # 0005 (imported_file): the table of imported files' content hashes is dropped
     "0005": [
         Loss("SELECT COUNT(*) FROM imported_file",
@@ -75,6 +78,9 @@ LOSSES: dict[str, list[Loss]] = {
 
 #: the revision whose downgrade drops every table
 INITIAL = "0001"
+#: tables of results computed from the data and of its content generation (0006): nothing a user
+#: wrote is lost with them (`judgecal db refresh` computes them again), so no downgrade counts them
+DERIVED_TABLES = {"derived_result", "content_state", "content_change"}
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ def count(conn: Connection, revisions: list[str]) -> list[Counted]:
             # the rows still there when the initial revision is undone: each row is counted once
             # (an 'na' verdict deleted undoing 0002 is not deleted again with its table; the
             # imported_file table is dropped undoing 0005, not 0001)
-            for table in sorted(set(inspect(conn).get_table_names()) - {"alembic_version"}):
+            for table in sorted(set(inspect(conn).get_table_names()) - {"alembic_version"} - DERIVED_TABLES):
                 n = int(conn.execute(text(f'SELECT COUNT(*) FROM "{table}"')).scalar_one()) - deleted.get(table, 0)
                 if n > 0:
                     found.append(Counted(rev, n, f"rows of table {table} are deleted (the table is dropped)"))

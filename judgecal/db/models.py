@@ -361,3 +361,39 @@ class McItemResult(Base):
     task: Mapped[Optional[str]] = mapped_column(String(500))
     doc_id: Mapped[Optional[int]] = mapped_column(Integer)
     golds: Mapped[Optional[list[Any]]] = mapped_column(JSON)
+
+
+class DerivedResult(Base):
+    """A view function's result computed ahead (migration 0006; judgecal.db.derived): ``kind``
+    names the function, ``key`` is the SHA-256 of its kind, parameters and judgecal's code,
+    ``generation`` the content generation of the database it was computed on
+    (:func:`judgecal.db.derived.generation`), ``value`` the result as tagged JSON text. Read
+    back only at that generation: a result never outlives a change of the data. Written by
+    ``judgecal db refresh``; never part of what a user imported."""
+
+    __tablename__ = "derived_result"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    generation: Mapped[str] = mapped_column(String(100))
+    value: Mapped[str] = mapped_column(Text)
+    judgecal_version: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ContentState(Base):
+    """One row (id 1): the content generation of a SQLite database, moved by the triggers of
+    migration 0006 on every insert, update and delete of a content table."""
+
+    __tablename__ = "content_state"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
+
+
+class ContentChange(Base):
+    """One row per statement that wrote to a content table of a PostgreSQL database (the
+    statement triggers of migration 0006): their number is the content generation there (rows
+    appended, never updated, so that writers never wait on one another for it)."""
+
+    __tablename__ = "content_change"
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from judgecal.calibrate.metrics import expert_agreement, order_credit
 from judgecal.calibrate.penalty import token_entropy
 from judgecal.db import browse
 from judgecal.db import queries as q
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.fitdata import load_family
 from judgecal.errors import NotFoundError, UsageError
@@ -250,8 +251,21 @@ def judge_audit(family: str, judge: str, url: str | None = None, *, filter: str 
 def audit_index(family: str, judge: str, url: str | None = None, *, calibration: str = "latest") -> AuditIndex:
     """The :class:`AuditIndex` of ``judge`` on ``family`` under ``calibration`` (see
     :func:`judge_audit`): reads every rating and verdict of the judge on the family, so it
-    takes seconds on a family of 100,000s of pairs (docs/performance.md). Raises
+    takes seconds on a family of 100,000s of pairs (docs/performance.md), unless ``judgecal db
+    refresh`` stored it for the current data (:mod:`judgecal.db.derived`). Raises
     NotFoundError, UsageError."""
+    _check_calibration(calibration)
+    return AuditIndex(**_stored_index(family, judge, url, calibration=str(calibration)))
+
+
+@stored("audit_index")
+def _stored_index(family: str, judge: str, url: str | None = None, *, calibration: str = "latest") -> dict:
+    index = compute_audit_index(family, judge, url, calibration=calibration)
+    return {f.name: getattr(index, f.name) for f in fields(index)}
+
+
+def compute_audit_index(family: str, judge: str, url: str | None = None, *, calibration: str = "latest") -> AuditIndex:
+    """:func:`audit_index` computed from the rows, never read from the store."""
     _check_calibration(calibration)
     engine = get_engine(url)
     with session_scope(engine) as s:

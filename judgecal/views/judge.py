@@ -22,6 +22,7 @@ from judgecal.db import models as m
 from judgecal.db import positions as pq
 from judgecal.db import queries as q
 from judgecal.db.browse import judge_ref
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 
 
@@ -72,6 +73,7 @@ def _agreement_credit(pairs: list[dict]) -> dict[tuple, float]:
     return dict(zip((p["key"] for p in pairs), credits(o, c)))
 
 
+@stored("judge_profile")
 def judge_profile(judge: str, url: str | None = None, *, n_bootstrap: int = 1000, seed: int = 0) -> dict:
     """The judge page as a dict: {"judge": {id, name, label, ref, model, mode, endpoint,
     prompt_name, prompt_sha256, params, scale, identity (one line)}, "families": [{task_family,

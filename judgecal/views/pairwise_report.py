@@ -18,6 +18,7 @@ from judgecal.db import models as m
 from judgecal.db import positions as pq
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 
 _WINNER = {"a": "1", "b": "2"}
@@ -96,6 +97,7 @@ def _position_entry(pairs: list[dict], n_bootstrap: int, seed: int) -> dict:
     return out
 
 
+@stored("pairwise_summary")
 def collect_pairwise(families=None, judge: str | None = None, url: str | None = None, n_bootstrap: int = 1000,
                      seed: int = 0, length_position: bool = False) -> list[dict]:
     """One dict per (task family, judge) with pairwise verdicts: task_family, judge (its label:

@@ -13,6 +13,7 @@ from judgecal.progress import no_step
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db import verdicts as vq
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import FitError, JudgecalError, NotFoundError, UsageError
 from judgecal.views.fitting import STALE_TEXT, UNKNOWN_FRESHNESS_TEXT, evaluate_family, load_calibrations, staleness
@@ -262,3 +263,22 @@ def render(report: dict, entries: list[dict], fmt: str, plots: bool = True, boar
     from judgecal.report.render_html import render_html
 
     return render_html(report, entries, plots=plots, boards=boards)
+
+
+@stored("report_plots")
+def report_plots(evaluation: dict, title: str, length_unit: str | None, url: str | None = None) -> tuple:
+    """A report entry's two plots (:func:`judgecal.report.plots.plot_score_vs_length` and
+    :func:`~judgecal.report.plots.plot_score_distributions` of its ``evaluation``) as base64 PNG
+    text (None where a plot has no points). Keyed by every value they are drawn from, so ``db
+    refresh`` can store them (matplotlib's import and drawing take longer than a page may);
+    ``url`` only says where the stored copy is looked for."""
+    import base64
+
+    from judgecal.report.plots import plot_score_distributions, plot_score_vs_length
+
+    def b64(data: bytes | None) -> str | None:
+        return None if data is None else base64.b64encode(data).decode("ascii")
+
+    return (b64(plot_score_vs_length(evaluation, title=title, length_unit=length_unit)),
+            b64(plot_score_distributions(evaluation, title=title)))
+

@@ -423,6 +423,9 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
     import judgecal.views.mc  # noqa: F401
     import judgecal.views.reporting  # noqa: F401
     import judgecal.views.winrates  # noqa: F401
+    from judgecal.db.derived import code_fingerprint
+
+    code_fingerprint()  # the stored results' code key (judgecal.db.derived), once per process, not in a request
 
     async def not_found(request: Request, exc: HTTPException):
         if exc.status_code == 405:

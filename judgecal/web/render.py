@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from urllib.parse import urlencode
@@ -11,7 +12,10 @@ from judgecal import __version__
 from judgecal.report.visible import finalize_html
 
 
+@functools.lru_cache(maxsize=1)
 def _environment():
+    """The pages' Jinja2 environment, one per process: its compiled templates are kept, so a page's
+    first request after the server starts compiles its template once, not each app (issue 32, item 5)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     from jinja2 import ChoiceLoader

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-
 from starlette.requests import Request
 
 from judgecal.errors import NotFoundError
@@ -55,10 +53,9 @@ class CalibrationPage:
             ev = (source.get((e["task_family"], e["judge"], e.get("calibration_id"))) or {}).get("evaluation") or {}
             scatter = hist = None
             if plots:
-                from judgecal.report.plots import plot_score_distributions, plot_score_vs_length
+                from judgecal.views.reporting import report_plots
 
-                scatter = _png(plot_score_vs_length(ev, title=entry_title(e), length_unit=e.get("length_unit")))
-                hist = _png(plot_score_distributions(ev, title=entry_title(e)))
+                scatter, hist = report_plots(ev, entry_title(e), e.get("length_unit"), self.url)
             cols, rows = method_table(e)
             shown.append({"e": e, "title": entry_title(e), "facts": entry_facts(e), "cols": cols, "rows": rows,
                           "flags": flag_lines(e), "scatter": scatter, "hist": hist})
@@ -68,7 +65,3 @@ class CalibrationPage:
                            json_link=link("/calibration", family=family, judge=judge, calibration=cal,
                                           bootstrap=None if n_boot == 1000 else n_boot, seed=seed or None,
                                           format="json"))
-
-
-def _png(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")

@@ -1,0 +1,80 @@
+"""``judgecal db refresh``: compute ahead what the pages cannot compute in 300 ms and store it in
+the database (:mod:`judgecal.db.derived`), so that ``judgecal serve`` (read-only, warmed or not)
+and the CLI read it back while the data has not changed.
+
+The pages computed are those ``judgecal serve --warm`` computes first (the entry pages, each
+judge's score board, each stored baseline's win rates, the calibrations' reports, publish and
+judge pages, the audits: :func:`judgecal.web.app._seeds`, uncapped), plus every judge's page, each baseline's win
+rates with ``joint=1`` and its publish board, each calibration's report and every audit (of
+each task family and judge); every stored function they call (:func:`judgecal.db.derived.stored`:
+the report's pairwise-judge summary and plots, a judge's profile, a win-rate board, an audit's
+pair index) records its result, and the results are written in one
+transaction at the generation they were computed at."""
+
+from __future__ import annotations
+
+import time
+
+from judgecal.errors import DatabaseError
+
+
+def refresh_keys(ro_url: str) -> list[tuple]:
+    """The page keys (:func:`judgecal.web.app.page_key`) whose stored results ``db refresh`` computes."""
+    from judgecal.views.browse import baselines, calibrations, choices
+    from judgecal.web.app import _seeds, page_key
+
+    keys = list(_seeds(ro_url, cap=10**6, audit_cap=10**6, calibration_cap=10**6))
+    keys += [page_key("/judge", [("judge", j["ref"])]) for j in choices(ro_url)["judges"]]
+    for b in baselines(ro_url):
+        keys.append(page_key("/winrates", [("baseline", b["model"])]))
+        keys.append(page_key("/winrates", [("baseline", b["model"]), ("joint", "1")]))
+        keys.append(page_key("/publish", [("baseline", b["model"])]))
+        keys.append(page_key("/publish", [("baseline", b["model"]), ("family", b["task_family"]),
+                                          ("judge", b["judge_ref"])]))
+    for f in calibrations(ro_url):
+        keys.append(page_key("/calibration", [("calibration", str(f["id"]))]))
+    return list(dict.fromkeys(keys))
+
+
+def refresh(url: str | None = None, *, step=None) -> dict:
+    """Compute and store the derived results of :func:`refresh_keys`' pages for the database at
+    ``url``. Returns {"stored": n, "pages": n, "seconds": s, "generation": g}; "stored" is 0 and
+    "changed" True when the data changed while they were computed (run it again). Raises
+    DatabaseError when the database has no trusted generation (behind migration 0006, or its
+    triggers removed: ``judgecal db upgrade``)."""
+    from judgecal import config
+    from judgecal.db import derived
+    from judgecal.db.engine import get_engine, mask_url, pin_engine, read_only_url, unpin_engine
+    from judgecal.web.app import App
+
+    step = step or (lambda message: None)
+    url = url or config.default_database_url()
+    engine = get_engine(url)
+    t0 = time.perf_counter()
+    try:
+        with engine.connect() as conn:
+            gen = derived.generation(conn)
+        if gen is None:
+            raise DatabaseError(f"{mask_url(url)}: no content generation (the triggers of migration 0006 are "
+                                "missing): run `judgecal db upgrade`")
+        ro = read_only_url(url)
+        pin_engine(ro)
+        try:
+            pages = App(ro, mask_url(url))
+            handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/winrates": pages.winrates,
+                        "/calibration": pages.calibration, "/publish": pages.publish, "/judge": pages.judge,
+                        "/audit": pages.audit, "/ratings": pages.ratings, "/mc": pages.mc}
+            keys = [k for k in refresh_keys(ro) if k[0] in handlers]
+            with derived.recording() as records:
+                for i, key in enumerate(keys, 1):
+                    step(f"computing {i}/{len(keys)}: {key[0]} {dict(key[1])}")
+                    pages.compute_key(handlers[key[0]], key)
+        finally:
+            unpin_engine(ro)
+        n = derived.write(engine, gen, records)
+        with engine.connect() as conn:
+            now = derived.generation(conn)
+    finally:
+        engine.dispose()
+    return {"stored": n, "pages": len(keys), "seconds": round(time.perf_counter() - t0, 1), "generation": now,
+            "changed": n == 0 and bool(records)}
