@@ -13,6 +13,7 @@ EXAMPLES: dict[str, list[str]] = {
     "db downgrade": ["judgecal db downgrade 0003            # says what it would lose, changes nothing",
                      "judgecal db downgrade 0003 --yes      # then does it"],
     "db current": ["judgecal db current"],
+    "db refresh": ["judgecal db refresh      # after a batch of imports, ratings or fits: the pages read the results"],
     "import llmbar": [f"judgecal import llmbar {D}/llmbar/Natural",
                       f"judgecal import llmbar {D}/llmbar_repo   # the repository layout: six judges, every protocol"],
     "import pandalm": [f"judgecal import pandalm {D}/pandalm/testset-v1.json"],
