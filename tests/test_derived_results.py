@@ -30,7 +30,7 @@ from judgecal.web import create_app  # noqa: E402
 BASE = "gpt4_1106_preview"
 AE_JUDGE = "weighted_alpaca_eval_gpt4_turbo"
 #: the pages whose figures are stored (each stored kind at least once), HTML and JSON
-PAGES = ["/calibration?calibration=3", "/calibration?calibration=3&format=json",
+PAGES = ["/", "/leaderboard?judge=id%3A2", "/leaderboard?judge=id%3A2&format=json", "/calibration?calibration=3", "/calibration?calibration=3&format=json",
          "/calibration?family=llmbar%2FNatural&judge=id%3A2&format=json",
          "/judge?judge=GPT-4%2FVanilla", "/judge?judge=GPT-4%2FVanilla&format=json",
          f"/winrates?baseline={BASE}", f"/winrates?baseline={BASE}&format=json", f"/winrates?baseline={BASE}&joint=1",
@@ -69,7 +69,7 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     eng.pin_engine(ro)
     try:
         pages = App(ro, url)
-        handlers = {"/calibration": pages.calibration, "/judge": pages.judge, "/winrates": pages.winrates,
+        handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/calibration": pages.calibration, "/judge": pages.judge, "/winrates": pages.winrates,
                     "/publish": pages.publish, "/audit": pages.audit}
         from judgecal.web.app import page_key
         from urllib.parse import parse_qsl, urlsplit
@@ -85,7 +85,8 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     finally:
         eng.unpin_engine(ro)
     kinds = {kind for kind, _ in records.values()}
-    assert kinds == {"pairwise_summary", "report_plots", "judge_profile", "winrate_board", "audit_index"}
+    assert kinds == {"overview", "score_board", "pairwise_summary", "report_plots", "judge_profile", "winrate_board",
+                     "audit_index"}
     # each stored value decodes to the value computed, value for value (types, NaN, arrays, tuples)
     for key, (kind, value) in records.items():
         assert derived.encode(derived.decode(value)) == value, kind
@@ -102,6 +103,11 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     assert derived.same(collect_pairwise(None, None, url), collect_pairwise.compute(None, None, url))
     assert derived.same(judge_profile("GPT-4/Vanilla", url), judge_profile.compute("GPT-4/Vanilla", url))
     assert derived.same(build_winrate_board(BASE, [], None, url), build_winrate_board.compute(BASE, [], None, url))
+    from judgecal.views.browse import overview
+    from judgecal.views.leaderboard import build_leaderboard
+
+    assert derived.same(overview(url), overview.compute(url))
+    assert derived.same(build_leaderboard(None, "id:2", url=url), build_leaderboard.compute(None, "id:2", url=url))
     # the pages served from the store are the pages computed without it, byte for byte
     assert _pages(url) == fresh_pages
     engine.dispose()

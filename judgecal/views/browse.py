@@ -14,6 +14,7 @@ import math
 from judgecal.db import browse
 from judgecal.db import models as m
 from judgecal.db import queries as q
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.positions import judges_in_family
 from judgecal.errors import UsageError
@@ -23,6 +24,7 @@ from judgecal.views.stats import collect_stats
 RATINGS_PER_PAGE = 50
 
 
+@stored("overview")
 def overview(url: str | None = None) -> dict:
     """{"families": :func:`judgecal.views.stats.collect_stats` (per family: items, responses,
     labels, verbosity pairs, ratings and verdicts by judge and status), "family_judges":
