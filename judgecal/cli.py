@@ -14,8 +14,8 @@ import sys
 import click
 
 from judgecal import __version__
-from judgecal._cli import (audit, check, db, export, fit, imports, judge, leaderboard, mc, model, publish, rate, report,
-                           serve, stats)
+from judgecal._cli import (audit, bt, check, db, export, fit, imports, judge, leaderboard, mc, model, publish, rate,
+                           report, serve, stats)
 from judgecal._cli.common import Ctx, _line, err, warn
 from judgecal.cliopts import CONTEXT_SETTINGS, StrictGroup
 from judgecal.errors import Interrupted, JudgecalError, raised_by_interrupt
@@ -43,7 +43,7 @@ def cli(ctx: click.Context, database_url: str | None) -> None:
 
 # the commands, in the order they were defined when they all lived in this module
 for _command in (db.db, imports.import_, stats.stats, stats.lengths, model.model, rate.rate, fit.fit, report.report,
-                 audit.audit, leaderboard.leaderboard, publish.publish, check.check, judge.judge, mc.mc, export.export_cmd, serve.serve):
+                 audit.audit, leaderboard.leaderboard, bt.bt, publish.publish, check.check, judge.judge, mc.mc, export.export_cmd, serve.serve):
     cli.add_command(_command)
 del _command
 

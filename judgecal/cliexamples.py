@@ -39,6 +39,8 @@ EXAMPLES: dict[str, list[str]] = {
     "leaderboard": ["judgecal leaderboard --judge GPT-4 --task-family llmbar/Natural",
                     "judgecal leaderboard --baseline gpt4_1106_preview --task-family alpaca_eval --format alpaca-eval",
                     "judgecal leaderboard --baseline gpt4_1106_preview --columns model,win_rate,length_controlled_winrate"],
+    "bt": ["judgecal bt --task-family alpaca_eval --baseline gpt4_1106_preview",
+           "judgecal bt --task-family alpaca_eval --outcome verdict --bootstrap 200 --format json"],
     "check": ["judgecal check --judge GPT-4 --max-verbosity-winrate 0.55 --min-agreement-gain -0.05",
               "judgecal check --task-family llmbar/Natural --judge GPT-4 --publish calibrated   # gate the calibration itself"],
     "publish": ["judgecal publish --task-family llmbar/Natural --judge GPT-4",
