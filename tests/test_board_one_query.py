@@ -20,9 +20,19 @@ from judgecal.calibrate.ranking import mean_ci, mean_cis
 _D = re.compile(r"\d+")
 
 
+_FINAL = re.compile(r"\d(?:[\d.,]*\d)?(?=[^\w]*\Z)")
+
+
 def _template_key_str(text):
-    """The str-only definition (before the ASCII fast path)."""
-    return hashlib.sha256(" ".join(_D.sub("0", (text or "").lower()).split()).encode("utf-8")).hexdigest()
+    """The str-only definition (before the ASCII fast path): digits folded, except in an answer
+    of fewer than 8 words and in the number that ends an answer (issue 35)."""
+    low = (text or "").lower()
+    if len(low.split()) < 8:
+        return hashlib.sha256(" ".join(low.split()).encode("utf-8")).hexdigest()
+    m = _FINAL.search(low)
+    head = low if m is None else low[:m.start()]
+    norm = " ".join(_D.sub("0", head).split()) + ("" if m is None else "\x1e" + " ".join(low[m.start():].split()))
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
 
 
 def test_template_key_ascii_path_is_the_str_definition():
@@ -31,6 +41,7 @@ def test_template_key_ascii_path_is_the_str_definition():
              "İstanbul 3", "a\u00a0b\u2003c 1\u0663"]  # non-ASCII: the str path (Unicode digits and spaces)
     texts += ["".join(chr(rnd.randrange(128)) for _ in range(rnd.randint(0, 40))) for _ in range(5000)]
     texts += ["".join(rnd.choice("0123456789 aZ\x1f") for _ in range(rnd.randint(0, 40))) for _ in range(5000)]
+    texts += ["".join(rnd.choice("0123456789 .,aZ!)\x1f") for _ in range(rnd.randint(10, 60))) for _ in range(5000)]
     texts += [chr(c) for c in range(256)]
     assert [template_key(t) for t in texts] == [_template_key_str(t) for t in texts]
 

@@ -468,7 +468,9 @@ def test_template_answers_are_one_answer_in_the_score_mode(tmp_path):
 
     texts = [f"Here is my answer to request {i}: I believe  the best approach is to think carefully." for i in range(30)]
     assert len({template_key(t) for t in texts}) == 1
-    assert template_key("Answer 12") == template_key("answer  7") != template_key("answer seven")
+    # case and spacing fold; a short answer's number is the answer (issue 35): "Answer 12" is not "answer 7"
+    assert template_key("Answer 12") == template_key("answer  12") != template_key("answer seven")
+    assert template_key("Answer 12") != template_key("answer 7")
     keys = [template_key(t) for t in texts] + [template_key(f"a real answer about topic {c}") for c in "abcdefghij"]
     model = ["tmpl"] * 30 + ["real"] * 10
     item = list(range(30)) + list(range(10))

@@ -76,19 +76,53 @@ _DIGITS = re.compile(r"\d+")
 # bytes.split does not); the same key as the str path, faster (the score board keys every answer)
 _ASCII_TEMPLATE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else 32 if 0x1C <= c <= 0x1F else c
                         for c in range(256))
+_ASCII_KEEP = bytes(c + 32 if 65 <= c <= 90 else 32 if 0x1C <= c <= 0x1F else c for c in range(256))  # no digit folding
 _ZERO_RUNS = re.compile(rb"0{2,}")  # a run of digits, each made "0" above, is one "0" (as _DIGITS does)
 
 
+#: An answer of fewer whitespace words than this keeps its numbers in its template: its number
+#: is what it says ("The answer is 417.", "417 apples"), not a counter around a text.
+TEMPLATE_MIN_WORDS = 8
+# the number that ends an answer (only punctuation, brackets, quotes or spaces after it): the
+# answer's result ("... so the answer is 417.", "#### 12"), kept in its template; a number with
+# a decimal or thousands separator is one number ("12.5", "1,024")
+_FINAL_NUMBER = re.compile(r"\d(?:[\d.,]*\d)?(?=[^\w]*\Z)")
+_FINAL_NUMBER_B = re.compile(rb"\d(?:[\d.,]*\d)?(?=[^\w]*\Z)")
+
+
+def _ascii_norm(raw: bytes, fold: bool) -> bytes:
+    if not fold:  # lower-case and spaces only
+        return b" ".join(raw.translate(_ASCII_KEEP).split())
+    return _ZERO_RUNS.sub(b"0", b" ".join(raw.translate(_ASCII_TEMPLATE).split()))
+
+
 def template_key(text: str | None) -> str:
-    """SHA-256 of a text's template: lower-cased, every run of digits replaced by ``0`` and
-    whitespace collapsed, so that answers differing only in a number, case or spacing ("Here is
-    my answer to request 7: ...") count as the same answer (the score mode's repeated-answer and
-    constant-answer guards; issue 18)."""
+    """SHA-256 of a text's template: lower-cased, whitespace collapsed, and every run of digits
+    replaced by ``0``, so that answers differing only in a number, case or spacing ("Here is my
+    answer to request 7: ...") count as the same answer (the score mode's repeated-answer and
+    constant-answer guards; issue 18) - except the digits that are the answer (issue 35): an
+    answer of fewer than :data:`TEMPLATE_MIN_WORDS` words keeps every number ("The answer is
+    417." and "The answer is 12." are two answers), and the number that ends an answer (only
+    punctuation, brackets, quotes or spaces after it: "..., so the answer is 417.") is kept."""
     text = text or ""
     if text.isascii():
-        norm = _ZERO_RUNS.sub(b"0", b" ".join(text.encode("ascii").translate(_ASCII_TEMPLATE).split()))
+        raw = text.encode("ascii")
+        if len(raw.translate(_ASCII_KEEP).split()) < TEMPLATE_MIN_WORDS:  # (\x1c-\x1f split words, as in str)
+            norm = _ascii_norm(raw, False)
+        else:
+            m = _FINAL_NUMBER_B.search(raw)
+            norm = (_ascii_norm(raw, True) if m is None else
+                    _ascii_norm(raw[:m.start()], True) + b"\x1e" + _ascii_norm(raw[m.start():], False))
         return hashlib.sha256(norm).hexdigest()
-    norm = " ".join(_DIGITS.sub("0", text.lower()).split())
+    low = text.lower()
+    if len(low.split()) < TEMPLATE_MIN_WORDS:
+        norm = " ".join(low.split())
+    else:
+        m = _FINAL_NUMBER.search(low)
+        head, tail = (low, None) if m is None else (low[:m.start()], low[m.start():])
+        norm = " ".join(_DIGITS.sub("0", head).split())
+        if tail is not None:
+            norm += "\x1e" + " ".join(tail.split())
     return hashlib.sha256(norm.encode("utf-8")).hexdigest()
 
 

@@ -27,8 +27,11 @@ polylog fit (the seed formula, gamma >= 0 unless signed) is **not identified** w
   optima at different (gamma, p) whose losses lie within
   :data:`judgecal.calibrate.fit.OPTIMA_TOL` of each other: the labels do not decide between them.
 
+* ``constant``: the judge gave every labelled answer the same score: it tells nothing apart,
+  whatever gamma the fit reached (at a bound or not), so nothing of it is identified.
+
 A fit with gamma = 0 (at its lower bound, unsigned) is the raw judge: identified (nothing is
-applied), said as such. p at a bound of its range is a caveat (the seed's stated range of p, default [1.0, 1.5],
+applied), said as such, unless the judge is constant (above). p at a bound of its range is a caveat (the seed's stated range of p, default [1.0, 1.5],
 is a modelling choice; p is then set by its bound), listed but not a failure: the decision
 rests on gamma. Source of the rules: issue 18 ("Advice a team can publish on"), docs/calibration.md.
 
@@ -90,7 +93,8 @@ def identification(poly, data, ctx, *, method, gamma_ci, codes, n_items: int, it
         codes, n_items, item_ids: each row's item code (0..n_items-1) and the item keys.
         width: the judge scale's width (score units).
     Returns:
-        {"identified": bool, "reasons": [one line each], "caveats": [...], "gamma": value,
+        {"identified": bool, "reasons": [one line each], "caveats": [...], "constant_judge": True
+        (only when the judge gave every labelled answer one score), "gamma": value,
         "gamma_bound": G, "gamma_ci_share": share or None, "influence": {"max_shift", "item",
         "gamma_without", "threshold"} or None (with "skipped" giving why), "clipped_share": share
         or None, "gamma_saturation": G_sat, "rules": {constant: value}}.
@@ -104,6 +108,15 @@ def identification(poly, data, ctx, *, method, gamma_ci, codes, n_items: int, it
            "rules": {"max_ci_share": MAX_CI_SHARE, "max_clipped_share": MAX_CLIPPED_SHARE,
                      "influence_rel": INFLUENCE_REL, "influence_abs": INFLUENCE_ABS}}
     at = res.at_bound or {}
+    scores = _responses(data)[0]
+    scores = scores[np.isfinite(scores)]
+    if scores.size and float(np.ptp(scores)) == 0.0:  # before the gamma = 0 rule: a constant raw judge is no judge
+        out["reasons"].append(f"the judge gave every labelled answer the same score ({float(scores[0]):g}): a constant "
+                              f"judge tells no answer from another, so no calibration of it is identified (whatever it "
+                              f"ranks, length alone ranks)")
+        out["identified"] = False
+        out["constant_judge"] = True
+        return out
     if not ctx.signed and at.get("gamma") == "lower":
         out["caveats"].append("gamma = 0: no length penalty fits the labels better; the calibration is the raw judge")
         return out

@@ -239,6 +239,32 @@ def rating_value(score, distribution, summary: str, risk_k: float = DEFAULT_RISK
         return None
 
 
+def large_outside(distribution) -> bool:
+    """True when a stored distribution puts at least
+    :data:`judgecal.judge.distribution.LARGE_OUTSIDE` of its mass outside the scale (its mean
+    and risk-averse summaries are then over a renormalised minority of the judgment)."""
+    from judgecal.judge.distribution import LARGE_OUTSIDE
+
+    out = distribution.get("outside") if isinstance(distribution, Mapping) else None
+    return isinstance(out, (int, float)) and not isinstance(out, bool) and out >= LARGE_OUTSIDE
+
+
+def large_outside_note(n: int, n_total: int, summary: str, risk_k: float = DEFAULT_RISK_K,
+                       by_model: Mapping[str, int] | None = None) -> str:
+    """The board's warning for ``n`` of ``n_total`` ratings read under ``summary`` from
+    distributions with a large share outside the scale (:func:`large_outside`), naming the
+    models with the most of them."""
+    from judgecal.judge.distribution import LARGE_OUTSIDE
+
+    models = ""
+    if by_model:
+        top = sorted(by_model.items(), key=lambda kv: (-kv[1], kv[0]))
+        models = " (" + ", ".join(f"{mo}: {k}" for mo, k in top[:5]) + (f", {len(top) - 5} more models" if len(top) > 5 else "") + ")"
+    return (f"--summary {label(summary, risk_k)}: {n} of {n_total} ok ratings{models} come from distributions with "
+            f"{LARGE_OUTSIDE:.0%} or more of their mass outside the scale; their summary is read from the in-scale "
+            f"rest, renormalised, so it says little about the judgment (--summary greedy reads the verdict written)")
+
+
 def summary_note(summary: str, risk_k: float = DEFAULT_RISK_K, *, pairwise: bool = False) -> str:
     """The board note naming a non-greedy summary, e.g. ``rating summary: mean (each rating's
     expected score under its stored distribution), not the greedy score``."""

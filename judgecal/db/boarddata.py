@@ -27,7 +27,10 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
                     risk_k: float = 1.0) -> list[dict]:
     """One dict per response of the families with at least one finished rating by the judge:
     response_id, family_id, family (name), model, item_sha256, text_sha256, score (mean of ok
-    ratings or None), n_ok, n_unparsed, n_failed, n_no_distribution, and the response's item_id
+    ratings or None), n_ok, n_unparsed, n_failed, n_no_distribution, n_large_outside (ok ratings
+    read from a distribution that puts at least
+    :data:`judgecal.judge.distribution.LARGE_OUTSIDE` of its mass outside the scale; 0 under
+    ``greedy``), and the response's item_id
     and stored lengths n_words, n_chars, n_bytes (read with the ratings in the same query, so
     that the board needs no second lookup of every answer by id: :func:`unit_lengths`).
 
@@ -38,7 +41,7 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
     In content order (model, family name, item prompt SHA-256, text SHA-256), never row-id or
     dialect order; the mean is computed here (``math.fsum`` of the scores), the same float on
     SQLite and PostgreSQL: the leaderboard's bootstrap resamples this order."""
-    from judgecal.calibrate.summaries import rating_value
+    from judgecal.calibrate.summaries import large_outside, rating_value
 
     q = (
         select(m.Response.id, m.Item.task_family_id, m.TaskFamily.name, m.Response.model, m.Item.prompt_sha256,
@@ -57,7 +60,7 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
         if r is None:
             r = by_resp[rid] = {"response_id": rid, "family_id": fid, "family": fam, "model": model,
                                 "item_sha256": item_sha, "text_sha256": text_sha, "score": None,
-                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0, "n_no_distribution": 0,
+                                "n_ok": 0, "n_unparsed": 0, "n_failed": 0, "n_no_distribution": 0, "n_large_outside": 0,
                                 "item_id": item_id, "n_words": words, "n_chars": chars, "n_bytes": nbytes}
         if status in ("ok", "unparsed", "failed"):
             r[f"n_{status}"] += 1
@@ -65,6 +68,8 @@ def rated_responses(s: Session, family_ids: list[int], judge_id: int, summary: s
             score = rating_value(score, dist, summary, risk_k)
             if score is None:
                 r["n_no_distribution"] += 1
+            elif large_outside(dist):
+                r["n_large_outside"] += 1
         if status == "ok" and score is not None:
             ok[rid].append(float(score))
     for rid, scores in ok.items():

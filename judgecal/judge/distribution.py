@@ -35,6 +35,15 @@ from typing import Any, Optional
 from judgecal.judge.parse import PAIRWISE_MAP, _entry, normalize
 
 PAIRWISE_KEYS = ("a", "b", "tie")
+#: A judgment whose distribution puts less than this share of its probability on the verdicts
+#: of the scale (``1 - outside``) is unparsed, whatever its text says (:func:`too_little_on_scale`):
+#: the judge all but never writes a verdict there, so the verdict its text holds is no reading of
+#: its judgment. SmolLM2-135M's ordinary readings keep at least ~0.45 on the scale (the rest is
+#: continuations such as "10.5" or "10/10"); one that left the scale kept 2e-8.
+MIN_IN_SCALE = 0.01
+#: ``--summary mean`` / ``risk``: a scored row whose distribution puts at least this share outside
+#: the scale is counted and warned about (its mean is over the in-scale rest, renormalised).
+LARGE_OUTSIDE = 0.5
 LETTERS = PAIRWISE_MAP  # verdict letter shown -> canonical verdict, by position
 MAX_SCALE_VALUES = 1001  # integers a pointwise scale may hold for a distribution
 SUM_TOLERANCE = 1e-6
@@ -118,6 +127,26 @@ def from_logliks(keys: Sequence[str], lls: Sequence[float], *, prefix: str, gree
     probs = {k: s / z for k, s in zip(keys, scaled)}
     return {"probs": probs, "outside": min(1.0, max(0.0, 1.0 - inside)), "source": "forward", "prefix": prefix,
             "greedy": greedy}
+
+
+def too_little_on_scale(dist: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The reason a judgment with distribution ``dist`` is unparsed because less than
+    :data:`MIN_IN_SCALE` of its probability is on the scale (``1 - outside``), or None (no
+    distribution, ``outside`` unknown, or enough on the scale). Local (forward) and served
+    (top_logprobs) distributions alike: :func:`judgecal.views.rate.read_row_output` applies it."""
+    if not dist:
+        return None
+    out = dist.get("outside")
+    if out is None or not isinstance(out, (int, float)) or not math.isfinite(out):
+        return None
+    inside = 1.0 - float(out)
+    if inside >= MIN_IN_SCALE:
+        return None
+    hint = (" (a --verdict-prefix that stops short of where the verdict starts, e.g. without its trailing space, "
+            "does this)" if dist.get("source") == "forward" else "")
+    return (f"only {inside:.2g} of the judge's probability is on a verdict of the scale at the verdict position "
+            f"({float(out):.8g} outside; below {MIN_IN_SCALE:g}): the verdict its text holds is no reading of "
+            f"its judgment{hint}")
 
 
 def expected(dist: Optional[Mapping[str, Any]]) -> Optional[float]:

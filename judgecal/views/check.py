@@ -112,6 +112,8 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         if shown == "raw":
             _raw_checks(add, fam, jud, where, row, r, stale[row.id], max_verbosity_winrate, min_verbosity_winrate,
                         max_unparsed)
+            if (r.get("identification") or {}).get("constant_judge"):  # its raw scores rank nothing either
+                _identified(add, fam, jud, where, r, allow_unidentified)
             continue
         _identified(add, fam, jud, where, r, allow_unidentified)
         _stale(add, fam, jud, where, stale[row.id], "it was fitted on")

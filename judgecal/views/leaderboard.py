@@ -23,7 +23,8 @@ from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.db.guarddata import rated_template_keys
 from judgecal.errors import ChoiceError, NotFoundError, UsageError
-from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message, summary_note
+from judgecal.calibrate.summaries import (DEFAULT_RISK_K, check_summary, large_outside_note, missing_message,
+                                          summary_note)
 from judgecal.calibrate.summaries import label as summary_label
 from judgecal.views.fitting import apply_calibration, load_calibrations, refuse_summary_mismatch, staleness
 
@@ -133,6 +134,13 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         template = rated_template_keys(s, fam_ids, jrow.id) if rated else {}
         guard_flags: dict[str, list[dict]] = defaultdict(list)
         notes: list[str] = [summary_note(summary, risk_k)] if summary != "greedy" else []
+        n_outside = sum(r["n_large_outside"] for r in rows)
+        if n_outside:  # a mean over a sliver of the judgment is not ranked without a word
+            per_model: dict[str, int] = defaultdict(int)
+            for r in rows:
+                per_model[r["model"]] += r["n_large_outside"]
+            notes.append(large_outside_note(n_outside, sum(r["n_ok"] for r in rows), summary, risk_k,
+                                            {mo: k for mo, k in per_model.items() if k}))
         unrated = [fam_names[f] for f in fam_ids if f not in rated]
         if unrated:  # never an empty board without a word
             notes.append(f"judge {jrow.name!r} has no scored rating in {', '.join(unrated)} (see `judgecal stats`)")

@@ -129,16 +129,25 @@ class _Outage:
                 "last_reason": self.last_reason}
 
 
-def read_row_output(prompt: Prompt, row: dict, pairwise: bool, text: str) -> parse.Reading:
+def read_row_output(prompt: Prompt, row: dict, pairwise: bool, text: str,
+                    dist: Optional[dict] = None) -> parse.Reading:
     """The stored reading (status, score or canonical verdict, reason) of the judge's ``text``
     for a claimed ``row``: :func:`judgecal.judge.parse.read_output` with the row's candidates
     (``text``; pairwise ``a``, ``b`` and ``position``) and the prompt's scale. Every rating
     path calls this, so the same text is stored alike whether an endpoint wrote it or the
-    local model's greedy decoding did (:mod:`judgecal.views.rate_local`)."""
+    local model's greedy decoding did (:mod:`judgecal.views.rate_local`). ``dist``: the
+    judgment's distribution when one was read (served ``--logprobs``, local forward): with
+    less than :data:`judgecal.judge.distribution.MIN_IN_SCALE` of its probability on the scale
+    the reading is unparsed, with the reason (:func:`judgecal.judge.distribution.too_little_on_scale`)."""
     if pairwise:
-        return parse.read_output(text, pairwise=True, candidates=[row["a"], row["b"]], position=row["position"])
-    return parse.read_output(text, pairwise=False, scale_min=prompt.scale_min, scale_max=prompt.scale_max,
-                             candidates=row["text"])
+        reading = parse.read_output(text, pairwise=True, candidates=[row["a"], row["b"]], position=row["position"])
+    else:
+        reading = parse.read_output(text, pairwise=False, scale_min=prompt.scale_min, scale_max=prompt.scale_max,
+                                    candidates=row["text"])
+    why = distribution.too_little_on_scale(dist) if reading.status == "ok" else None
+    if why is not None:
+        return parse.Reading("unparsed", why)
+    return reading
 
 
 def render_row(prompt: Prompt, row: dict, pairwise: bool, time_limit_s: float, abort: Any = None) -> list[dict[str, str]]:
@@ -219,17 +228,19 @@ class _Runner:
                 self.logprobs["refused"] += 1
             self._storable(out, endpoint)
             return out
-        reading = read_row_output(self.prompt, row, self.plan.pairwise, res.text)
-        out.update(reading.fields(self.plan.pairwise))
         if self.plan.pairwise:
-            verdict = reading.verdict
             top = parse.pairwise_verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.pairwise_from_top_logprobs(top, row["position"]) if top else None
-            out.update(distribution=dist,
-                       preference=parse.pairwise_preference(verdict, row["position"], top if verdict else None))
         else:
             top = parse.verdict_top_logprobs(res.logprobs) if res.logprobs else None
             dist = distribution.from_top_logprobs(top, self.prompt.scale_min, self.prompt.scale_max) if top else None
+        reading = read_row_output(self.prompt, row, self.plan.pairwise, res.text, dist)
+        out.update(reading.fields(self.plan.pairwise))
+        if self.plan.pairwise:
+            verdict = reading.verdict
+            out.update(distribution=dist,
+                       preference=parse.pairwise_preference(verdict, row["position"], top if verdict else None))
+        else:
             out.update(distribution=dist, expected_score=distribution.expected(dist))
         self._storable(out, endpoint)
         if self.logprobs is not None:

@@ -13,10 +13,12 @@ Each row gets what the served path stores (docs/rating.md):
 - ``status``, ``score`` (pointwise) / ``verdict`` (pairwise) and ``error``: that text read by
   :func:`judgecal.views.rate.read_row_output`, the very function the served path reads an
   endpoint's answer with: the same text is stored alike on both paths (an off-scale
-  ``Rating: 15`` is unparsed with the reason, a conflicting ``[[7]] or [[8]]`` too);
+  ``Rating: 15`` is unparsed with the reason, a conflicting ``[[7]] or [[8]]`` too), and so is
+  a judgment whose distribution puts less than :data:`judgecal.judge.distribution.MIN_IN_SCALE`
+  on the scale (unparsed whatever the text says, on both paths);
 - ``distribution``: :func:`judgecal.judge.distribution.from_logliks` (``source`` "forward";
   ``greedy``: the stored verdict when it is a verdict of the scale, else null), extra
-  information that never changes the status or score; ``expected_score``: its mean (kept on
+  information that changes the status only by that rule; ``expected_score``: its mean (kept on
   an unparsed row, as the served path keeps a ``--logprobs`` mean); ``preference``: its
   P(a) + P(tie)/2 on a parsed verdict (None when unparsed, as served);
 - ``prompt_tokens``: the context's tokens; ``completion_tokens``: the tokens greedy decoding
@@ -104,9 +106,11 @@ class LocalRunner:
             return self._failed(row, scored.error, "model")
         pairwise = self.plan.pairwise
         keys = [D.LETTERS[row["position"]][v] for v in self.verdicts] if pairwise else self.verdicts
-        reading = read_row_output(self.prompt, row, pairwise, scored.text)
+        dist = D.from_logliks(keys, scored.lls, prefix=self.prefix, greedy=None)
+        reading = read_row_output(self.prompt, row, pairwise, scored.text, dist)  # (too little on the scale: unparsed)
         chosen = reading.verdict if pairwise else (D.score_key(reading.score) if reading.score is not None else None)
-        dist = D.from_logliks(keys, scored.lls, prefix=self.prefix, greedy=chosen if chosen in keys else None)
+        if dist is not None:
+            dist["greedy"] = chosen if chosen in keys else None
         out = self._base(row)
         raw, _ = storable(scored.text)
         out.update(reading.fields(pairwise), distribution=dist, raw_output=raw, prompt_tokens=scored.n_tokens,
