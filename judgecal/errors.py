@@ -72,6 +72,14 @@ class DatabaseError(JudgecalError):
     """The database cannot be reached, is behind its migrations, or refused a write."""
 
 
+class ReadOnlyError(JudgecalError):
+    """A view would write (e.g. token lengths not stored yet) to a database opened read-only
+    (``judgecal serve``); the message names the command that writes it. The web view answers
+    403 with it."""
+
+    exit_code = 1
+
+
 class SchemaBehindError(DatabaseError):
     """The database schema is older than this judgecal: run ``judgecal db upgrade``."""
 

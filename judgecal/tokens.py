@@ -25,8 +25,8 @@ from sqlalchemy import select
 from judgecal import config
 from judgecal.db import models as m
 from judgecal.db import queries as q
-from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import ModelError, UsageError
+from judgecal.db.engine import get_engine, session_read_only, session_scope
+from judgecal.errors import ModelError, ReadOnlyError, UsageError
 
 FREE_UNITS = {"words": "n_words", "chars": "n_chars", "bytes": "n_bytes"}
 #: Files whose bytes define a transformers tokenizer (those present are hashed).
@@ -138,7 +138,8 @@ def counter(name: str) -> Callable[[Sequence[str]], list[int]]:
 def fill_lengths(tokenizer: str = "smollm2", url: str | None = None, *, response_ids: Sequence[int] | None = None) -> dict:
     """Compute and store token lengths for every response (or those in ``response_ids``) that
     has none under the tokenizer's identity (:func:`canonical_name`). Returns {"tokenizer" (the
-    identity), "added", "total"}."""
+    identity), "added", "total"}. On a database open read-only (:func:`judgecal.db.engine.session_read_only`)
+    with lengths missing: ReadOnlyError naming ``judgecal lengths --tokenizer <identity>``."""
     tokenizer = canonical_name(tokenizer)
     count = counter(tokenizer)
     engine = get_engine(url)
@@ -149,6 +150,10 @@ def fill_lengths(tokenizer: str = "smollm2", url: str | None = None, *, response
         if response_ids is not None:
             stmt = stmt.where(m.Response.id.in_(list(response_ids)))
         todo = s.execute(stmt).all()
+        if todo and session_read_only(s):  # say what to run, not the driver's "readonly database"
+            raise ReadOnlyError(
+                f"{len(todo)} response(s) have no token length under tokenizer {tokenizer} yet, and this database is "
+                f"open read-only (judgecal serve): run `judgecal lengths --tokenizer {tokenizer}` on it, then reload")
         for start in range(0, len(todo), 2000):
             part = todo[start : start + 2000]
             counts = count([t for _, t in part])

@@ -118,6 +118,23 @@ def sqlite_path(parsed) -> str | None:
 PG_READ_ONLY_OPTION = "-c default_transaction_read_only=on"
 
 
+def session_read_only(session: Session) -> bool:
+    """True when ``session``'s database refuses writes as opened: SQLite opened ``mode=ro``
+    (:func:`read_only_url`), PostgreSQL whose transaction is READ ONLY (``SHOW
+    transaction_read_only``: the option of :func:`read_only_url`, or a role's or database's
+    default). For a view that would write (token lengths not stored yet) to refuse with the
+    command to run instead of failing on the driver's error."""
+    bind = session.get_bind()
+    name = bind.dialect.name
+    if name == "sqlite":
+        return _sqlite_read_only(bind.url)
+    if name == "postgresql":
+        from sqlalchemy import text
+
+        return str(session.execute(text("SHOW transaction_read_only")).scalar()).lower() == "on"
+    return False
+
+
 def read_only_url(url: str | None = None) -> str:
     """The URL of the same database opened read-only at the database level (``judgecal
     serve``): SQLite as the URI filename ``file:PATH?mode=ro`` (PATH absolute; the file must

@@ -31,7 +31,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from judgecal.errors import ChoiceError, DatabaseError, JudgecalError, NotFoundError
+from judgecal.errors import ChoiceError, DatabaseError, JudgecalError, NotFoundError, ReadOnlyError
 from judgecal.secrets import scrub
 from judgecal.web.cache import Page, PageCache
 from judgecal.web.pages.audit import AuditPage
@@ -133,6 +133,8 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, PublishPage, CalibrationP
                 return self.error(404, str(exc))
             except ChoiceError as exc:  # the data leaves a choice open: a page of links, never a dead end
                 return self.choice_page(request, exc)
+            except ReadOnlyError as exc:  # the page would write (token lengths): the command to run
+                return self.error(403, str(exc))
             except DatabaseError as exc:
                 return self.error(503, str(exc))
             except JudgecalError as exc:
