@@ -184,16 +184,16 @@ def test_downgrade_without_loss_needs_no_yes(db_url):
             c.execute(text("DELETE FROM mc_item_result WHERE id = 2"))
             c.execute(text("UPDATE rating SET distribution = NULL"))
             c.execute(text("UPDATE pairwise_judgment SET distribution = NULL"))
-        # undoing 0006 loses only results computed from the data: no reason to refuse
-        assert migrate.downgrade_losses(engine, "-1") == []
+        # undoing 0007 and 0006 loses only what is computed from the data: no reason to refuse
+        assert migrate.downgrade_losses(engine, "0005") == []
         # undoing 0005 loses the file hashes: counted, refused without yes
-        assert [(c.revision, c.n) for c in migrate.downgrade_losses(engine, "-2")] == [("0005", 2)]
+        assert [(c.revision, c.n) for c in migrate.downgrade_losses(engine, "0004")] == [("0005", 2)]
         with pytest.raises(DataLossError, match="2 imported files' content hashes are deleted"):
-            migrate.downgrade(engine, "-2")
+            migrate.downgrade(engine, "0004")
         with engine.begin() as c:
             c.execute(text("DELETE FROM imported_file"))
-        assert migrate.downgrade_losses(engine, "-3") == []  # undoing 0006, 0005 and 0004: nothing held there now
-        assert migrate.downgrade(engine, "-3") == []
+        assert migrate.downgrade_losses(engine, "0003") == []  # undoing 0007 down to 0004: nothing held there now
+        assert migrate.downgrade(engine, "0003") == []
         assert migrate.current(engine)[0] == "0003"
         migrate.upgrade(engine, "head")
     finally:

@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from judgecal.calibrate.style import COLUMNS as STYLE_COLUMNS
+from judgecal.calibrate.style import style_counts
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.filebook import FileBook
@@ -43,7 +45,8 @@ def n_words(text: str, data: bytes) -> int:
     return marks.count(b" x") + (marks[:1] == b"x")
 
 
-_RESPONSE_COLUMNS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words", "created_at")
+_RESPONSE_COLUMNS = ("item_id", "model", "text", "text_sha256", "n_bytes", "n_chars", "n_words") + STYLE_COLUMNS + (
+    "created_at",)
 _VERDICT_COLUMNS = ("response_a_id", "response_b_id", "judge_id") + Verdict._fields[3:] + ("created_at", "updated_at")
 
 # fields an older export (or a file from elsewhere) may leave out: absent there is not a contradiction
@@ -56,17 +59,19 @@ def _agrees(names: tuple[str, ...], stored: tuple, given: tuple) -> bool:
     return all(a == b or (b is None and n in _UNSTATED_OK) for n, a, b in zip(names, stored, given))
 
 
-_META_MEMO: dict[str, tuple[str, int, int, int]] = {}
+_META_MEMO: dict[str, tuple] = {}
 _META_MEMO_MAX = 50_000  # texts remembered by one process (a baseline's answers repeat in every file)
 
 
-def text_meta(text: str) -> tuple[str, int, int, int]:
-    """(text SHA-256, n_bytes, n_chars, n_words) of a response text, remembered for the
-    texts met last in this process (:data:`_META_MEMO_MAX`)."""
+def text_meta(text: str) -> tuple:
+    """(text SHA-256, n_bytes, n_chars, n_words, md_headers, md_list_ordered,
+    md_list_unordered, md_bold) of a response text: its lengths and its Markdown counts
+    (:func:`judgecal.calibrate.style.style_counts`), remembered for the texts met last in this
+    process (:data:`_META_MEMO_MAX`)."""
     found = _META_MEMO.get(text)
     if found is None:
         data = text.encode("utf-8")
-        found = (hashlib.sha256(data).hexdigest(), len(data), len(text), n_words(text, data))
+        found = (hashlib.sha256(data).hexdigest(), len(data), len(text), n_words(text, data), *style_counts(text))
         if len(_META_MEMO) >= _META_MEMO_MAX:
             _META_MEMO.clear()
         _META_MEMO[text] = found
@@ -74,8 +79,8 @@ def text_meta(text: str) -> tuple[str, int, int, int]:
 
 
 def prepare(batch: ImportBatch) -> None:
-    """Compute every response's text SHA-256 and lengths into ``batch.response_meta`` (done
-    by a parsing process, so that the writing one does not)."""
+    """Compute every response's text SHA-256, lengths and Markdown counts into
+    ``batch.response_meta`` (done by a parsing process, so that the writing one does not)."""
     meta = batch.response_meta
     for ref in batch.responses:
         if ref not in meta:
@@ -189,10 +194,10 @@ class Writer:
         meta = batch.response_meta
         for ref in filterfalse(self.resp_ids.__contains__, batch.responses):  # the responses not written yet
             family, prompt, model, text = ref  # a RespRef, or the plain tuple an unpickled batch holds
-            sha, n_bytes, n_chars, n_words = meta.get(ref) or text_meta(text)
+            sha, *counts = meta.get(ref) or text_meta(text)  # lengths, then the Markdown counts
             key = (item_of[(family, prompt)], model, sha)
             key_of_ref[ref] = key
-            resp_rows.append((key[0], model, text, sha, n_bytes, n_chars, n_words, now))
+            resp_rows.append((key[0], model, text, sha, *counts, now))
         self._count("response", q.insert_ignore_rows(session, m.Response, _RESPONSE_COLUMNS, resp_rows))
         needs_ids = batch.pair_labels or batch.point_labels or batch.ratings or batch.verbosity_pairs or batch.verdicts
         if needs_ids and key_of_ref:

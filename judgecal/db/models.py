@@ -90,11 +90,32 @@ class Item(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+def _style_default(column: str):
+    """A column default computing the Markdown count ``column`` from the inserted row's text
+    (:func:`judgecal.calibrate.style.style_counts`), for rows inserted through SQLAlchemy
+    without it; judgecal's bulk writer (judgecal.db.ingest) passes the counts itself."""
+    from judgecal.calibrate.style import COLUMNS
+
+    at = COLUMNS.index(column)
+
+    def default(context) -> int | None:
+        from judgecal.calibrate.style import style_counts
+
+        text = context.get_current_parameters().get("text")
+        return None if text is None else style_counts(text)[at]
+
+    return default
+
+
 class Response(Base):
     """A candidate response to an item by a producing model; unique on (item, model, SHA-256 of text).
 
     Lengths: ``n_bytes`` UTF-8 bytes, ``n_chars`` Unicode code points, ``n_words``
-    whitespace-separated words (``len(text.split())``)."""
+    whitespace-separated words (``len(text.split())``). Style (migration 0007; docs/style.md):
+    Arena-Hard-Auto's Markdown counts outside fenced code blocks, ``md_headers`` (h1-h6),
+    ``md_list_ordered``, ``md_list_unordered``, ``md_bold`` (``**``/``__`` pairs), computed from
+    the text once, when the row is written (:func:`judgecal.calibrate.style.style_counts`);
+    NULL only for a row written by another client than judgecal after the migration."""
 
     __tablename__ = "response"
     __table_args__ = (UniqueConstraint("item_id", "model", "text_sha256"),)
@@ -106,6 +127,10 @@ class Response(Base):
     n_bytes: Mapped[int] = mapped_column(Integer)
     n_chars: Mapped[int] = mapped_column(Integer)
     n_words: Mapped[int] = mapped_column(Integer)
+    md_headers: Mapped[Optional[int]] = mapped_column(Integer, default=_style_default("md_headers"))
+    md_list_ordered: Mapped[Optional[int]] = mapped_column(Integer, default=_style_default("md_list_ordered"))
+    md_list_unordered: Mapped[Optional[int]] = mapped_column(Integer, default=_style_default("md_list_unordered"))
+    md_bold: Mapped[Optional[int]] = mapped_column(Integer, default=_style_default("md_bold"))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

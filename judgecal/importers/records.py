@@ -107,9 +107,10 @@ class ImportBatch:
     # the records read, where the importer counts them (the generic JSONL/CSV importer: 0 for an
     # export of nothing, which imports as nothing); None elsewhere
     records: int | None = None
-    # response -> (text SHA-256, n_bytes, n_chars, n_words), computed ahead by
-    # judgecal.db.ingest.prepare (in a parsing process); the writer computes what is missing
-    response_meta: dict[RespRef, tuple[str, int, int, int]] = field(default_factory=dict)
+    # response -> (text SHA-256, n_bytes, n_chars, n_words, then the Markdown counts of
+    # judgecal.calibrate.style.COLUMNS), computed ahead by judgecal.db.ingest.prepare (in a
+    # parsing process); the writer computes what is missing
+    response_meta: dict[RespRef, tuple] = field(default_factory=dict)
     # responses (and item keys) an earlier batch of the same import from the same process
     # carried in full: a response is pickled as a KnownRef (no text), an item not at all
     # (ImportBatch.mark_sent)
