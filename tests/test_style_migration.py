@@ -81,3 +81,23 @@ def test_backfill_up_down_up_and_new_rows(db_url, tmp_path):
         assert {t: tuple(rest) for t, *rest in rows} == {t: tuple(style_counts(t)) for t in TEXTS}
     finally:
         e.dispose()
+
+
+def test_stats_shows_style_per_model(db_url, tmp_path, run_cli):
+    answers = {"x": ["# H\n- a\n- b", "**b** __c__", "plain"], "y": ["1. a\n2. b\n3. c"]}
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"p{i}", "model": mo, "response": t, "task_family": "fam"}) + "\n"
+                            for mo, ts in answers.items() for i, t in enumerate(ts)), encoding="utf-8")
+    importing.import_generic(path, "responses", "jsonl", None, db_url)
+    assert run_cli("--database-url", db_url, "lengths", "--tokenizer", "words").exit_code == 0
+    r = run_cli("--database-url", db_url, "stats", "--format", "json")
+    assert r.exit_code == 0, r
+    style = {row["model"]: row for row in json.loads(r.stdout)[0]["answer_style"]}
+    fx = style["x"]["features"]
+    assert style["x"]["answers"] == 3 and style["y"]["answers"] == 1
+    assert fx["md_headers"] == {"mean": 1 / 3, "median": 0.0, "n": 3}
+    assert fx["md_list_unordered"]["mean"] == 2 / 3 and fx["md_bold"] == {"mean": 2 / 3, "median": 0.0, "n": 3}
+    assert fx["n_words"]["median"] == 2.0 and fx["tokens[words]"]["median"] == 2.0  # 6, 2 and 1 words
+    assert style["y"]["features"]["md_list_ordered"] == {"mean": 3.0, "median": 3.0, "n": 1}
+    r = run_cli("--database-url", db_url, "stats")
+    assert r.exit_code == 0 and "answer style per model" in r.stdout and "0.3 / 0" in r.stdout, r

@@ -8,8 +8,8 @@ from judgecal._cli.common import Ctx, _enough_resamples, command, err, pass_ctx
 
 
 @command()
-@click.option("--task-family", "families", multiple=True, metavar="NAME",
-              help="Task family (one; default: the only one with pairwise verdicts).")
+@click.option("--task-family", "family", default=None, metavar="NAME",
+              help="Task family (default: the only one with pairwise verdicts).")
 @click.option("--judge", default=None, metavar="NAME|ID",
               help="Judge (default: the only judge with pairwise verdicts in the family).")
 @click.option("--baseline", default=None, metavar="MODEL",
@@ -27,7 +27,7 @@ from judgecal._cli.common import Ctx, _enough_resamples, command, err, pass_ctx
 @click.option("--columns", default=None, metavar="NAMES",
               help="table, markdown, csv: exactly these columns, comma-separated (headers or JSON keys).")
 @pass_ctx
-def bt(ctx: Ctx, families, judge, baseline, outcome, n_bootstrap, seed, fmt, wide, columns) -> None:
+def bt(ctx: Ctx, family, judge, baseline, outcome, n_bootstrap, seed, fmt, wide, columns) -> None:
     """Bradley-Terry ratings from pairwise verdicts over every model pair they cover.
 
     Maximum likelihood (ties and soft verdicts as fractional wins), on Arena-Hard-Auto's scale
@@ -44,7 +44,7 @@ def bt(ctx: Ctx, families, judge, baseline, outcome, n_bootstrap, seed, fmt, wid
     if columns is not None and fmt == "json":
         raise click.UsageError("--columns applies to --format table, markdown and csv, not json")
     with steps(err, f"Bradley-Terry board ({n_bootstrap} bootstrap resamples)"):
-        board = build_bt_board(list(families), judge, baseline, ctx.url, outcome=outcome, n_bootstrap=n_bootstrap,
+        board = build_bt_board([family] if family else [], judge, baseline, ctx.url, outcome=outcome, n_bootstrap=n_bootstrap,
                                seed=seed)
     _print_board(board, fmt, btboard.bt_tables, btboard.bt_markdown, btboard.footer_lines, btboard.COLS,
                  wide=wide, columns=columns)

@@ -11,15 +11,16 @@ from judgecal._cli.common import FMT_OPT, Ctx, command, emit_json, out, pass_ctx
 @FMT_OPT
 @pass_ctx
 def stats(ctx: Ctx, fmt: str) -> None:
-    """Counts per task family: items, responses, ratings and pairwise verdicts by judge and status (a judge shown as `name (id N)` where several judges share the name), labels, verbosity pairs."""
-    from judgecal.report.tables import stats_table
+    """Counts per task family: items, responses, ratings and pairwise verdicts by judge and status (a judge shown as `name (id N)` where several judges share the name), labels, verbosity pairs; per model, the mean and median of its answers' lengths and Markdown counts (docs/style.md)."""
+    from judgecal.report.tables import stats_table, style_table
     from judgecal.views.stats import collect_stats
 
-    data = collect_stats(ctx.url)
+    data = collect_stats(ctx.url, style=True)
     if fmt == "json":
         emit_json(data)
     else:
         out.print(stats_table(data))
+        out.print(style_table(data))
 
 
 @command()

@@ -52,6 +52,32 @@ def stats_table(stats: list[dict]) -> Table:
     )
 
 
+#: short headers of the style features (``judgecal stats``)
+STYLE_HEADERS = {"n_chars": "chars", "n_words": "words", "n_bytes": "bytes", "md_headers": "headers",
+                 "md_list_ordered": "ordered items", "md_list_unordered": "unordered items", "md_bold": "bold"}
+
+
+def style_table(stats: list[dict]) -> Table:
+    """The ``judgecal stats`` style table: per task family and model, the mean / median of each
+    answer feature (lengths, token lengths where stored, Markdown counts: docs/style.md)."""
+    names: list[str] = []
+    for fam in stats:
+        for row in fam.get("answer_style") or []:
+            names += [n for n in row["features"] if n not in names]
+    order = [n for n in STYLE_HEADERS if n in names and n.startswith("n_")] + sorted(n for n in names if n.startswith("tokens["))
+    order += [n for n in STYLE_HEADERS if n in names and n.startswith("md_")]
+    rows = []
+    for fam in stats:
+        for i, row in enumerate(fam.get("answer_style") or []):
+            cells = []
+            for n in order:
+                f = row["features"].get(n)
+                cells.append("-" if not f or f["mean"] is None else f"{f['mean']:.1f} / {f['median']:g}")
+            rows.append([fam["task_family"] if i == 0 else "", row["model"], row["answers"]] + cells)
+    return simple_table("answer style per model: mean / median (Markdown counts outside code blocks, docs/style.md)",
+                        ["task family", "model", "answers"] + [STYLE_HEADERS.get(n, n) for n in order], rows)
+
+
 def _ci(ci) -> str:
     return f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
 
