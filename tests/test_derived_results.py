@@ -85,7 +85,7 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     finally:
         eng.unpin_engine(ro)
     kinds = {kind for kind, _ in records.values()}
-    assert kinds == {"overview", "score_board", "pairwise_summary", "report_plots", "judge_profile", "winrate_board",
+    assert kinds == {"overview", "score_board", "report_entries", "pairwise_summary", "report_plots", "judge_profile", "winrate_board",
                      "audit_index"}
     # each stored value decodes to the value computed, value for value (types, NaN, arrays, tuples)
     for key, (kind, value) in records.items():

@@ -54,6 +54,7 @@ def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], 
     return sorted(out, key=lambda t: t[0])
 
 
+@stored("report_entries")
 def collect_entries(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                     n_bootstrap: int = 1000, seed: int = 0, summary: str | None = None,
                     risk_k: float = 1.0) -> list[dict]:
