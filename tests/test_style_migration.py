@@ -101,3 +101,27 @@ def test_stats_shows_style_per_model(db_url, tmp_path, run_cli):
     assert style["y"]["features"]["md_list_ordered"] == {"mean": 3.0, "median": 3.0, "n": 1}
     r = run_cli("--database-url", db_url, "stats")
     assert r.exit_code == 0 and "answer style per model" in r.stdout and "0.3 / 0" in r.stdout, r
+
+
+def test_judge_page_shows_style_per_model(sqlite_url, tmp_path, run_cli):
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    recs = [{"prompt": f"p{i}", "model_a": "md", "response_a": f"# Head {i}\n- a\n- b\n**x**", "model_b": "plain",
+             "response_b": f"plain answer {i}", "judge": "J", "preference": 0.9, "task_family": "fam"} for i in range(3)]
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    importing.import_generic(path, "verdicts", "jsonl", None, sqlite_url)
+    r = run_cli("--database-url", sqlite_url, "judge", "J", "--bootstrap", "0", "--format", "json")
+    assert r.exit_code == 0, r
+    style = {x["model"]: x for x in json.loads(r.stdout)["families"][0]["answer_style"]}
+    assert style["md"]["features"]["md_headers"] == {"mean": 1.0, "median": 1.0, "n": 3}
+    assert style["md"]["features"]["md_list_unordered"]["median"] == 2.0
+    assert style["plain"]["features"]["md_bold"] == {"mean": 0.0, "median": 0.0, "n": 3}
+    r = run_cli("--database-url", sqlite_url, "judge", "J", "--bootstrap", "0")
+    assert r.exit_code == 0 and "answer style per model" in r.stdout, r
+    page = TestClient(create_app(sqlite_url)).get("/judge", params={"judge": "J", "bootstrap": "0"})
+    assert page.status_code == 200 and "Answer style per model" in page.text
+    row = page.text.split('<td class="name">md</td>', 1)[1].split("</tr>", 1)[0]
+    assert "<td class=\"num\">1.0 / 1.0</td>" in row and "2.0 / 2.0" in row

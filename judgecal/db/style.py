@@ -12,17 +12,19 @@ from judgecal.db import models as m
 LENGTHS = ("n_chars", "n_words", "n_bytes")
 
 
-def answer_features(s: Session) -> dict[tuple[int, str], dict[str, list[float]]]:
+def answer_features(s: Session, family_id: int | None = None) -> dict[tuple[int, str], dict[str, list[float]]]:
     """{(task family id, model): {feature: [value per answer]}} of every stored answer:
     :data:`LENGTHS`, ``tokens[<tokenizer>]`` for every tokenizer with stored token lengths
     (answers without one are absent from that list), and the Markdown counts
     (:data:`judgecal.calibrate.style.COLUMNS`; a row another client wrote without them is
-    counted from its text here). Rows in id order."""
+    counted from its text here). Rows in id order; ``family_id``: that family's answers only."""
     R = m.Response
     out: dict[tuple[int, str], dict[str, list[float]]] = {}
     where: dict[int, tuple[int, str]] = {}
     cols = [getattr(R, c) for c in LENGTHS + COLUMNS]
     q = select(R.id, m.Item.task_family_id, R.model, *cols).join(m.Item, m.Item.id == R.item_id).order_by(R.id)
+    if family_id is not None:
+        q = q.where(m.Item.task_family_id == family_id)
     missing: list[int] = []
     for part in s.connection().execute(q).partitions(20_000):
         for rid, fid, model, *vals in part:
@@ -44,6 +46,9 @@ def answer_features(s: Session) -> dict[tuple[int, str], dict[str, list[float]]]
                 d[c].append(v)
     tq = select(m.TokenLength.response_id, m.TokenLength.tokenizer, m.TokenLength.n_tokens).order_by(
         m.TokenLength.tokenizer, m.TokenLength.response_id)
+    if family_id is not None:
+        tq = tq.join(R, R.id == m.TokenLength.response_id).join(m.Item, m.Item.id == R.item_id).where(
+            m.Item.task_family_id == family_id)
     for rid, tok, n in s.connection().execute(tq):
         key = where.get(rid)
         if key is not None:

@@ -13,6 +13,10 @@ def _ci(ci) -> str:
     return "-" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _mm(f) -> str:
+    return "-" if not f or f["mean"] is None else f"{f['mean']:.1f} / {f['median']:g}"
+
+
 def judge_tables(prof: dict, width: int = 120) -> list:
     """Lines (str) and rich Tables, in order, that fit ``width`` characters."""
     j = prof["judge"]
@@ -46,6 +50,15 @@ def judge_tables(prof: dict, width: int = 120) -> list:
                       _f(r["gap_to_best"]), _ci(r.get("gap_to_best_ci"))] for r in c["rows"]]
             table, notes = board_table(f"{e['task_family']}: {c['n_judges']} judges on the {c['n_pairs']} labelled pairs "
                                        f"all decided (> this judge)", cols, cells, width)
+            items += [table] + notes
+        style = e.get("answer_style") or []
+        if style:
+            feats = ["n_chars", "n_words", "md_headers", "md_list_ordered", "md_list_unordered", "md_bold"]
+            heads = ["chars", "words", "headers", "ordered items", "unordered items", "bold"]
+            cols = [Col("model", "model", 0, "name"), Col("answers", "n", 1)] + [Col(h, k, 0) for h, k in zip(heads, feats)]
+            cells = [[r["model"], str(r["answers"])] + [_mm(r["features"].get(k)) for k in feats] for r in style]
+            table, notes = board_table(f"{e['task_family']}: answer style per model, mean / median (Markdown counts "
+                                       "outside code blocks, docs/style.md)", cols, cells, width)
             items += [table] + notes
         for f in e["calibrations"]:
             ident = "" if f["identified"] in (None, True) else " NOT IDENTIFIED, do not publish: " + "; ".join(f["reasons"])

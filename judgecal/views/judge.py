@@ -86,12 +86,16 @@ def judge_profile(judge: str, url: str | None = None, *, n_bootstrap: int = 1000
     [{judge, ref, kind, agreement, rank, gap_to_best, gap_to_best_ci, this}]}: every judge of
     the family with labelled pairs, on the pairs all of them decided; None without such pairs),
     calibrations ([{id, created_at, length_unit, decision, recommended, reason, identified,
-    reasons}], newest first)}]}, by family name.
+    reasons}], newest first), answer_style (per model of the family, the mean and median of its
+    answers' lengths and Markdown counts: :func:`judgecal.views.stats.style_summary`)}]}, by
+    family name.
 
     ``judge``: a name, model or id as ``--judge`` takes it (a shared name resolves to the one
     judge with ratings or verdicts). Raises NotFoundError, ChoiceError."""
+    from judgecal.db import style as sq
     from judgecal.db import verdicts as vq
     from judgecal.views.fitting import list_fits
+    from judgecal.views.stats import style_summary
 
     engine = get_engine(url)
     with session_scope(engine) as s:
@@ -126,6 +130,7 @@ def judge_profile(judge: str, url: str | None = None, *, n_bootstrap: int = 1000
                                             n_bootstrap=n_bootstrap, seed=seed + 3) if mine else None
             entry["longer_by_ratio"] = lb if lb and lb["n"] else None
             entry["comparison"] = _comparison(s, fid, judges, jrow.id, labels, names, cred, n_bootstrap, seed + 7)
+            entry["answer_style"] = style_summary({mo: f for (_, mo), f in sq.answer_features(s, fid).items()})
             families.append(entry)
     engine.dispose()
     for entry in families:
