@@ -190,7 +190,10 @@ def main() -> int:
     ap.add_argument("--lmeval-forward", default=None, choices=["fused", "transformers"],
                     help="judgecal's forward for the lm-eval config tasks (default: what --forward auto runs for "
                          "lm-eval tasks, transformers)")
-    ap.add_argument("--row-len", type=int, default=None, help="judgecal's packed row length in tokens (default: hf.py's)")
+    ap.add_argument("--row-len", type=int, default=None,
+                    help="judgecal's smallest cap of a shared-prefix unit in tokens (default: hf.py's)")
+    ap.add_argument("--pad-multiple", type=int, default=None,
+                    help="judgecal's row padding multiple (default: hf.py's, 4 fused / 8 transformers)")
     ap.add_argument("--token-budget", type=int, default=None, help="judgecal's tokens per forward pass (default: hf.py's)")
     ap.add_argument("--forward", default="auto", choices=["auto", "fused", "transformers"],
                     help="judgecal's body forward (default auto: fused for Llama models)")
@@ -221,8 +224,10 @@ def main() -> int:
     print("float32 matmul rate (start): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in r0.items()))
     scorer = HFScorer(folder, device="cpu", dtype="float32", forward=args.forward)
     scorer.row_len = args.row_len or scorer.row_len
+    scorer.pad_multiple = args.pad_multiple or scorer.pad_multiple
     scorer.token_budget = args.token_budget or scorer.token_budget
-    print(f"judgecal: {scorer.forward_name} forward, rows of {scorer.row_len} tokens, {scorer.token_budget} tokens per forward pass")
+    print(f"judgecal: {scorer.forward_name} forward, one item a row padded to a multiple of {scorer.pad_multiple} tokens, "
+          f"{scorer.token_budget} tokens per forward pass, shared-prefix units up to {scorer.row_len} tokens")
     bs = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
     score_task(tasks["arc_easy"], scorer=scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
 
@@ -239,7 +244,8 @@ def main() -> int:
     lm = lms[best_bs]
     print(f"lm-eval best batch size: {best_bs}")
 
-    report = {"forward": scorer.forward_name, "row_len": scorer.row_len, "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
+    report = {"forward": scorer.forward_name, "row_len": scorer.row_len, "pad_multiple": scorer.pad_multiple,
+              "token_budget": scorer.token_budget, "load_average": os.getloadavg(), "matmul_gflops_start": {k: v / 1e9 for k, v in r0.items()}, "lm_eval_batch_size": best_bs, "items": args.items, "tasks": {}}
     lm_eval_wanted = [t for t in wanted if t in LM_EVAL_TASKS]
     if lm_eval_wanted:
         import tempfile
@@ -253,6 +259,8 @@ def main() -> int:
         fw = args.lmeval_forward or "transformers"
         lm_scorer = scorer if fw == scorer.forward_name else HFScorer(folder, device="cpu", dtype="float32", forward=fw)
         lm_scorer.row_len, lm_scorer.token_budget = scorer.row_len, scorer.token_budget
+        if args.pad_multiple:
+            lm_scorer.pad_multiple = args.pad_multiple
         score_task(tasks["arc_easy"], scorer=lm_scorer, null_context=None, limit=8, batch_size=bs)  # warm-up
         for name in lm_eval_wanted:
             report["tasks"][name] = bench_lm_eval_task(name, lm, lm_scorer, args.lmeval_items, hub, torch)
@@ -289,6 +297,8 @@ def main() -> int:
         print(f"floor    : {row['floor_gflop']:.0f} GFLOP needed ({st['tokens']} body tokens, "
               f"{st['scored_rows']} LM-head rows): {row['achieved_gflops']:.1f} GFLOP/s wall, "
               f"{row['achieved_gflops_cpu']:.1f} GFLOP/s per {torch.get_num_threads()} busy threads (CPU time)")
+        print(f"padding  : {st['padded_tokens']} tokens through the body for {st['tokens']} "
+              f"({100 * (st['padded_tokens'] / st['tokens'] - 1):.1f}%), {st['forward_passes']} forward passes")
     r1 = rates()
     report["matmul_gflops_end"] = {k: v / 1e9 for k, v in r1.items()}
     report["load_average_end"] = os.getloadavg()

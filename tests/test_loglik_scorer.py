@@ -1,5 +1,6 @@
 """The transformers backend: lm-eval's split rules with the real SmolLM2 tokenizer, and packed
-scoring (several items per row, shared contexts) against a plain per-choice forward pass."""
+scoring (an item's choices in one row sharing its context, padded rows batched together, shared
+few-shot prefixes) against a plain per-choice forward pass."""
 
 from __future__ import annotations
 
@@ -16,20 +17,17 @@ from judgecal.config import shared_data_dir  # noqa: E402
 DATA = shared_data_dir() / "mc"
 
 
-def test_plan_batches_and_pack_rows():
-    lengths = [10, 50, 30, 20]
-    # best-fit decreasing into rows of 60: 50 -> row 0, 30 -> row 1, 20 -> row 1, 10 -> row 0
-    assert HFScorer.pack_rows(lengths, 60) == [[1, 0], [2, 3]]
-    assert HFScorer.pack_rows([70, 5, 65], 60) == [[0], [2, 1]]  # a row is at least the longest group (70)
-    assert HFScorer.pack_rows([40, 35, 20, 15], 60) == [[0, 2], [1, 3]]  # 20 goes to the tighter row
-    assert HFScorer.pack_rows([], 60) == []
-    # auto: rows over the whole task, fullest first, cut at the token budget (rows x widest row)
-    assert HFScorer.plan_batches(lengths, "auto", token_budget=80, row_len=60) == [[[1, 0]], [[2, 3]]]
-    assert HFScorer.plan_batches(lengths, "auto", token_budget=120, row_len=60) == [[[1, 0], [2, 3]]]
-    assert HFScorer.plan_batches(lengths, "auto", token_budget=10, row_len=60) == [[[1, 0]], [[2, 3]]]
-    # an int: that many groups a pass, longest first, each pass packed on its own
-    assert HFScorer.plan_batches(lengths, 2, row_len=60) == [[[1], [2]], [[3, 0]]]
-    assert HFScorer.plan_batches(lengths, 2, row_len=192) == [[[1, 2]], [[3, 0]]]
+def test_plan_batches():
+    # every unit a row of its own, padded to a multiple of 8 tokens (at least 16): 16, 56, 32, 24, 56, 16;
+    # a pass holds one padded length, longest first
+    lengths = [10, 50, 30, 20, 52, 12]
+    assert HFScorer.plan_batches(lengths, "auto", token_budget=120) == [[4, 1], [2], [3], [5, 0]]
+    assert HFScorer.plan_batches(lengths, "auto", token_budget=100) == [[4], [1], [2], [3], [5, 0]]
+    assert HFScorer.plan_batches(lengths, "auto", token_budget=10) == [[4], [1], [2], [3], [5], [0]]
+    # an int: at most that many units a pass
+    assert HFScorer.plan_batches(lengths, 2) == [[4, 1], [2], [3], [5, 0]]
+    assert HFScorer.plan_batches(lengths, 1) == [[4], [1], [2], [3], [5], [0]]
+    assert HFScorer.plan_batches([], "auto") == []
     with pytest.raises(Exception, match="batch-size"):
         HFScorer.plan_batches(lengths, 0)
 
@@ -92,8 +90,8 @@ def test_split_rules(scorer):
 @pytest.mark.model
 @pytest.mark.parametrize("forward", ["fused", "transformers"])
 def test_packed_equals_plain_forward(scorer, forward, monkeypatch):
-    """Packed rows (several items a row, shared contexts, block mask) against one plain
-    forward pass of the model per (context, continuation). The transformers forward agrees
+    """Packed rows (an item's choices in one row sharing the context, block mask; rows of
+    different items padded and batched in one pass) against one plain forward pass of the model per (context, continuation). The transformers forward agrees
     within 1e-4 nats; the fused forward within float32 rounding: 1e-4 nats + 1e-5 relative
     (its linears round differently: 1.02e-4 nats seen on a 21.7-nat continuation)."""
     import torch
@@ -107,7 +105,6 @@ def test_packed_equals_plain_forward(scorer, forward, monkeypatch):
         ("2 + 2 =", [" 4", " 5"]),
         ("The café served", [" crème brûlée.", " nothing"]),
     ])
-    scorer.row_len = 64  # force several items into one packed row
     got = scorer.score_groups(groups, batch_size=3)
     model = scorer.model
     for g, scores in zip(groups, got):

@@ -19,6 +19,9 @@ with fewer passes over memory, from the model's own weights:
   ops torch.compile's CPU backend emits) on weights packed once in oneDNN's preferred layout,
   with the SiLU, the gate x up product and the residual additions fused into the matmuls;
   elsewhere (CUDA, bfloat16, a build without oneDNN) ``F.linear`` with the same structure.
+- rows of several lengths go through one pass (:meth:`FusedLlama.segments`): the tokens of
+  all rows, without padding between them, through every linear at once, and attention per
+  group of equally long rows, so a row's numbers do not depend on the other rows' lengths.
 
 The cos/sin tables come from the model's own rotary module, so rope scaling variants are
 honoured. Only plain Llama blocks are accepted (:func:`supports`); anything else (biases,
@@ -134,25 +137,44 @@ class FusedLlama:
         self.scaling = body.layers[0].self_attn.scaling
 
     def __call__(self, input_ids, attention_mask, position_ids):
+        B, L = input_ids.shape
+        out = self.segments(input_ids.reshape(B * L), position_ids.reshape(B * L), [(B, L, attention_mask)])
+        return out.view(B, L, -1)
+
+    def segments(self, input_ids, position_ids, parts):
+        """The body over ``input_ids`` / ``position_ids`` (T,) cut into consecutive segments,
+        ``parts``: ``(rows, width, attention_mask (rows, 1, width, width) bool)`` each, rows x
+        width tokens (T in all). Every linear, norm and rotary runs on the T tokens at once (they
+        compute each token's row alone); attention runs per segment, among the rows of one
+        width. Returns the final hidden states (T, hidden) after the last RMSNorm."""
         torch = self.torch
         F = torch.nn.functional
-        B, L = input_ids.shape
         H, KV, d = self.n_heads, self.n_kv, self.head_dim
-        x = self.body.embed_tokens(input_ids)
-        cos, sin = self.body.rotary_emb(x, position_ids)  # (B, L, d), halves duplicated
-        rot = torch.complex(cos[..., : d // 2].float(), sin[..., : d // 2].float()).unsqueeze(2)  # (B, L, 1, d/2)
+        x = self.body.embed_tokens(input_ids[None])  # (1, T, D)
+        cos, sin = self.body.rotary_emb(x, position_ids[None])  # (1, T, d), halves duplicated
+        rot = torch.complex(cos[0, :, : d // 2].float(), sin[0, :, : d // 2].float()).unsqueeze(1)  # (T, 1, d/2)
         D = x.shape[-1]
-        x = x.reshape(B * L, D)
+        x = x[0]
+        bounds = []
+        start = 0
+        for rows, width, mask in parts:
+            bounds.append((start, rows, width, mask))
+            start += rows * width
         op = self.onednn
         for w_in, w_qkv, w_o, w_post, w_gate, w_up, w_down in self.layers:
             h = F.rms_norm(x, (D,), w_in, self.eps)
-            qkv = (op(h, w_qkv, None, "none", [], "") if op else F.linear(h, w_qkv)).view(B, L, -1)
-            q = self._rope(qkv[..., : self.q_size], rot, H)
-            k = self._rope(qkv[..., self.q_size:self.q_size + self.kv_size], rot, KV)
-            v = qkv[..., self.q_size + self.kv_size:].view(B, L, KV, d).transpose(1, 2)
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, scale=self.scaling,
-                                               enable_gqa=H != KV)
-            o = o.transpose(1, 2).reshape(B * L, self.q_size)
+            qkv = op(h, w_qkv, None, "none", [], "") if op else F.linear(h, w_qkv)
+            outs = []
+            for s0, rows, width, mask in bounds:
+                n = rows * width
+                seg = qkv[s0:s0 + n].view(rows, width, -1)
+                r = rot[s0:s0 + n].view(rows, width, 1, d // 2)
+                q = self._rope(seg[..., : self.q_size], r, H)
+                k = self._rope(seg[..., self.q_size:self.q_size + self.kv_size], r, KV)
+                v = seg[..., self.q_size + self.kv_size:].view(rows, width, KV, d).transpose(1, 2)
+                o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scaling, enable_gqa=H != KV)
+                outs.append(o.transpose(1, 2).reshape(n, self.q_size))
+            o = outs[0] if len(outs) == 1 else torch.cat(outs)
             if op:
                 x = op.binary(o, x, w_o, None, "add")
                 h = F.rms_norm(x, (D,), w_post, self.eps)
@@ -163,7 +185,7 @@ class FusedLlama:
                 h = F.rms_norm(x, (D,), w_post, self.eps)
                 act = F.silu(F.linear(h, w_gate)).mul_(F.linear(h, w_up))
                 x = x + F.linear(act, w_down)
-        return self.body.norm(x).view(B, L, D)
+        return self.body.norm(x)
 
     def _rope(self, t, rot, heads):
         """(B, L, heads*d) interleaved pairs -> rotated (B, heads, L, d) in ``t``'s dtype."""

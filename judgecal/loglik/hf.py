@@ -19,15 +19,24 @@ Design (the work lm-evaluation-harness does, minus the repetition):
   to the prefix and causally to their own context and continuation (positions continue from
   the prefix), so the prefix's keys/values are computed once for all those items, the same
   way an item's context is computed once for all its choices.
-- **Batched across items by length.** Rows are sorted by packed length and batched under a
-  token budget, so padding is small and the matmuls are large enough to run fast on CPU.
+- **Batched across items, batch-independent.** Each unit (an item, or items sharing a
+  prefix) is a row of its own, at offset 0, padded to a length that depends on its own length
+  only (:func:`padded_length`: the next multiple of 4 tokens with the fused forward, 8 with the
+  transformers forward, at least 16). The fused forward takes rows of several lengths in one
+  pass (every linear on all the pass's tokens at once, attention per length:
+  :meth:`judgecal.loglik.fused.FusedLlama.segments`); the transformers forward gets rows of one
+  length a pass. So every unit is computed with the same shapes whatever else is in its pass:
+  attention sees the same sequence length and positions, the row-wise linears the same rows,
+  and the LM head always a multiple of 16 rows. On the CPU in float32 an item's
+  log-likelihoods are then the same to the bit at every ``--batch-size``
+  (tests/test_scorer_exactness.py; docs/mc.md "Exactness" says what this rests on). Passes
+  are cut under a token budget, so the matmuls stay large enough to run fast.
 
 torch/transformers are imported lazily; missing -> ModelError with the install hint.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -36,13 +45,23 @@ from judgecal.errors import ModelError, UsageError
 from judgecal.loglik.split import EncodedGroup, Encoder
 
 INSTALL_HINT = "install the local extra: pip install 'judgecal[local]'"
-# tokens (real tokens, rows x packed length) per forward pass with batch_size="auto". 2048 with
-# 192-token rows measured 9% faster than 4096 with 256-token rows on 200 HellaSwag items (2 CPU
-# threads; docs/performance.md): less padding, and the activations stay closer to the caches.
+# tokens (rows x padded length) per forward pass with batch_size="auto"
 DEFAULT_TOKEN_BUDGET = 2048
-DEFAULT_ROW_LEN = 192  # tokens per packed row (several items share a row, block-diagonal mask)
+# a shared-prefix unit holds at most max(row_len, PREFIX_UNIT_FACTOR x prefix) tokens (HFScorer.units)
+DEFAULT_ROW_LEN = 192
+# a row is padded to the next multiple of this many tokens (at least MIN_ROW tokens): its
+# length then depends on the unit alone, so that batch composition cannot change its numbers.
+# The transformers forward batches rows of one length a pass: 8 keeps the passes few (4 was
+# 6% slower on 200 HellaSwag items, 16 pads 18% on ARC-Easy); the fused forward takes several
+# lengths a pass, so 4 pads less for no more passes (docs/performance.md, issue 33).
+PAD_MULTIPLE = 8
+PAD_MULTIPLE_FUSED = 4
+# no row shorter than this: MKL's float32 GEMM (the transformers forward, the LM head) takes
+# another code path, with another summation order, below 12 rows (measured with torch 2.13)
+MIN_ROW = 16
 FORWARDS = ("auto", "fused", "transformers")  # body forward: judgecal.loglik.fused or the model's own
 LM_HEAD_CHUNK = 2048  # scored rows per output-projection chunk (bounds the float32 logits memory)
+HEAD_MULTIPLE = 16  # LM-head rows are padded to a multiple of this (MKL's small-M path, see MIN_ROW)
 MIN_SHARED_PREFIX = 32  # tokens: a shorter common context prefix is not worth a shared unit
 PREFIX_UNIT_FACTOR = 4  # a shared-prefix unit holds at most max(row_len, factor x prefix) tokens
 
@@ -53,6 +72,13 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def padded_length(n: int, multiple: int = PAD_MULTIPLE) -> int:
+    """The row length a unit of ``n`` tokens is computed in: ``n`` rounded up to a multiple of
+    ``multiple``, at least ``MIN_ROW``. A function of ``n`` alone, so that a unit's shapes
+    (and with them its float rounding) do not depend on what else is in its forward pass. Pure."""
+    return max(MIN_ROW, -(-n // multiple) * multiple)
 
 
 def shared_prefixes(ctxs: Sequence[Sequence[int]], min_prefix: int = MIN_SHARED_PREFIX) -> list[tuple[int, list[int]]]:
@@ -182,7 +208,7 @@ class HFScorer:
         self.softcap = getattr(cfg, "final_logit_softcapping", None)
         self.max_length = int(getattr(cfg, "max_position_embeddings", 0) or 2048)
         self.encoder = Encoder(self.tokenizer)
-        self.row_len = DEFAULT_ROW_LEN  # tokens per packed row; an attribute so benchmarks can tune it
+        self.row_len = DEFAULT_ROW_LEN  # smallest cap of a shared-prefix unit (tokens); benchmarks tune it
         self.token_budget = DEFAULT_TOKEN_BUDGET  # tokens per forward pass with batch_size="auto"
         if forward not in FORWARDS:
             raise UsageError(f"--forward must be one of {', '.join(FORWARDS)}, got {forward!r}")
@@ -193,6 +219,7 @@ class HFScorer:
                              f"(model_type {getattr(cfg, 'model_type', None)!r}); use --forward transformers")
         self.fused = fused.FusedLlama(self.model) if forward != "transformers" and fused.supports(self.model) else None
         self.forward_name = "fused" if self.fused is not None else "transformers"
+        self.pad_multiple = PAD_MULTIPLE_FUSED if self.fused is not None else PAD_MULTIPLE
         self.n_body_params = sum(p.numel() for n, p in self.body.named_parameters() if "embed" not in n)
         self.n_head_params = self.head.weight.numel()
 
@@ -210,63 +237,36 @@ class HFScorer:
 
     @staticmethod
     def plan_batches(lengths: Sequence[int], batch_size: int | str, token_budget: int = DEFAULT_TOKEN_BUDGET,
-                     row_len: int = DEFAULT_ROW_LEN) -> list[list[list[int]]]:
-        """Forward passes as lists of packed rows of group indices (``lengths``: tokens per
-        group). Pure.
-
-        ``batch_size="auto"``: every group is packed into rows of ``row_len`` tokens first
-        (:meth:`pack_rows`, over the whole task, so that long and short items share rows and
-        padding stays near 1%), then the rows, fullest first, are cut into passes of at most
-        ``token_budget`` tokens (rows x the pass's longest row; at least one row a pass).
-        An int ``batch_size``: the groups, longest first, in passes of that many groups, each
-        pass packed on its own. Raises UsageError for an int below 1."""
-        if batch_size != "auto":
+                     mixed: bool = False, multiple: int = PAD_MULTIPLE) -> list[list[int]]:
+        """Forward passes as lists of unit indices (``lengths``: tokens per unit), longest
+        first; every unit is a row of its own, padded to :func:`padded_length` (``multiple``).
+        ``batch_size="auto"``: passes of at most ``token_budget`` tokens (padded; at least one
+        row a pass). An int: at most that many units a pass. ``mixed``: a pass may hold rows of
+        several padded lengths (the fused forward: attention per length); else one padded
+        length a pass (the transformers forward's (B, L) batch; ``token_budget`` then counts
+        rows x that length). Pure. Raises UsageError for an int below 1."""
+        if batch_size == "auto":
+            cap = None
+        else:
             cap = int(batch_size)
             if cap < 1:
                 raise UsageError(f"--batch-size must be >= 1 or auto, got {batch_size!r}")
-            order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-            chunks = [order[s:s + cap] for s in range(0, len(order), cap)]
-            return [[[chunk[i] for i in row] for row in HFScorer.pack_rows([lengths[i] for i in chunk], row_len)]
-                    for chunk in chunks]
-        rows = HFScorer.pack_rows(lengths, row_len)
-        fill = [sum(lengths[i] for i in row) for row in rows]
-        batches: list[list[list[int]]] = []
-        cur: list[list[int]] = []
-        width = 0
-        for r in sorted(range(len(rows)), key=lambda r: -fill[r]):
-            if cur and (len(cur) + 1) * width > token_budget:
-                batches.append(cur)
-                cur = []
-            if not cur:
-                width = fill[r]
-            cur.append(rows[r])
+        width = [padded_length(n, multiple) for n in lengths]
+        order = sorted(range(len(lengths)), key=lambda i: (-width[i], -lengths[i]))
+        passes: list[list[int]] = []
+        cur: list[int] = []
+        used = 0
+        for i in order:
+            w = width[i]
+            full = (len(cur) >= cap) if cap is not None else (used + w > token_budget)
+            if cur and (full or (not mixed and width[cur[0]] != w)):
+                passes.append(cur)
+                cur, used = [], 0
+            cur.append(i)
+            used += w
         if cur:
-            batches.append(cur)
-        return batches
-
-    @staticmethod
-    def pack_rows(lengths: Sequence[int], row_len: int) -> list[list[int]]:
-        """Best-fit-decreasing packing of groups (indices into ``lengths``) into rows of at
-        most ``max(row_len, longest)`` tokens: each group, longest first, goes into the row
-        whose free space fits it most tightly (ties: the earlier row). O(n log n) searches.
-        Pure."""
-        if not lengths:
-            return []
-        cap = max(row_len, max(lengths))
-        rows: list[list[int]] = []
-        free: list[tuple[int, int]] = []  # (free tokens, row), sorted; full rows are dropped
-        for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
-            n = lengths[i]
-            k = bisect.bisect_left(free, (n, -1))
-            if k < len(free):
-                room, r = free.pop(k)
-                rows[r].append(i)
-            else:
-                room, r = cap, len(rows)
-                rows.append([i])
-            if room > n:
-                bisect.insort(free, (room - n, r))
-        return rows
+            passes.append(cur)
+        return passes
 
     def units(self, groups: Sequence[EncodedGroup], share_prefixes: bool = True) -> list[_Unit]:
         """The groups as packing units: groups whose contexts share at least
@@ -321,100 +321,119 @@ class HFScorer:
             (len(u.members) - 1) * len(u.prefix) for u in units if u.prefix)
         with torch.inference_mode():
             budget = self.token_budget if token_budget is None else token_budget
-            for rows in self.plan_batches(lengths, batch_size, budget, self.row_len):
-                res = self._forward([[units[i] for i in row] for row in rows], groups, stats)
+            for rows in self.plan_batches(lengths, batch_size, budget, mixed=self.fused is not None,
+                                          multiple=self.pad_multiple):
+                res = self._forward([units[i] for i in rows], groups, stats)
                 for gi, r in res.items():
                     out[gi] = r
                 if progress is not None:
-                    progress(sum(len(units[i].members) for row in rows for i in row))
+                    progress(sum(len(units[i].members) for i in rows))
         stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
         return out  # type: ignore[return-value]
 
-    def _forward(self, packed: Sequence[Sequence[_Unit]], groups: Sequence[EncodedGroup],
+    def _forward(self, packed: Sequence[_Unit], groups: Sequence[EncodedGroup],
                  stats: RunStats) -> dict[int, list[ChoiceScore]]:
-        """One forward pass over ``packed`` rows (each a list of units sharing one row of the
-        batch). Returns group index -> one score per continuation."""
+        """One forward pass over ``packed`` units, each a row of its own at offset 0,
+        :func:`padded_length` long, rows of equal length consecutive (:meth:`plan_batches`).
+        The fused forward takes rows of several lengths in one pass (attention per length);
+        the transformers forward gets one (B, L) batch, so all rows must be equally long.
+        Returns group index -> one score per continuation."""
         torch = self.torch
-        B = len(packed)
-        L = max(sum(u.length for u in row) for row in packed)
-        ids = torch.zeros((B, L), dtype=torch.long)
-        pos = torch.zeros((B, L), dtype=torch.long)
-        seg = torch.full((B, L), -1, dtype=torch.long)  # 0 = context, j+1 = continuation j, -1 = pad
-        item = torch.full((B, L), -1, dtype=torch.long)  # which slot of the row (a group or a prefix) a token is
-        pfx = torch.full((B, L), -1, dtype=torch.long)  # the slot of the shared prefix a group's token continues
-        src_b: list[int] = []
-        src_p: list[int] = []
+        widths = [padded_length(u.length, self.pad_multiple) for u in packed]
+        starts = [0]
+        for w in widths:
+            starts.append(starts[-1] + w)
+        T = starts[-1]
+        ids = torch.zeros(T, dtype=torch.long)
+        pos = torch.zeros(T, dtype=torch.long)
+        seg = torch.full((T,), -1, dtype=torch.long)  # 0 = context, j+1 = continuation j, -1 = pad
+        item = torch.full((T,), -1, dtype=torch.long)  # which slot of the row (a group or a prefix) a token is
+        pfx = torch.full((T,), -1, dtype=torch.long)  # the slot of the shared prefix a group's token continues
+        src: list[int] = []  # flat positions (over the pass's T tokens) whose hidden state the LM head reads
         tgt_row: list[int] = []  # for each scored token: its row among the gathered positions
         tgt_tok: list[int] = []
         owner: list[tuple[int, int]] = []
         done: list[int] = []
-        for b, row in enumerate(packed):
-            o = 0
+        for u, base, w in zip(packed, starts, widths):
+            o = base
             slot = 0
-            for u in row:
-                P = len(u.prefix)
-                pslot = -1
-                if P:
-                    pslot = slot
-                    slot += 1
-                    ids[b, o:o + P] = torch.tensor(u.prefix)
-                    pos[b, o:o + P] = torch.arange(P)
-                    seg[b, o:o + P] = 0
-                    item[b, o:o + P] = pslot
-                    o += P
-                for gi, suffix in zip(u.members, u.suffixes):
-                    g = groups[gi]
-                    n = len(suffix)
-                    size = n + sum(len(c) for c in g.conts)
-                    ids[b, o:o + n] = torch.tensor(suffix)
-                    pos[b, o:o + n] = torch.arange(P, P + n)
-                    seg[b, o:o + n] = 0
-                    item[b, o:o + size] = slot
-                    pfx[b, o:o + size] = pslot
-                    shared = len(src_b)  # the last context token predicts every continuation's first token
-                    src_b.append(b)
-                    src_p.append(o + n - 1)
-                    o += n
-                    for j, c in enumerate(g.conts):
-                        k = len(c)
-                        ids[b, o:o + k] = torch.tensor(c)
-                        pos[b, o:o + k] = torch.arange(P + n, P + n + k)
-                        seg[b, o:o + k] = j + 1
-                        rows_ = [shared]
-                        for t in range(k - 1):
-                            rows_.append(len(src_b))
-                            src_b.append(b)
-                            src_p.append(o + t)
-                        tgt_row.extend(rows_)
-                        tgt_tok.extend(c)
-                        owner.extend([(gi, j)] * k)
-                        o += k
-                    slot += 1
-                    done.append(gi)
-            pos[b, o:] = torch.arange(L - o)  # padding: attends to itself and earlier padding only
-            stats.tokens += o
-        stats.padded_tokens += B * L
-        stats.scored_rows += len(src_b)
+            P = len(u.prefix)
+            pslot = -1
+            if P:
+                pslot = slot
+                slot += 1
+                ids[o:o + P] = torch.tensor(u.prefix)
+                pos[o:o + P] = torch.arange(P)
+                seg[o:o + P] = 0
+                item[o:o + P] = pslot
+                o += P
+            for gi, suffix in zip(u.members, u.suffixes):
+                g = groups[gi]
+                n = len(suffix)
+                size = n + sum(len(c) for c in g.conts)
+                ids[o:o + n] = torch.tensor(suffix)
+                pos[o:o + n] = torch.arange(P, P + n)
+                seg[o:o + n] = 0
+                item[o:o + size] = slot
+                pfx[o:o + size] = pslot
+                shared = len(src)  # the last context token predicts every continuation's first token
+                src.append(o + n - 1)
+                o += n
+                for j, c in enumerate(g.conts):
+                    k = len(c)
+                    ids[o:o + k] = torch.tensor(c)
+                    pos[o:o + k] = torch.arange(P + n, P + n + k)
+                    seg[o:o + k] = j + 1
+                    rows_ = [shared]
+                    for t in range(k - 1):
+                        rows_.append(len(src))
+                        src.append(o + t)
+                    tgt_row.extend(rows_)
+                    tgt_tok.extend(c)
+                    owner.extend([(gi, j)] * k)
+                    o += k
+                slot += 1
+                done.append(gi)
+            pos[o:base + w] = torch.arange(base + w - o)  # padding: attends to itself and earlier padding only
+            stats.tokens += o - base
+        stats.padded_tokens += T
+        stats.scored_rows += len(src)
         stats.forward_passes += 1
-        causal = torch.ones((L, L), dtype=torch.bool).tril()
-        same_item = item[:, :, None] == item[:, None, :]
-        same_seg = seg[:, :, None] == seg[:, None, :]
-        to_ctx = (seg[:, None, :] == 0) & (seg[:, :, None] > 0)
-        to_prefix = (item[:, None, :] == pfx[:, :, None]) & (pfx[:, :, None] >= 0)
-        mask = (causal[None] & ((same_item & (same_seg | to_ctx)) | to_prefix))[:, None]  # (B, 1, L, L), True = attend
+        parts = []  # (first token, rows, width, mask): consecutive rows of one width
+        b = 0
+        while b < len(packed):
+            e = b
+            while e < len(packed) and widths[e] == widths[b]:
+                e += 1
+            w, sl = widths[b], slice(starts[b], starts[e])
+            rows = e - b
+            sg, it, pf = seg[sl].view(rows, w), item[sl].view(rows, w), pfx[sl].view(rows, w)
+            causal = torch.ones((w, w), dtype=torch.bool).tril()
+            same_item = it[:, :, None] == it[:, None, :]
+            same_seg = sg[:, :, None] == sg[:, None, :]
+            to_ctx = (sg[:, None, :] == 0) & (sg[:, :, None] > 0)
+            to_prefix = (it[:, None, :] == pf[:, :, None]) & (pf[:, :, None] >= 0)
+            mask = (causal[None] & ((same_item & (same_seg | to_ctx)) | to_prefix))[:, None]  # (rows, 1, w, w)
+            parts.append((starts[b], rows, w, mask))
+            b = e
         dev = self.device
         if self.fused is not None:
-            hidden = self.fused(ids.to(dev), mask.to(dev), pos.to(dev))
+            hidden = self.fused.segments(ids.to(dev), pos.to(dev), [(r, w, m.to(dev)) for _, r, w, m in parts])
         else:
-            hidden = self.body(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
-                               use_cache=False).last_hidden_state
-        gathered = hidden[torch.tensor(src_b, device=dev), torch.tensor(src_p, device=dev)]
+            if len(parts) != 1:
+                raise AssertionError("the transformers forward takes rows of one length a pass")
+            _, rows, w, mask = parts[0]
+            hidden = self.body(input_ids=ids.view(rows, w).to(dev), attention_mask=mask.to(dev),
+                               position_ids=pos.view(rows, w).to(dev), use_cache=False).last_hidden_state
+            hidden = hidden.reshape(T, -1)
+        extra = -len(src) % HEAD_MULTIPLE  # repeat a real row: every LM-head matmul has a multiple of 16 rows
+        gathered = hidden[torch.tensor(src + [src[0]] * extra, device=dev)]
         tgt_row_t = torch.tensor(tgt_row, device=dev)
         tgt_tok_t = torch.tensor(tgt_tok, device=dev)
         token_lp = torch.empty(len(tgt_tok), dtype=torch.float32, device=dev)
-        greedy_tok = torch.empty(len(src_b), dtype=torch.long, device=dev)
-        for s in range(0, len(src_b), LM_HEAD_CHUNK):
-            e = min(s + LM_HEAD_CHUNK, len(src_b))
+        greedy_tok = torch.empty(len(src) + extra, dtype=torch.long, device=dev)
+        for s in range(0, len(src) + extra, LM_HEAD_CHUNK):
+            e = min(s + LM_HEAD_CHUNK, len(src) + extra)
             logits = self.head(gathered[s:e]).float()  # float32 log-softmax whatever the dtype
             if self.softcap:
                 logits = torch.tanh(logits / self.softcap) * self.softcap

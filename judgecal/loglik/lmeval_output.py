@@ -17,8 +17,9 @@
 
 judgecal's own figures are under keys lm-eval does not use: ``judgecal`` in the results file
 (run id, version, the run's metrics with judgecal's extras such as acc_bytes and acc_per_token,
-per-task extras, notes, acc_norm - acc) and ``judgecal`` on each sample line (tokens,
-characters and bytes per choice, the prediction under each of judgecal's metrics).
+per-task extras, notes, acc_norm - acc, ``ties``: items decided by an exact tie per metric) and
+``judgecal`` on each sample line (tokens, characters and bytes per choice, the prediction under
+each of judgecal's metrics, ``ties``: the metrics whose prediction an exact tie decided).
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def sample_extras(items: list) -> dict[tuple[str, int], dict]:
     for it in items:
         out[(it.task, it.doc_id)] = {
             "n_tokens": [c.n_tokens for c in it.choices], "n_chars": [c.n_chars for c in it.choices],
-            "n_bytes": [c.n_bytes for c in it.choices], "predictions": dict(it.predictions), "golds": it.golds}
+            "n_bytes": [c.n_bytes for c in it.choices], "predictions": dict(it.predictions), "golds": it.golds,
+            "ties": list(getattr(it, "ties", []))}
     return out
 
 
@@ -155,13 +157,14 @@ def write_files(full: dict, tracker: Any, *, log_samples: bool, extra: Mapping[s
 def judgecal_block(res: Any, run_id: int | None) -> dict[str, Any]:
     """What the results file carries under ``judgecal``: run id, version, the run's metrics
     (lm-eval's headline and judgecal's extras, each with its ``source``), each task's extras,
-    notes, acc_norm - acc, the settings that are judgecal's."""
+    notes, acc_norm - acc, exact ties per metric, the settings that are judgecal's."""
     from judgecal import __version__
 
     diags = res.diagnostics
     return {"run_id": run_id, "judgecal_version": __version__, "task": res.task, "metrics": res.metrics,
             "extras_by_task": {t: v.get("extras", {}) for t, v in (diags.get("by_task") or {}).items()},
-            "acc_norm_minus_acc": diags.get("acc_norm_minus_acc"), "notes": diags.get("notes", []),
+            "acc_norm_minus_acc": diags.get("acc_norm_minus_acc"), "ties": diags.get("ties"),
+            "notes": diags.get("notes", []),
             "task_config_sha256": res.settings.get("task_config_sha256"),
             "requests_sha256": res.settings.get("requests_sha256"),
             "documents_sha256": res.settings.get("documents_sha256"),

@@ -1217,14 +1217,16 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
                 why_counts[why] += 1
             crs = [ChoiceResult(lls[j], ll_u[j] if ll_u else None, ntok[j], M.n_chars(c), M.n_bytes(c), greedy[j])
                    for j, c in enumerate(choices)]
-            preds = M.item_predictions(lls[:k], [c.n_chars for c in crs], [c.n_bytes for c in crs],
-                                       [max(c.n_tokens, 1) for c in crs], ll_u)
+            score_args = (lls[:k], [c.n_chars for c in crs], [c.n_bytes for c in crs],
+                          [max(c.n_tokens, 1) for c in crs], ll_u)
+            preds = M.item_predictions(*score_args)
             for m in hits:
                 if preds.get(m) is not None:
                     hits[m].append(1.0 if preds[m] in golds else 0.0)
                     task_hits.setdefault(m, []).append(1.0 if preds[m] in golds else 0.0)
             items.append(ItemResult(len(items), golds[0] if len(golds) == 1 else golds[0], crs, preds,
-                                    task=tname, doc_id=int(s["doc_id"]), requests=args, golds=golds))
+                                    task=tname, doc_id=int(s["doc_id"]), requests=args, golds=golds,
+                                    ties=M.item_ties(*score_args)))
             choices_all.append(choices)
             doc_hash.update(str(s["doc_hash"]).encode() + b"\n")
             for a in args:
@@ -1255,7 +1257,8 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
             value, se = M.mean_stderr(hits[m])
             top[m] = {"value": value, "stderr": se, "n": len(items), "source": "judgecal extra"}
             extras.append(m)
-    diags = M.diagnostics(choices_all, top)
+    computed = [m for m in M.METRICS if m != "acc_pmi" or len(hits["acc_pmi"]) == len(items)]
+    diags = M.diagnostics(choices_all, top, ties=M.count_ties([it.ties for it in items], computed))
     diags["headline"] = primary or [m for m in top if m in extras]
     notes = list(diags["notes"])
     if extras:

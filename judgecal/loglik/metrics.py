@@ -39,6 +39,22 @@ def n_bytes(choice: str) -> int:
     return len(choice.encode("utf-8"))
 
 
+def item_scores(ll: Sequence[float], chars: Sequence[int], nbytes: Sequence[int], ntokens: Sequence[int],
+                ll_null: Sequence[float] | None = None) -> dict[str, np.ndarray | None]:
+    """The per-choice scores (float64) each metric takes the argmax of, for one item:
+    ``acc`` ll, ``acc_norm`` ll / characters, ``acc_bytes`` ll / bytes, ``acc_per_token``
+    ll / tokens, ``acc_pmi`` ll - ll_null (None without ``ll_null``). Arguments as
+    :func:`item_predictions`."""
+    ll_a = np.asarray(ll, dtype=np.float64)
+    return {
+        "acc": ll_a,
+        "acc_norm": ll_a / np.asarray(chars, dtype=np.float64),
+        "acc_bytes": ll_a / np.asarray(nbytes, dtype=np.float64),
+        "acc_per_token": ll_a / np.asarray(ntokens, dtype=np.float64),
+        "acc_pmi": None if ll_null is None else ll_a - np.asarray(ll_null, dtype=np.float64),
+    }
+
+
 def item_predictions(ll: Sequence[float], chars: Sequence[int], nbytes: Sequence[int],
                      ntokens: Sequence[int], ll_null: Sequence[float] | None = None) -> dict[str, int | None]:
     """Predicted choice index under each metric for one item.
@@ -47,17 +63,32 @@ def item_predictions(ll: Sequence[float], chars: Sequence[int], nbytes: Sequence
     per-choice lengths (characters and bytes of the raw choice, tokens of the scored
     continuation); ``ll_null``: per-choice ll under the null context or None (then
     ``acc_pmi`` is None). Formulas in the module docstring. Ties -> first choice."""
-    ll_a = np.asarray(ll, dtype=np.float64)
-    out: dict[str, int | None] = {
-        "acc": int(np.argmax(ll_a)),
-        "acc_norm": int(np.argmax(ll_a / np.asarray(chars, dtype=np.float64))),
-        "acc_bytes": int(np.argmax(ll_a / np.asarray(nbytes, dtype=np.float64))),
-        "acc_per_token": int(np.argmax(ll_a / np.asarray(ntokens, dtype=np.float64))),
-        "acc_pmi": None,
-    }
-    if ll_null is not None:
-        out["acc_pmi"] = int(np.argmax(ll_a - np.asarray(ll_null, dtype=np.float64)))
-    return out
+    return {m: None if v is None else int(np.argmax(v))
+            for m, v in item_scores(ll, chars, nbytes, ntokens, ll_null).items()}
+
+
+def exact_tie(scores: Sequence[float]) -> bool:
+    """True when the largest of ``scores`` is reached by two choices or more, exactly (the same
+    float): ``np.argmax`` then picks the first of them (lm-eval's rule, kept), so the prediction
+    is decided by the choices' order, not by the model. Scores with a NaN: False (argmax picks
+    the first NaN). Pure."""
+    a = np.asarray(scores, dtype=np.float64)
+    if a.size < 2 or np.isnan(a).any():
+        return False
+    return bool(np.count_nonzero(a == a.max()) > 1)
+
+
+def item_ties(ll: Sequence[float], chars: Sequence[int], nbytes: Sequence[int], ntokens: Sequence[int],
+              ll_null: Sequence[float] | None = None) -> list[str]:
+    """The metrics whose prediction for this item is decided by an exact tie
+    (:func:`exact_tie` of :func:`item_scores`), in :data:`METRICS` order."""
+    return [m for m, v in item_scores(ll, chars, nbytes, ntokens, ll_null).items() if v is not None and exact_tie(v)]
+
+
+def count_ties(item_tie_lists: Sequence[Sequence[str]], metrics: Sequence[str] = METRICS) -> dict[str, int]:
+    """Items decided by an exact tie, per metric in ``metrics`` (the metrics the run computed):
+    ``{metric: count}``, zeros included."""
+    return {m: sum(m in t for t in item_tie_lists) for m in metrics}
 
 
 def mean_stderr(values: Sequence[float]) -> tuple[float, float]:
@@ -110,12 +141,14 @@ def lint_choices(choices_per_item: Sequence[Sequence[str]]) -> dict[str, int]:
     return counts
 
 
-def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str, Mapping]) -> dict:
+def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str, Mapping],
+                ties: Mapping[str, int] | None = None) -> dict:
     """Diagnostics printed with the metrics: ``letter_key`` (bool) and ``headline`` (the metric
     names to show first: acc_norm is dropped for letter-key tasks, with ``notes`` saying why),
     ``lint`` (counts from :func:`lint_choices`), ``duplicate_choices`` (items with two
     identical choice strings: equal log-likelihoods, and ties go to the first, so a gold answer
-    on a later copy is never predicted), ``acc_norm_minus_acc``."""
+    on a later copy is never predicted), ``acc_norm_minus_acc``, and ``ties`` (items whose
+    prediction an exact tie decided, per metric: :func:`count_ties`) when given."""
     letter = is_letter_key(choices_per_item)
     notes: list[str] = []
     headline = [m for m in METRICS if m in metrics]
@@ -134,8 +167,11 @@ def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str,
     gap = None
     if "acc" in metrics and "acc_norm" in metrics:
         gap = metrics["acc_norm"]["value"] - metrics["acc"]["value"]
-    return {"letter_key": letter, "headline": headline, "lint": lint, "duplicate_choices": dups, "acc_norm_minus_acc": gap,
-            "notes": notes}
+    out = {"letter_key": letter, "headline": headline, "lint": lint, "duplicate_choices": dups, "acc_norm_minus_acc": gap,
+           "notes": notes}
+    if ties is not None:
+        out["ties"] = dict(ties)
+    return out
 
 
 def compare_runs(a_metrics: Mapping[str, Mapping], b_metrics: Mapping[str, Mapping]) -> dict:

@@ -38,7 +38,9 @@ class ChoiceResult:
 @dataclass
 class ItemResult:
     """One item: ``index`` (0-based in the task), ``gold``, ``choices`` (ChoiceResult each),
-    ``predictions`` (metric -> predicted index; acc_pmi None without a null pass). Items of an
+    ``predictions`` (metric -> predicted index; acc_pmi None without a null pass), ``ties``
+    (the metrics whose prediction an exact tie between choices decided:
+    :func:`judgecal.loglik.metrics.item_ties`). Items of an
     lm-eval task also carry ``task`` (the leaf task), ``doc_id`` (lm-eval's), ``requests`` (the
     ``(context, continuation)`` pairs lm-eval built, unconditional ones included) and ``golds``
     (every gold index as lm-eval scores it; ``gold`` is the first)."""
@@ -51,13 +53,15 @@ class ItemResult:
     doc_id: int | None = None
     requests: list[tuple[str, str]] | None = None
     golds: list[int] | None = None
+    ties: list[str] = field(default_factory=list)
 
 
 @dataclass
 class McResult:
     """A scoring run: ``task``, ``model``, ``backend`` ("hf" or "openai-completions"),
     ``settings``, ``items``, ``metrics`` (metric -> {value, stderr, n}), ``diagnostics``
-    (:func:`judgecal.loglik.metrics.diagnostics` plus ``boundary_fixes``), ``stats`` (timing
+    (:func:`judgecal.loglik.metrics.diagnostics`, with ``ties``: items decided by an exact tie
+    per metric, plus ``boundary_fixes``), ``stats`` (timing
     and work: seconds, items_per_s, tokens, scored_rows...)."""
 
     task: str
@@ -82,12 +86,13 @@ def _finish(task: McTask, items_ll: list[list[tuple[float, int, bool | None]]],
         for c, (ll, ntok, greedy) in zip(item.choices, scored):
             lln = null_ll[task.target_delimiter + c] if null_ll is not None else None
             choices.append(ChoiceResult(ll, lln, ntok, M.n_chars(c), M.n_bytes(c), greedy))
-        preds = M.item_predictions([c.ll for c in choices], [c.n_chars for c in choices],
-                                   [c.n_bytes for c in choices], [c.n_tokens for c in choices],
-                                   [c.ll_null for c in choices] if null_ll is not None else None)
-        results.append(ItemResult(idx, item.gold, choices, preds))
+        args = ([c.ll for c in choices], [c.n_chars for c in choices], [c.n_bytes for c in choices],
+                [c.n_tokens for c in choices], [c.ll_null for c in choices] if null_ll is not None else None)
+        results.append(ItemResult(idx, item.gold, choices, M.item_predictions(*args), ties=M.item_ties(*args)))
     metrics = M.aggregate([r.predictions for r in results], [r.gold for r in results])
-    diags = M.diagnostics([it.choices for it in task.items], metrics)
+    computed = [m for m in M.METRICS if m != "acc_pmi" or null_ll is not None]
+    diags = M.diagnostics([it.choices for it in task.items], metrics,
+                          ties=M.count_ties([r.ties for r in results], computed))
     return results, metrics, diags
 
 

@@ -7,8 +7,23 @@ from rich.table import Table
 from rich.text import Text
 
 
+def ties_line(ties: dict | None) -> str | None:
+    """One line for the terminal: ``ties: 2 items decided by an exact tie (acc), 1 (acc_norm)``
+    (metrics with a count only), ``ties: no prediction decided by an exact tie``, or None for
+    a run stored before ties were counted (``ties``: diagnostics' counts per metric)."""
+    if ties is None:
+        return None
+    hit = [(m, n) for m, n in ties.items() if n]
+    if not hit:
+        return "ties: no prediction decided by an exact tie"
+    (m0, n0), rest = hit[0], hit[1:]
+    head = f"ties: {n0} item{'s' if n0 != 1 else ''} decided by an exact tie ({m0})"
+    return head + "".join(f", {n} ({m})" for m, n in rest) + "; the first tied choice is predicted, as in lm-eval"
+
+
 def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
-    """Metric table (headline first; acc_norm marked when a letter-key task drops it) and notes."""
+    """Metric table (headline first; acc_norm marked when a letter-key task drops it), the
+    exact-tie line (:func:`ties_line`) and notes."""
     table = Table("metric", "value", "stderr", "n")
     headline = diagnostics.get("headline") or list(metrics)
     for name in headline + [k for k in metrics if k not in headline]:
@@ -19,6 +34,9 @@ def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
     gap = diagnostics.get("acc_norm_minus_acc")
     if gap is not None:
         parts.append(Text(f"acc_norm - acc: {gap:+.4f}"))
+    ties = ties_line(diagnostics.get("ties"))
+    if ties:
+        parts.append(Text(ties))
     for note in diagnostics.get("notes", []):
         parts.append(Text(f"note: {note}"))
     if diagnostics.get("boundary_fixes"):
@@ -47,26 +65,44 @@ def run_setup(settings: dict) -> dict:
             "limit": "-" if limit is None else str(limit)}
 
 
+def ties_cell(diagnostics: dict | None) -> str:
+    """A run's exact ties for a table cell: ``acc/acc_norm`` counts (``2/0``), ``-`` for a
+    run stored before ties were counted."""
+    ties = (diagnostics or {}).get("ties")
+    if ties is None:
+        return "-"
+    return "/".join(str(ties[m]) if m in ties else "-" for m in ("acc", "acc_norm"))
+
+
 def runs_table(runs: list[dict]) -> Table:
     """Stored runs, newest first, with their few-shot count, chat-template setting, few-shot
-    seed and limit (two runs of one task that differ in those are told apart)."""
-    table = Table("id", "model", "task", "items", "shots", "chat", "seed", "limit", "acc", "acc_norm", "created")
+    seed and limit (two runs of one task that differ in those are told apart), and the items
+    whose acc / acc_norm prediction an exact tie decided (``ties``)."""
+    table = Table("id", "model", "task", "items", "shots", "chat", "seed", "limit", "acc", "acc_norm", "ties",
+                  "created")
     for r in runs:
         mt = r["metrics"]
         setup = run_setup(r.get("settings") or {})
         table.add_row(str(r["id"]), r["model"], r["task"], str(r["n_items"]), setup["shots"], setup["chat"],
                       setup["seed"], setup["limit"],
                       f"{mt['acc']['value']:.4f}" if "acc" in mt else "-",
-                      f"{mt['acc_norm']['value']:.4f}" if "acc_norm" in mt else "-", str(r["created_at"]))
+                      f"{mt['acc_norm']['value']:.4f}" if "acc_norm" in mt else "-",
+                      ties_cell(r.get("diagnostics")), str(r["created_at"]))
     return table
 
 
 def compare_renderable(cmp: dict, run_a: int, run_b: int) -> Group:
-    """Deltas RUN_B - RUN_A per metric, and the opposite-direction flag."""
+    """Deltas RUN_B - RUN_A per metric, the opposite-direction flag, and each run's exact ties
+    when either has any."""
     table = Table("metric", f"run {run_a}", f"run {run_b}", "delta", "stderr")
     for name, d in cmp["deltas"].items():
         table.add_row(name, f"{d['a']:.4f}", f"{d['b']:.4f}", f"{d['delta']:+.4f}", f"{d['stderr']:.4f}")
     parts: list = [table]
     if cmp["opposite_directions"]:
         parts.append(Text(f"acc and acc_norm moved in opposite directions: {cmp['message']}", style="bold yellow"))
+    ties = cmp.get("ties") or {}
+    if any(any((t or {}).values()) for t in ties.values()):
+        for side, run in (("a", run_a), ("b", run_b)):
+            line = ties_line(ties.get(side))
+            parts.append(Text(f"run {run} " + (line or "ties: not counted (stored before ties were counted)")))
     return Group(*parts)

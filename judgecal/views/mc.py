@@ -354,7 +354,9 @@ def _item_sets(a: Mapping[str, Any], b: Mapping[str, Any], same_dataset: bool) -
 
 def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
     """Compare two stored runs: metric deltas (b - a) with stderr, the acc/acc_norm
-    opposite-direction flag, ``same_dataset`` (equal dataset SHA-256) and ``same_items``.
+    opposite-direction flag, ``same_dataset`` (equal dataset SHA-256), ``same_items`` and
+    ``ties`` (``{"a": ..., "b": ...}``: each run's items decided by an exact tie per metric, None
+    for a run stored before ties were counted).
     ``warning`` (one line) names what makes the deltas mix different things: other items
     (:func:`_item_sets`: the same data with another ``--limit``, or other data), different
     COMPARED_SETTINGS, metrics present in one run only. When the runs scored different items
@@ -367,7 +369,8 @@ def compare(run_a_id: int, run_b_id: int, db_url: str | None = None) -> dict:
     cmp = M.compare_runs(a["metrics"], b["metrics"])
     cmp.update(run_a={k: a[k] for k in ("id", "model", "task", "n_items")},
                run_b={k: b[k] for k in ("id", "model", "task", "n_items")},
-               same_dataset=a["dataset_sha256"] == b["dataset_sha256"])
+               same_dataset=a["dataset_sha256"] == b["dataset_sha256"],
+               ties={"a": (a.get("diagnostics") or {}).get("ties"), "b": (b.get("diagnostics") or {}).get("ties")})
     problems = []
     items = _item_sets(a, b, cmp["same_dataset"])
     cmp["same_items"] = items is None
