@@ -42,7 +42,8 @@ from judgecal._cli.common import FMT_OPT, Ctx, Finite, command, emit_json, err, 
 @click.option("--top-logprobs", "top_logprobs", default=None, type=int, metavar="N",
               help="Alternatives per token with --logprobs, 1-20 (the API's most; default 20). Implies --logprobs.")
 @click.option("--local", "local", default=None, metavar="smollm2|FOLDER",
-              help="No server, no generation: read each verdict's distribution from one forward pass of this local model.")
+              help="No server: read each verdict's distribution from one forward pass of this local model (greedy decoding of a few "
+                   "tokens only where the pass does not show the greedy text whole).")
 @click.option("--local-device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Device of --local.")
 @click.option("--local-dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True,
@@ -62,7 +63,7 @@ def rate(cctx: click.Context, ctx: Ctx, judge, base_url, prompt, task_families, 
     With --serve the judge is a local model served by `transformers serve` for this run
     (--judge is then the model name sent, usually the folder: pass the same value as --serve).
     With --local the local model reads each verdict's distribution from one forward pass of
-    the prompt (no server, no generation); --logprobs stores an API judge's distribution."""
+    the prompt (no server; a few greedy tokens only where needed); --logprobs stores an API judge's distribution."""
     import contextlib
 
     from click.core import ParameterSource
@@ -74,7 +75,7 @@ def rate(cctx: click.Context, ctx: Ctx, judge, base_url, prompt, task_families, 
         bad = sorted(given & {"base_url", "serve", "serve_device", "max_tokens", "concurrency", "timeout", "max_attempts",
                               "max_outage", "top_logprobs"})
         if bad:
-            raise click.UsageError(f"--{bad[0].replace('_', '-')} does not apply with --local (no endpoint, no generation)")
+            raise click.UsageError(f"--{bad[0].replace('_', '-')} does not apply with --local (no endpoint, no sampling)")
         if judge is not None and judge != local:
             raise click.UsageError("--judge names the model an endpoint serves; with --local the judge is the --local "
                                    "model (name it with --judge-name)")
