@@ -200,10 +200,14 @@ def same(a, b) -> bool:
 def lookup(url: str | None, kind: str, key: str):
     """The stored value of ``key`` if it was computed at the database's current generation;
     else the module's ``_MISSING``. Any error reading it is a miss (the caller computes)."""
-    from judgecal.db.engine import get_engine
+    from judgecal.db import engine as eng
 
+    pinned = url is not None and url in eng._PINNED  # judgecal serve's engine: kept; else made and disposed here
     try:
-        engine = get_engine(url)
+        engine = eng.get_engine(url, check=False)  # a database behind 0006 has no generation: a miss
+    except Exception:  # noqa: BLE001 - a miss: the function reports what is wrong with the database
+        return _MISSING
+    try:
         with engine.connect() as conn:
             gen = generation(conn)
             if gen is None:
@@ -213,6 +217,9 @@ def lookup(url: str | None, kind: str, key: str):
         return _MISSING if row is None else decode(row[0])
     except Exception:  # noqa: BLE001 - a miss: the page computes its figures as without the store
         return _MISSING
+    finally:
+        if not pinned:
+            engine.dispose()
 
 
 @contextlib.contextmanager
