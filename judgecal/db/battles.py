@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
+from judgecal.calibrate.style import style_counts
 from judgecal.db import models as m
 
 _CREDIT = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -22,7 +23,7 @@ class Battles:
     database). ``models`` (sorted names) and ``a``, ``b`` (n,) codes into it (a: the verdict's
     response a); ``items`` (sorted prompt SHA-256) and ``item`` (n,) codes; ``preference`` (n,)
     the stored soft verdict P(a preferred); ``verdict_credit`` (n,) the verdict read as a=1,
-    b=0, tie=0.5; ``baseline_side`` {model: verdicts naming it the baseline}; ``left_out``
+    b=0, tie=0.5; ``resp_a``, ``resp_b`` (n,) the two answers' response ids; ``baseline_side`` {model: verdicts naming it the baseline}; ``left_out``
     {reason: verdicts not used}."""
 
     models: list[str] = field(default_factory=list)
@@ -32,6 +33,8 @@ class Battles:
     item: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     preference: np.ndarray = field(default_factory=lambda: np.zeros(0))
     verdict_credit: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    resp_a: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    resp_b: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     baseline_side: dict[str, int] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
 
@@ -58,7 +61,7 @@ def battles(s: Session, family_id: int, judge_id: int) -> Battles:
     PJ = m.PairwiseJudgment
     RA, RB = aliased(m.Response), aliased(m.Response)
     q = (select(m.Item.prompt_sha256, RA.model, RA.text_sha256, RB.model, RB.text_sha256, PJ.sample_index, PJ.position,
-                PJ.status, PJ.preference, PJ.verdict, PJ.baseline_side)
+                PJ.status, PJ.preference, PJ.verdict, PJ.baseline_side, RA.id, RB.id)
          .join(RA, RA.id == PJ.response_a_id).join(RB, RB.id == PJ.response_b_id)
          .join(m.Item, m.Item.id == RA.item_id)
          .where(PJ.judge_id == judge_id, m.Item.task_family_id == family_id))
@@ -67,7 +70,7 @@ def battles(s: Session, family_id: int, judge_id: int) -> Battles:
     left: dict[str, int] = {}
     use = []
     for r in rows:
-        item, ma, _, mb, _, _, _, status, pref, verdict, side = r
+        item, ma, _, mb, _, _, _, status, pref, verdict, side, ra, rb = r
         if side is not None:
             name = ma if side == "a" else mb
             out.baseline_side[name] = out.baseline_side.get(name, 0) + 1
@@ -76,7 +79,7 @@ def battles(s: Session, family_id: int, judge_id: int) -> Battles:
         if reason:
             left[reason] = left.get(reason, 0) + 1
             continue
-        use.append((item, ma, mb, float(pref), _CREDIT.get(verdict, np.nan)))
+        use.append((item, ma, mb, float(pref), _CREDIT.get(verdict, np.nan), ra, rb))
     out.left_out = left
     if not use:
         return out
@@ -89,4 +92,37 @@ def battles(s: Session, family_id: int, judge_id: int) -> Battles:
     out.item = np.fromiter((icode[u[0]] for u in use), dtype=np.int64, count=len(use))
     out.preference = np.array([u[3] for u in use], dtype=float)
     out.verdict_credit = np.array([u[4] for u in use], dtype=float)
+    out.resp_a = np.array([u[5] for u in use], dtype=np.int64)
+    out.resp_b = np.array([u[6] for u in use], dtype=np.int64)
+    return out
+
+
+def answer_style(s: Session, response_ids, unit: str, tokenizer: str | None) -> dict[int, tuple[float, int, int, int]]:
+    """{response id: (length in ``unit``, headers, list items (ordered + unordered), bold spans)}
+    of the answers, the Markdown counts summed as Arena-Hard-Auto's style control sums them
+    (``judgecal.calibrate.style``; a row another client wrote without the stored counts is
+    counted from its text). ``unit``: "chars", "words", "bytes" (stored on ``response``) or
+    "tokens" (``token_length`` under ``tokenizer``: answers without one are absent)."""
+    R = m.Response
+    ids = sorted({int(i) for i in response_ids})
+    col = {"chars": R.n_chars, "words": R.n_words, "bytes": R.n_bytes}.get(unit)
+    out: dict[int, tuple[float, int, int, int]] = {}
+    for start in range(0, len(ids), 900):
+        part = ids[start:start + 900]
+        q = select(R.id, R.md_headers, R.md_list_ordered, R.md_list_unordered, R.md_bold,
+                   col if col is not None else R.n_chars).where(R.id.in_(part))
+        rows = s.execute(q).all()
+        missing = [r[0] for r in rows if any(v is None for v in r[1:5])]
+        texts = dict(s.execute(select(R.id, R.text).where(R.id.in_(missing))).all()) if missing else {}
+        toks = {}
+        if unit == "tokens":
+            toks = dict(s.execute(select(m.TokenLength.response_id, m.TokenLength.n_tokens).where(
+                m.TokenLength.tokenizer == tokenizer, m.TokenLength.response_id.in_(part))).all())
+        for rid, h, o, u, bo, n in rows:
+            if rid in texts:
+                h, o, u, bo = style_counts(texts[rid])
+            length = toks.get(rid) if unit == "tokens" else n
+            if length is None:
+                continue
+            out[rid] = (float(length), int(h), int(o) + int(u), int(bo))
     return out

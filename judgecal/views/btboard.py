@@ -13,7 +13,8 @@ import numpy as np
 from sqlalchemy import select
 
 from judgecal.calibrate import bt
-from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, shown_ranks
+from judgecal.calibrate import stylecontrol as sc
+from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, rank_change, shown_ranks
 from judgecal.db import battles as bq
 from judgecal.db import models as m
 from judgecal.db import queries as q
@@ -22,6 +23,10 @@ from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import ChoiceError, NotFoundError, UsageError
 
 OUTCOMES = ("preference", "verdict")
+CONTROLS = tuple(sc.CONTROLS)
+LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
+STYLE_SOURCE = ("Arena-Hard-Auto show_result.py (print_leaderboard_with_style_features) on the features of "
+                "utils/add_markdown_info.py; docs/style.md")
 _WHY = {"above": "won every battle that links it to the baseline's side: no finite rating (+inf)",
         "below": "lost every battle that links it to the baseline's side: no finite rating (-inf)",
         "unlinked": "no verdict links it to the baseline: no rating"}
@@ -81,7 +86,8 @@ def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
 
 
 def build_bt_board(families=None, judge: str | None = None, baseline: str | None = None, url: str | None = None, *,
-                   outcome: str = "preference", n_bootstrap: int = 1000, seed: int = 0) -> dict:
+                   outcome: str = "preference", n_bootstrap: int = 1000, seed: int = 0, control: str = "none",
+                   length_unit: str = "tokens", tokenizer: str = "smollm2") -> dict:
     """The Bradley-Terry board of one family and judge (JSON-ready).
 
     ``outcome``: "preference" (the stored soft verdict P(a preferred): a tie 0.5, a judge's
@@ -90,6 +96,16 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     shown are two battles, as Arena-Hard-Auto counts its two games). ``baseline``: anchored at
     1000 (default: the one model the verdicts name as the baseline). Bootstrap: ``n_bootstrap``
     item resamples with ``seed`` (0: no CIs).
+
+    ``control``: "none" (the plain board), or style control (:mod:`judgecal.calibrate.stylecontrol`,
+    Arena-Hard-Auto's covariates): "length", "markdown" or "both"; the lengths in ``length_unit``
+    ("tokens" under ``tokenizer``, filled as ``judgecal lengths`` does where not stored; "words",
+    "chars", "bytes"). A controlled board's rows carry the controlled fit as rating, win_rate,
+    coef (with CIs) and the plain fit beside it (rating_uncontrolled, win_rate_uncontrolled and
+    their CIs, coef_uncontrolled), rank_uncontrolled, rank_controlled and change (positive:
+    moved up under control); ``style`` holds the coefficients ({control, length_unit, tokenizer,
+    coefficients: [{feature, description, coef, coef_ci, odds_ratio, odds_ratio_ci, raw_mean, raw_sd,
+    meaning}], left_out: [constant columns], source}).
 
     Returns {task_family, judge, baseline, outcome, scale, n_battles, n_items, n_models, n_pairs,
     n_bootstrap, seed, bootstrap: {set_apart, not_converged}, rows: [{rank, model, rating,
@@ -106,6 +122,10 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             judge_label = q.judge_labels(s)[jrow.id]
     finally:
         engine.dispose()
+    if control not in CONTROLS:
+        raise UsageError(f"control must be one of {', '.join(CONTROLS)}")
+    if length_unit not in LENGTH_UNITS:
+        raise UsageError(f"length unit must be one of {', '.join(LENGTH_UNITS)}")
     notes = [note] if note else []
     left = dict(data.left_out)
     y = data.preference if outcome == "preference" else data.verdict_credit
@@ -125,6 +145,26 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     boot = bt.bootstrap_bt(design, anchor, fit, n_bootstrap, seed) if n_bootstrap else None
     if not fit.converged:
         notes.append(f"the fit did not settle in {bt.MAX_ITER} Newton steps: ratings are the last iterate")
+    style = None
+    if control != "none":
+        raw = _raw_style(data.resp_a[keep], data.resp_b[keep], length_unit, tokenizer, url)
+        Z, cols, constant = sc.style_matrix(raw, control)
+        if not cols:
+            raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
+                             "battles: nothing to control for")
+        d_c = bt.make_design(a, b, y, np.ones(a.size), it, len(models), len(data.items), features=Z)
+        fit_c = bt.fit_bt(d_c, anchor)
+        boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
+        if not fit_c.converged:
+            notes.append(f"the style-controlled fit did not settle in {bt.MAX_ITER} Newton steps: its figures are the "
+                         "last iterate")
+        if constant:
+            notes.append("style columns constant over the battles, left out of the control (no sd to standardise by): "
+                         + ", ".join(constant))
+        if boot_c is not None and (boot_c.n_set_apart or boot_c.n_not_converged):
+            notes.append(f"bootstrap (style-controlled): {boot_c.n_set_apart} of {n_bootstrap} resamples left some model "
+                         f"without a finite rating, {boot_c.n_not_converged} did not settle (left out of the CIs)")
+        style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c)
     rating = bt.ratings(fit.coef)
     rows, apart = [], []
     n_all = np.bincount(np.concatenate([a, b]), minlength=len(models))
@@ -152,6 +192,8 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     for r, k in zip(rows, shown_ranks([round(r["win_rate"], WIN_RATE_DECIMALS) for r in rows], WIN_RATE_DECIMALS)):
         r["rank"] = k
     rows = [{"rank": r.pop("rank"), **r} for r in rows]
+    if style is not None:
+        rows = _controlled_rows(rows, models, fit_c, boot_c)
     if boot is not None and (boot.n_set_apart or boot.n_not_converged):
         notes.append(f"bootstrap: {boot.n_set_apart} of {n_bootstrap} resamples left some model without a finite rating "
                      f"(its CI bound is then infinite), {boot.n_not_converged} did not settle (left out of the CIs)")
@@ -163,7 +205,81 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
         "n_battles": int(keep.sum()), "n_items": int(np.unique(data.item[keep]).size), "n_models": len(models), "n_pairs": len(pairs),
         "n_bootstrap": int(n_bootstrap), "seed": int(seed),
         "bootstrap": None if boot is None else {"set_apart": boot.n_set_apart, "not_converged": boot.n_not_converged},
-        "loglik": fit.loglik, "converged": fit.converged,
+        "loglik": fit.loglik, "converged": fit.converged, "control": control, "style": style,
         "rows": rows, "set_apart": apart, "left_out": left, "notes": notes,
     }
 
+
+
+def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> np.ndarray:
+    """The unstandardised style differences (n, 4) of the battles whose answers are ``resp_a``,
+    ``resp_b`` (response ids): lengths in ``unit`` (tokens filled where not stored, as
+    ``judgecal lengths`` does; ReadOnlyError on a read-only database) and the Markdown counts."""
+    tok = None
+    if unit == "tokens":
+        from judgecal.tokens import canonical_name
+
+        tok = canonical_name(tokenizer)
+    ids = np.unique(np.concatenate([resp_a, resp_b])).tolist()
+    engine = get_engine(url)
+    try:
+        with session_scope(engine) as s:
+            feats = bq.answer_style(s, ids, unit, tok)
+    finally:
+        engine.dispose()
+    missing = [i for i in ids if i not in feats]
+    if missing:  # token lengths not stored yet: fill them, then read them
+        from judgecal.tokens import fill_lengths
+
+        fill_lengths(tokenizer, url, response_ids=missing)
+        engine = get_engine(url)
+        try:
+            with session_scope(engine) as s:
+                feats = bq.answer_style(s, ids, unit, tok)
+        finally:
+            engine.dispose()
+        still = [i for i in ids if i not in feats]
+        if still:
+            raise NotFoundError(f"{len(still)} answers have no {unit} length under tokenizer {tok}")
+    fa = np.array([feats[i] for i in resp_a.tolist()], dtype=float).reshape(-1, 4)
+    fb = np.array([feats[i] for i in resp_b.tolist()], dtype=float).reshape(-1, 4)
+    return sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:])
+
+
+def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dict:
+    coefs = []
+    for j, c in enumerate(cols):
+        g = float(fit_c.gamma[j])
+        ci = bt.percentile_ci(boot_c.gamma[:, j]) if boot_c is not None else None
+        coefs.append({
+            "feature": c["feature"], "description": c["description"], "coef": g, "coef_ci": ci,
+            "odds_ratio": float(np.exp(g)), "odds_ratio_ci": None if ci is None else [float(np.exp(v)) for v in ci],
+            "raw_mean": c["mean"], "raw_sd": c["sd"], "meaning": sc.meaning(c["feature"], g),
+        })
+    return {"control": control, "length_unit": unit, "tokenizer": tokenizer if unit == "tokens" else None,
+            "coefficients": coefs, "left_out": constant, "source": STYLE_SOURCE,
+            "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
+
+
+def _controlled_rows(rows: list[dict], models: list[str], fit_c, boot_c) -> list[dict]:
+    """The plain rows with the controlled fit as rating / win_rate / coef and the plain one
+    beside it; sorted and ranked by the controlled win rate."""
+    out = []
+    for r in rows:
+        i = models.index(r["model"])
+        rating = float(bt.ratings(fit_c.coef[i]))
+        r_ci = bt.percentile_ci(bt.ratings(boot_c.coef[:, i])) if boot_c is not None else None
+        out.append({
+            "model": r["model"], "rating": rating, "rating_ci": r_ci,
+            "win_rate": float(100 * bt.win_rate(rating, 1000.0)),
+            "win_rate_ci": None if r_ci is None else [float(100 * bt.win_rate(v, 1000.0)) for v in r_ci],
+            "rank_uncontrolled": r["rank"], "rating_uncontrolled": r["rating"], "rating_uncontrolled_ci": r["rating_ci"],
+            "win_rate_uncontrolled": r["win_rate"], "win_rate_uncontrolled_ci": r["win_rate_ci"],
+            "n_battles": r["n_battles"], "n_opponents": r["n_opponents"], "n_items": r["n_items"],
+            "mean_credit": r["mean_credit"], "coef": float(fit_c.coef[i]), "coef_uncontrolled": r["coef"],
+        })
+    out.sort(key=lambda r: (-r["rating"], r["model"]))
+    for r, k in zip(out, shown_ranks([round(r["win_rate"], WIN_RATE_DECIMALS) for r in out], WIN_RATE_DECIMALS)):
+        r["rank_controlled"] = k
+        r["change"] = rank_change(r["rank_uncontrolled"], k)
+    return [{"rank": r["rank_controlled"], **r} for r in out]

@@ -1,0 +1,104 @@
+"""Style control of a Bradley-Terry board: the style covariates of a battle, as Arena-Hard-Auto
+builds them. Pure numpy; no I/O.
+
+Source: lmarena/arena-hard-auto ``show_result.py``, ``print_leaderboard_with_style_features``
+(v2.0), on the answers' metadata of ``utils/add_markdown_info.py`` (``token_len``, then
+``header_count``, ``list_count``, ``bold_count``, each a dict of counts summed over its keys:
+headers h1-h6, ordered plus unordered list items, ``**`` plus ``__`` bold spans). For a battle
+between answer a (the model's) and answer b (the opponent's), with lengths ``L`` and Markdown
+counts ``c``:
+
+- length: ``(L_a - L_b) / (L_a + L_b)``;
+- each Markdown feature: the densities ``d = c / L`` (count per length unit), then
+  ``(d_a - d_b) / (d_a + d_b + 1)``;
+- every feature column then standardised over the battles: ``(x - mean) / std`` (``torch.std``:
+  the sample standard deviation, n - 1 in the denominator), once, on the full data (the bootstrap
+  resamples keep these columns as they are, as Arena-Hard-Auto's ``bootstrap_pairwise_model``
+  resamples rows of the one standardised matrix).
+
+``--control length`` keeps the first column, ``markdown`` the three Markdown ones, ``both`` all
+four (Arena-Hard-Auto's ``control_features``). Two cases Arena-Hard-Auto leaves to NaN get a
+value here, documented in docs/style.md: a battle of two empty answers (``L_a + L_b = 0``) has
+length difference 0, and an empty answer's densities are 0. A column constant over the battles
+(no answer has a header, say) has no standard deviation: it is not standardised but left out,
+and the caller says so (:func:`style_matrix` returns what it left out).
+
+The fitted coefficient ``gamma`` of a column is in log-odds per standard deviation of that
+column: +1 sd of the feature difference (a minus b) multiplies a's odds of being preferred by
+``exp(gamma)``. A model's controlled coefficient is its log-odds against the baseline at
+standardised features 0 (the mean style difference of the battles), as Arena-Hard-Auto's
+``to_winrate_probabilities`` reads the model coefficients alone."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: every style column, in Arena-Hard-Auto's order
+FEATURES = ("length", "headers", "lists", "bold")
+CONTROLS = {"none": (), "length": ("length",), "markdown": ("headers", "lists", "bold"),
+            "both": FEATURES}
+#: what each column measures, in words
+DESCRIBE = {
+    "length": "length difference (L_a - L_b) / (L_a + L_b)",
+    "headers": "header density difference (d_a - d_b) / (d_a + d_b + 1), d = headers per length unit",
+    "lists": "list-item density difference (d_a - d_b) / (d_a + d_b + 1), d = list items per length unit",
+    "bold": "bold density difference (d_a - d_b) / (d_a + d_b + 1), d = bold spans per length unit",
+}
+
+
+def raw_features(len_a, len_b, md_a, md_b) -> np.ndarray:
+    """The unstandardised style differences of n battles, shape (n, 4), columns
+    :data:`FEATURES`.
+
+    Args: len_a, len_b (n,) lengths of the two answers (>= 0, any unit); md_a, md_b (n, 3) their
+    Markdown counts (headers, list items, bold spans). Raises ValueError for a negative or
+    non-finite length or count."""
+    la = np.asarray(len_a, dtype=float)
+    lb = np.asarray(len_b, dtype=float)
+    ca = np.asarray(md_a, dtype=float).reshape(la.size, 3)
+    cb = np.asarray(md_b, dtype=float).reshape(lb.size, 3)
+    for v in (la, lb, ca, cb):
+        if v.size and (not np.all(np.isfinite(v)) or np.any(v < 0)):
+            raise ValueError("lengths and Markdown counts must be finite and >= 0")
+    out = np.zeros((la.size, 4))
+    tot = la + lb
+    np.divide(la - lb, tot, out=out[:, 0], where=tot > 0)
+    da = np.zeros_like(ca)
+    db = np.zeros_like(cb)
+    np.divide(ca, la[:, None], out=da, where=la[:, None] > 0)
+    np.divide(cb, lb[:, None], out=db, where=lb[:, None] > 0)
+    out[:, 1:] = (da - db) / (da + db + 1.0)
+    return out
+
+
+def style_matrix(raw: np.ndarray, control: str) -> tuple[np.ndarray, list[dict], list[str]]:
+    """The standardised covariate columns of ``control`` ("length", "markdown" or "both").
+
+    Returns (Z (n, k) the kept columns standardised, columns [{feature, mean, sd, description}]
+    (mean and sample sd of the raw column, for reading a coefficient back in raw units), left out:
+    the names of the columns constant over the battles, not identifiable)."""
+    if control not in CONTROLS or control == "none":
+        raise ValueError(f"control must be one of length, markdown, both (got {control!r})")
+    raw = np.asarray(raw, dtype=float)
+    cols, kept, left = [], [], []
+    for name in CONTROLS[control]:
+        j = FEATURES.index(name)
+        x = raw[:, j]
+        sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+        if not sd > 0 or not math.isfinite(sd):
+            left.append(name)
+            continue
+        mean = float(np.mean(x))
+        kept.append((x - mean) / sd)
+        cols.append({"feature": name, "mean": mean, "sd": sd, "description": DESCRIBE[name]})
+    Z = np.stack(kept, axis=1) if kept else np.zeros((raw.shape[0], 0))
+    return Z, cols, left
+
+
+def meaning(feature: str, gamma: float) -> str:
+    """One sentence reading a coefficient (log-odds per sd of the standardised column)."""
+    what = "length difference" if feature == "length" else f"{feature} density difference"
+    return (f"+1 sd of the {what} (a minus b) multiplies a's odds of being preferred by {math.exp(gamma):.3f}"
+            if math.isfinite(gamma) else f"no finite coefficient for the {what}")

@@ -1,0 +1,264 @@
+"""Style control of the Bradley-Terry board (issue 34 item 3): Arena-Hard-Auto's style covariates
+(judgecal.calibrate.stylecontrol) against hand-computed values, the controlled fit against direct
+reference fits with the same design matrix (statsmodels Logit and scipy on the same likelihood)
+on a hand-made set with a known answer and on the real AlpacaEval annotations (26 models), and
+``judgecal bt --control`` read from SQLite and PostgreSQL in every format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from judgecal.calibrate import bt
+from judgecal.calibrate import stylecontrol as sc
+from judgecal.calibrate.style import style_counts
+
+BASE = "gpt4_1106_preview"
+
+
+# ------------------------------------------------------------------ the features
+def test_raw_features_known_values():
+    # a: 30 units, 3 headers, 6 list items, 0 bold; b: 10 units, 0 headers, 1 list item, 2 bold
+    raw = sc.raw_features([30, 0, 5], [10, 0, 0], [[3, 6, 0], [0, 0, 0], [1, 0, 0]], [[0, 1, 2], [0, 0, 0], [0, 0, 0]])
+    assert raw[0, 0] == pytest.approx(20 / 40)
+    da, db = np.array([0.1, 0.2, 0.0]), np.array([0.0, 0.1, 0.2])
+    assert np.allclose(raw[0, 1:], (da - db) / (da + db + 1), atol=1e-15)
+    assert raw[0, 1] == pytest.approx(0.1 / 1.1) and raw[0, 3] == pytest.approx(-0.2 / 1.2)
+    # two empty answers: no difference; an empty answer against a 5-unit one: length 1, densities 0 for it
+    assert np.array_equal(raw[1], np.zeros(4))
+    assert raw[2, 0] == 1.0 and raw[2, 1] == pytest.approx(0.2 / 1.2)
+    with pytest.raises(ValueError):
+        sc.raw_features([-1], [1], [[0, 0, 0]], [[0, 0, 0]])
+
+
+def test_standardised_with_the_sample_sd_and_constant_columns_left_out():
+    raw = np.array([[0.5, 0.0, 0.1, 0.0], [-0.5, 0.0, 0.3, 0.0], [0.0, 0.0, 0.2, 0.0]])
+    Z, cols, left = sc.style_matrix(raw, "both")
+    assert [c["feature"] for c in cols] == ["length", "lists"] and left == ["headers", "bold"]
+    assert cols[0]["sd"] == pytest.approx(0.5) and cols[1]["sd"] == pytest.approx(0.1)  # n - 1 in the denominator
+    assert np.allclose(Z, [[1, -1], [-1, 1], [0, 0]])
+    Z, cols, left = sc.style_matrix(raw, "length")
+    assert Z.shape == (3, 1) and not left
+    with pytest.raises(ValueError):
+        sc.style_matrix(raw, "none")
+    assert sc.meaning("length", math.log(2)).endswith("by 2.000")
+
+
+# ------------------------------------------------------------------ reference fits
+def _reference(X, y, w=None):
+    """The same likelihood maximised by scipy (trust-region Newton, exact Hessian) and by
+    statsmodels' Logit (fractional outcomes as proportions: its likelihood is the same sum)."""
+    w = np.ones(y.size) if w is None else w
+
+    def nll(t):
+        eta = X @ t
+        return -np.sum(w * (y * log_expit(eta) + (1 - y) * log_expit(-eta)))
+
+    def grad(t):
+        return -X.T @ (w * (y - expit(X @ t)))
+
+    def hess(t):
+        p = expit(X @ t)
+        return (X * (w * p * (1 - p))[:, None]).T @ X
+
+    ref = minimize(nll, np.zeros(X.shape[1]), jac=grad, hess=hess, method="trust-exact", options={"gtol": 1e-10})
+    assert np.max(np.abs(grad(ref.x))) < 1e-7, ref.message
+    return ref.x
+
+
+def _design_matrix(a, b, Z, m, anchor):
+    X = np.zeros((a.size, m))
+    X[np.arange(a.size), a] += 1.0
+    X[np.arange(a.size), b] -= 1.0
+    free = [i for i in range(m) if i != anchor]
+    return np.hstack([X[:, free], Z]), free
+
+
+def test_known_answer_two_cells():
+    """Two models, one covariate at +1 or -1 (20 battles each): a saturated model, fitted
+    exactly: logit(3/4) = theta + gamma, logit(1/2) = theta - gamma, so theta = gamma = ln(3)/2."""
+    a = np.ones(40, dtype=int)
+    b = np.zeros(40, dtype=int)
+    z = np.repeat([1.0, -1.0], 20)[:, None]
+    y = np.concatenate([np.repeat([1.0, 1.0, 1.0, 0.0], 5), np.repeat([1.0, 0.0], 10)])
+    d = bt.make_design(a, b, y, np.ones(40), np.arange(40), 2, 40, features=z)
+    f = bt.fit_bt(d, 0)
+    assert f.converged
+    assert f.coef[1] == pytest.approx(math.log(3) / 2, abs=1e-12)
+    assert f.gamma[0] == pytest.approx(math.log(3) / 2, abs=1e-12)
+    X, _ = _design_matrix(a, b, z, 2, 0)
+    assert np.allclose(_reference(X, y), [f.coef[1], f.gamma[0]], atol=1e-9)
+    sm = pytest.importorskip("statsmodels.api")
+    res = sm.Logit(y, X).fit(method="newton", tol=1e-12, maxiter=100, disp=0)
+    assert np.allclose(res.params, [f.coef[1], f.gamma[0]], atol=1e-8)
+    # the bootstrap: seeded, each resample an ordinary fit of the items drawn
+    boot = bt.bootstrap_bt(d, 0, f, 200, seed=4)
+    from judgecal.calibrate.resample import resample_counts
+
+    M = resample_counts(40, 200, np.random.default_rng(4))
+    for r in (0, 99):
+        g = bt.fit_bt(d, 0, weights_of_items=M[r])
+        if g.converged and not g.set_apart:
+            assert np.allclose(boot.gamma[r], g.gamma, atol=1e-8)
+    lo, hi = bt.percentile_ci(boot.gamma[:, 0])
+    assert lo < f.gamma[0] < hi
+
+
+def _alpaca(data_dir, names=None):
+    """Battles of every model's folder against the baseline from the annotations files: a =
+    the folder's model (generator_2, its answer output_2), b = the baseline (output_1), credit
+    preference - 1; the style differences in words (len(text.split())) and the Markdown counts
+    of the texts (headers, ordered + unordered items, bold)."""
+    root = data_dir / "alpaca_eval" / "results"
+    rows = []
+    for path in sorted(root.glob("*/weighted_alpaca_eval_gpt4_turbo/annotations.json")):
+        if names is not None and path.parts[-3] not in names:
+            continue
+        for r in json.loads(path.read_text(encoding="utf-8")):
+            if r.get("preference") is None or r["generator_1"] == r["generator_2"]:
+                continue
+            rows.append((path.parts[-3], r["generator_1"], float(r["preference"]) - 1.0, r["instruction"],
+                         r["output_2"], r["output_1"]))
+    models = sorted({x for r in rows for x in r[:2]})
+    items = {t: i for i, t in enumerate(sorted({r[3] for r in rows}))}
+    a = np.array([models.index(r[0]) for r in rows])
+    b = np.array([models.index(r[1]) for r in rows])
+    y = np.array([r[2] for r in rows])
+    it = np.array([items[r[3]] for r in rows])
+
+    def feats(t):
+        c = style_counts(t)
+        return [len(t.split()), c.md_headers, c.md_list_ordered + c.md_list_unordered, c.md_bold]
+
+    fa = np.array([feats(r[4]) for r in rows], dtype=float)
+    fb = np.array([feats(r[5]) for r in rows], dtype=float)
+    raw = sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:])
+    return models, a, b, y, it, len(items), raw
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_parity_on_the_real_annotations(data_dir):
+    models, a, b, y, it, n_items, raw = _alpaca(data_dir)
+    assert len(models) == 26 and a.size > 19000
+    anchor = models.index(BASE)
+    for control in ("length", "both"):
+        Z, cols, left = sc.style_matrix(raw, control)
+        assert not left and Z.shape[1] == (1 if control == "length" else 4)
+        d = bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z)
+        f = bt.fit_bt(d, anchor)
+        assert f.converged and not f.set_apart
+        X, free = _design_matrix(a, b, Z, len(models), anchor)
+        ours = np.concatenate([f.coef[free], f.gamma])
+        ref = _reference(X, y)
+        assert np.max(np.abs(ours - ref)) < 1e-6, np.max(np.abs(ours - ref))
+        if control == "both":
+            sm = pytest.importorskip("statsmodels.api")
+            res = sm.Logit(y, X).fit(method="newton", tol=1e-12, maxiter=100, disp=0)
+            assert np.max(np.abs(ours - res.params)) < 1e-6, np.max(np.abs(ours - res.params))
+            # this judge rewards length: a longer answer than the baseline's raises its odds
+            assert f.gamma[0] > 0.3
+            # the uncontrolled fit differs: control moves the verbose variants down against the concise ones
+            plain = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items), anchor)
+            v, c = models.index("gpt-3.5-turbo-1106_verbose"), models.index("gpt-3.5-turbo-1106_concise")
+            assert plain.coef[v] - plain.coef[c] > f.coef[v] - f.coef[c]
+
+
+# ------------------------------------------------------------------ the board from a database
+MODELS = ("alpaca-7b", "claude-2", "NullModel", "gpt-3.5-turbo-1106_verbose", "gpt-3.5-turbo-1106_concise")
+
+
+def test_controlled_board_from_the_database(db_url, data_dir, run_cli):
+    from judgecal.views import importing
+    from judgecal.views.btboard import build_bt_board
+
+    importing.import_alpaca_eval([data_dir / "alpaca_eval" / "results" / n for n in MODELS], [], None, db_url)
+    models, a, b, y, it, n_items, raw = _alpaca(data_dir, MODELS)
+    Z, cols, _ = sc.style_matrix(raw, "both")
+    f = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z), models.index(BASE))
+    board = build_bt_board(url=db_url, n_bootstrap=50, seed=1, control="both", length_unit="words")
+    st = board["style"]
+    assert [c["feature"] for c in st["coefficients"]] == ["length", "headers", "lists", "bold"]
+    for c, g, col in zip(st["coefficients"], f.gamma, cols):
+        assert c["coef"] == pytest.approx(g, abs=1e-8) and c["raw_sd"] == pytest.approx(col["sd"], rel=1e-12)
+        assert c["coef_ci"][0] <= c["coef"] <= c["coef_ci"][1]
+        assert c["odds_ratio"] == pytest.approx(math.exp(c["coef"]))
+    got = {r["model"]: r for r in board["rows"]}
+    for i, name in enumerate(models):
+        assert got[name]["rating"] == pytest.approx(float(bt.ratings(f.coef[i])), abs=1e-6)
+        assert got[name]["change"] == got[name]["rank_uncontrolled"] - got[name]["rank_controlled"]
+    assert got[BASE]["rating"] == 1000.0 and got[BASE]["win_rate"] == 50.0
+    # the plain board beside it is today's board
+    plain = {r["model"]: r for r in build_bt_board(url=db_url, n_bootstrap=0)["rows"]}
+    for name in models:
+        assert got[name]["rating_uncontrolled"] == pytest.approx(plain[name]["rating"], abs=1e-12)
+        assert got[name]["rank_uncontrolled"] == plain[name]["rank"]
+    assert [r["rank"] for r in board["rows"]] == sorted(r["rank"] for r in board["rows"])
+    # the command line, every format
+    r = run_cli("--database-url", db_url, "bt", "--control", "both", "--length-unit", "words", "--bootstrap", "50",
+                "--seed", "1", "--format", "json")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["rows"] == json.loads(json.dumps(board["rows"])) and out["style"]["coefficients"][0]["feature"] == "length"
+    r = run_cli("--database-url", db_url, "bt", "--control", "both", "--length-unit", "words", "--bootstrap", "0",
+                "--format", "csv")
+    assert r.exit_code == 0, r
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert {"rank_uncontrolled", "rank_controlled", "change"} <= set(rows[0])
+    assert "length coef" in r.stderr
+    r = run_cli("--database-url", db_url, "bt", "--control", "both", "--length-unit", "words", "--bootstrap", "20",
+                "--format", "csv", "--coefficients")
+    assert r.exit_code == 0, r
+    coef = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [c["feature"] for c in coef] == ["length", "headers", "lists", "bold"] and json.loads(coef[0]["coef_ci"])
+    r = run_cli("--database-url", db_url, "bt", "--control", "markdown", "--length-unit", "words", "--bootstrap", "20",
+                "--format", "markdown")
+    assert r.exit_code == 0 and "rank uncontrolled" in r.stdout and "Style coefficients (markdown)" in r.stdout, r
+    assert "| bold |" in r.stdout and "| length |" not in r.stdout
+    r = run_cli("--database-url", db_url, "bt", "--control", "length", "--length-unit", "words", "--bootstrap", "20",
+                "--wide")
+    assert r.exit_code == 0 and "odds ratio" in r.stdout and "multiplies" in r.stdout, r
+    for args, says in ((("--length-unit", "words"), "--length-unit applies to a style-controlled board"),
+                       (("--coefficients",), "--coefficients applies to a style-controlled board"),
+                       (("--control", "both", "--length-unit", "words", "--tokenizer", "smollm2"), "--tokenizer applies"),
+                       (("--control", "both", "--coefficients", "--format", "json"), "JSON holds them")):
+        r = run_cli("--database-url", db_url, "bt", *args)
+        assert r.exit_code != 0 and says in r.stderr and "Traceback" not in r.output, (args, r)
+
+
+def test_token_lengths_are_filled_for_the_control(tmp_path, data_dir):
+    """--length-unit tokens (Arena-Hard-Auto's unit) computes and stores the token lengths it needs
+    with the real SmolLM2 tokenizer, then the densities are per token."""
+    from sqlalchemy import func, select
+
+    from judgecal.db import models as m
+    from judgecal.db.engine import get_engine, session_scope
+    from judgecal.tokens import canonical_name, counter
+    from judgecal.views import importing
+    from judgecal.views.btboard import build_bt_board
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    importing.import_alpaca_eval([data_dir / "alpaca_eval" / "results" / "claude-2"], [], None, url)
+    board = build_bt_board(url=url, n_bootstrap=0, control="length", tokenizer="smollm2")
+    assert board["style"]["length_unit"] == "tokens" and board["style"]["tokenizer"] == "smollm2"
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        n = s.scalar(select(func.count()).select_from(m.TokenLength).where(m.TokenLength.tokenizer == canonical_name("smollm2")))
+    engine.dispose()
+    assert n == 2 * 805
+    models, a, b, y, it, n_items, _ = _alpaca(data_dir, ("claude-2",))
+    rows = json.loads((data_dir / "alpaca_eval" / "results" / "claude-2" / "weighted_alpaca_eval_gpt4_turbo"
+                       / "annotations.json").read_text(encoding="utf-8"))
+    rows = [r for r in rows if r.get("preference") is not None]
+    count = counter(canonical_name("smollm2"))
+    la, lb = np.array(count([r["output_2"] for r in rows]), float), np.array(count([r["output_1"] for r in rows]), float)
+    raw = sc.raw_features(la, lb, np.zeros((la.size, 3)), np.zeros((lb.size, 3)))
+    Z, cols, _ = sc.style_matrix(raw, "length")
+    f = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z), models.index(BASE))
+    assert board["style"]["coefficients"][0]["coef"] == pytest.approx(f.gamma[0], abs=1e-8)
