@@ -140,6 +140,30 @@ def test_identical_choices_are_counted_as_ties_differing_ones_not(folder, run_cl
 
 
 @pytest.mark.model
+def test_duplicate_choices_of_several_tokens_tie_exactly(scorer):
+    """Break-it of issue 33: a choice listed twice whose continuation has several tokens
+    (" 4" is " " + "4" for SmolLM2's tokenizer) was scored twice in the item's row, the second
+    copy at other offsets: -2.7259448 vs -2.7259384 nats, so the second copy won by rounding and
+    no tie was counted (lm-eval scores one request for both). Now they are one continuation
+    scored once: equal to the bit, a tie under every metric, the first copy predicted, and the
+    distinct choice keeps the number it has without the duplicate."""
+    from judgecal.loglik.score import score_task
+    from judgecal.loglik.split import EncodedGroup
+    from judgecal.loglik.tasks import McItem, McTask
+
+    enc = scorer.encoder.encode_groups([("What is 2+2?\nAnswer:", [" 4", " 4", " 5"])])[0]
+    assert len(enc.conts[0]) >= 2 and enc.conts[0] == enc.conts[1]
+    (row,) = scorer.score_groups([enc], batch_size=1)
+    assert row[0].ll == row[1].ll and row[0] is not row[1]
+    (alone,) = scorer.score_groups([EncodedGroup(enc.ctx, [enc.conts[0], enc.conts[2]])], batch_size=1)
+    assert [row[0].ll, row[2].ll] == [alone[0].ll, alone[1].ll]
+    task = McTask("dup", [McItem("What is 2+2?\nAnswer:", ("4", "4", "5"), 1)])
+    res = score_task(task, scorer=scorer, batch_size="auto")
+    assert res.diagnostics["ties"] == {m: 1 for m in M.METRICS}
+    assert res.items[0].predictions["acc"] == 0
+
+
+@pytest.mark.model
 def test_scores_do_not_depend_on_batch_size(scorer):
     """Per-choice log-likelihoods of 20 real ARC-Easy items and of their null-context (PMI)
     pass at --batch-size 1, 3, 16 and auto: max |difference| <= 1e-5 nats (float32, CPU).

@@ -37,7 +37,7 @@ torch/transformers are imported lazily; missing -> ModelError with the install h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -308,10 +308,21 @@ class HFScorer:
         ``share_prefixes``: groups whose contexts begin with the same tokens share that
         prefix's computation (:meth:`units`; with ``batch_size="auto"`` only: an int batch
         size counts groups a pass, so each group is scored alone). ``progress(n_done)`` is called after each forward
-        pass when given (groups done)."""
+        pass when given (groups done). A continuation a group lists twice (the same token ids) is
+        scored once and copied, so that duplicate choices tie exactly, as in lm-eval."""
         torch = self.torch
         stats = stats if stats is not None else RunStats()
-        groups = [self._truncate(g) for g in groups]
+        # a continuation listed twice in a group (duplicate choices) is scored once and copied:
+        # a second copy later in the row would sit at other offsets and round differently
+        # (up to ~1e-5 nats), so that duplicates would not tie as they do in lm-eval
+        copies: list[list[int]] = []
+        deduped: list[EncodedGroup] = []
+        for g in groups:
+            first: dict[tuple[int, ...], int] = {}
+            copies.append([first.setdefault(tuple(c), len(first)) for c in g.conts])
+            deduped.append(g if len(first) == len(g.conts)
+                           else EncodedGroup(g.ctx, [list(c) for c in first], g.boundary_fixes))
+        groups = [self._truncate(g) for g in deduped]
         units = self.units(groups, share_prefixes and batch_size == "auto")  # an int batch_size counts groups
         lengths = [u.length for u in units]
         out: list[list[ChoiceScore] | None] = [None] * len(groups)
@@ -329,7 +340,8 @@ class HFScorer:
                 if progress is not None:
                     progress(sum(len(units[i].members) for i in rows))
         stats.boundary_fixes += sum(g.boundary_fixes for g in groups)
-        return out  # type: ignore[return-value]
+        return [row if len(idx) == len(row) else [replace(row[k]) for k in idx]  # type: ignore[arg-type]
+                for row, idx in zip(out, copies)]
 
     def _forward(self, packed: Sequence[_Unit], groups: Sequence[EncodedGroup],
                  stats: RunStats) -> dict[int, list[ChoiceScore]]:
