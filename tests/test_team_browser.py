@@ -156,6 +156,22 @@ def test_no_page_breaks_in_chromium(client, team_server, chrome):
     assert not problems, "\n".join(problems)
 
 
+def test_the_static_report_fits_900_and_1400_px(team, chrome, run_cli, tmp_path):
+    """``judgecal report --format html`` of the team's database (every family, 65 judges, the
+    long and bidi names) at 1400 and 900 px: no table wider than its box, every number in view,
+    nothing wider than the window (the pairwise judges' tables scrolled sideways before: their
+    CIs and headers did not wrap)."""
+    res = run_cli("--database-url", team["url"], "report", "--format", "html", "--no-plots", "--bootstrap", "50",
+                  "--out", str(tmp_path))
+    assert res.exit_code == 0, res
+    chrome.get((tmp_path / "report.html").as_uri())
+    problems = []
+    for width in WIDTHS:
+        resize(chrome, width)
+        problems += [f"report at {width} px: {p}" for p in layout_problems(chrome) if "HTTP status" not in p]
+    assert not problems, "\n".join(problems)
+
+
 # ---------------------------------------------------------------- the link forms of the docs
 def doc_forms() -> list[str]:
     """The backticked link forms of docs/serve.md: ``/path?query`` and, in a line that names a
