@@ -279,6 +279,8 @@ def newton(X: sparse.csr_matrix, T: sparse.csr_matrix, W: np.ndarray, S: np.ndar
 
 #: chord steps (fixed Hessian) tried on a chunk of resamples before Newton's steps finish the rest
 CHORD_ITER = 40
+#: Newton's steps before the chord steps where each resample has its own Hessian (``own_hessian``)
+OWN_NEWTON_ITER = 2
 #: Newton's steps then (from near the optimum a finite one is reached in a few; a resample without
 #: a finite optimum never settles and is looked at on its own)
 REFIT_NEWTON_ITER = 30
@@ -286,8 +288,8 @@ REFIT_NEWTON_ITER = 30
 
 def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray, Hinv: np.ndarray,
            tol: float = TOL, max_iter: int = CHORD_ITER) -> tuple[np.ndarray, np.ndarray]:
-    """The chord method: Newton's steps with one fixed inverse Hessian ``Hinv`` (q, q) for every
-    resample and step, without step halving (linear convergence, fast when each resample's
+    """The chord method: Newton's steps with one fixed inverse Hessian ``Hinv`` ((q, q) for every
+    resample, or (B, q, q) one per resample) for every step, without step halving (linear convergence, fast when each resample's
     Hessian is close to it, as a bootstrap resample's is to the full data's). Returns (beta (B,
     q), converged (B,)); a resample whose steps left the finite numbers is returned at ``beta0``,
     not converged."""
@@ -300,7 +302,8 @@ def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray
         if act.size == 0:
             break
         p = expit((X @ beta[act].T).T)
-        d = (XT @ (S[act] - W[act] * p).T).T @ Hinv
+        g = (XT @ (S[act] - W[act] * p).T).T
+        d = g @ Hinv if Hinv.ndim == 2 else np.einsum("bq,bqr->br", g, Hinv[act])
         new = beta[act] + d
         finite = np.isfinite(new).all(axis=1)
         beta[act[finite]] = new[finite]
@@ -311,19 +314,37 @@ def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray
 
 
 def refit_many(X: sparse.csr_matrix, T: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray,
-               H0: np.ndarray, tol: float = TOL) -> tuple[np.ndarray, np.ndarray]:
+               H0: np.ndarray, tol: float = TOL, own_hessian: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Refits of many resamples (rows of W, S) from ``beta0`` (q,): chord steps with the
-    inverse of ``H0`` (the Hessian at the full-data optimum), then Newton's steps for any
-    resample the chord steps left unsettled. Returns (beta (B, q), converged (B,))."""
+    inverse of ``H0`` (the Hessian at the full-data optimum) -- or, ``own_hessian``, of each
+    resample's own Hessian at ``beta0`` (one product with T per call: faster where the resamples'
+    Hessians differ more from the full data's, as with per-battle covariate rows) --, then
+    Newton's steps for any resample the chord steps left unsettled. Returns (beta (B, q),
+    converged (B,))."""
     with threadpool_limits(1):
         B, q = W.shape[0], beta0.size
         start = np.tile(beta0, (B, 1))
         if q == 0:
             return start, np.ones(B, dtype=bool)
-        try:
-            Hinv = np.linalg.inv(H0)
-        except np.linalg.LinAlgError:
-            Hinv = np.linalg.pinv(H0)
+        Hinv = None
+        if own_hessian:
+            # two Newton steps (step halving included) bring every resample near its optimum, where its
+            # own Hessian makes the chord steps converge fast
+            start, _, _, _ = _newton(X, T, W, S, start, tol, OWN_NEWTON_ITER)
+            if np.all(np.isfinite(start)):
+                p0 = expit((X @ start.T).T)
+                Hb = (T.T @ (W * p0 * (1.0 - p0)).T).T.reshape(B, q, q)
+                try:
+                    Hinv = np.linalg.inv(Hb)
+                except np.linalg.LinAlgError:
+                    Hinv = None
+            else:
+                start = np.tile(beta0, (B, 1))
+        if Hinv is None:
+            try:
+                Hinv = np.linalg.inv(H0)
+            except np.linalg.LinAlgError:
+                Hinv = np.linalg.pinv(H0)
         beta, conv = _chord(X, W, S, start, Hinv, tol)
         rest = np.flatnonzero(~conv)
         if rest.size:
@@ -417,7 +438,7 @@ def bootstrap_bt(design: Design, anchor: int, fit: Fit, n_bootstrap: int, seed: 
     unsettled = []
     for lo in range(0, n_bootstrap, chunk):
         part = np.arange(lo, min(lo + chunk, n_bootstrap))
-        beta, conv = refit_many(X, T, W[part], S[part], start, H0)
+        beta, conv = refit_many(X, T, W[part], S[part], start, H0, own_hessian=k > 0)
         beta[~conv] = np.nan
         unsettled.extend(part[~conv].tolist())
         c = coef[part]
