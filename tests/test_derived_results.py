@@ -200,6 +200,22 @@ def test_every_write_moves_the_generation(db_url, write):
     engine.dispose()
 
 
+def test_postgresql_change_log_is_compacted_by_a_store(pg_url):
+    _add_rating(pg_url)
+    gen = _store(pg_url)
+    engine = eng.get_engine(pg_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM content_change")).scalar_one() == 0
+        assert derived.generation(conn) == gen  # the rows moved into the number
+    assert derived.lookup(pg_url, "test_count", derived.result_key("test_count", {"label": "a"})) is not derived._MISSING
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE rating SET score = 3.0"))
+    with engine.connect() as conn:
+        assert derived.generation(conn) != gen
+    assert derived.lookup(pg_url, "test_count", derived.result_key("test_count", {"label": "a"})) is derived._MISSING
+    engine.dispose()
+
+
 def test_a_store_written_after_a_change_is_refused(db_url):
     _add_rating(db_url)
     engine = eng.get_engine(db_url)

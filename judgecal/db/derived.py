@@ -9,8 +9,10 @@ are the same, only slower):
 - the database's **content generation** (:func:`generation`) is the one it was computed at. The
   generation is moved by database triggers on every insert, update and delete of a content table,
   by any client, judgecal or not (SQLite: a row trigger adds 1 to ``content_state.generation``;
-  PostgreSQL: a statement trigger appends a row to ``content_change``, whose row count is the
-  generation). A result can therefore never outlive a change of the rows it was computed from.
+  PostgreSQL: a statement trigger appends a row to ``content_change``; the generation is
+  ``content_state.generation`` plus that table's row count, and :func:`write` moves the rows into
+  the number, so the table stays small). A result can therefore never outlive a change of the
+  rows it was computed from.
   If the triggers are not all there (a database restored without them, a table rebuilt), there
   is no generation and nothing stored is read;
 - the **key** matches: SHA-256 of the function's kind, its parameters (canonical JSON) and
@@ -68,7 +70,9 @@ def generation(conn) -> str | None:
                                   "AND NOT tgisinternal AND tgenabled <> 'D'")).scalar_one()
             if n != len(CONTENT_TABLES):
                 return None
-            return f"pg:{conn.execute(text('SELECT count(*) FROM content_change')).scalar_one()}"
+            # one statement, one snapshot: the rows compacted into content_state (write) plus those since
+            return "pg:" + str(conn.execute(text("SELECT (SELECT generation FROM content_state WHERE id = 1) "
+                                                 "+ (SELECT count(*) FROM content_change)")).scalar_one())
     except Exception:  # noqa: BLE001 - no tables (a database behind 0006): nothing stored is read
         return None
     return None
@@ -256,6 +260,10 @@ def write(engine, gen: str, records: dict) -> int:
             if generation(conn) != gen:
                 tx.rollback()
                 return 0
+            if conn.dialect.name == "postgresql":  # the log compacted into the count: the generation is unchanged
+                conn.execute(text("WITH d AS (DELETE FROM content_change RETURNING 1) "
+                                  "UPDATE content_state SET generation = generation + (SELECT count(*) FROM d) "
+                                  "WHERE id = 1"))
             keys = list(records)
             for start in range(0, len(keys), 500):
                 conn.execute(text("DELETE FROM derived_result WHERE key IN :ks").bindparams(bindparam("ks", expanding=True)),

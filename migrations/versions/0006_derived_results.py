@@ -6,8 +6,8 @@ Create Date: 2026-12-05 07:10:00
 
 Adds ``derived_result`` (a view function's result, keyed by its parameters, judgecal's code and
 the database's content generation; judgecal.db.derived), ``content_state`` (one row: the
-content generation on SQLite) and ``content_change`` (one row per writing statement: the
-content generation on PostgreSQL), and the triggers that move the generation on every insert,
+content generation on SQLite; on PostgreSQL the part of it compacted from ``content_change``) and
+``content_change`` (one row per writing statement on PostgreSQL), and the triggers that move the generation on every insert,
 update and delete of a content table, by any client (SQLite: a row trigger adds 1 to
 ``content_state.generation``; PostgreSQL: a statement trigger appends a row to
 ``content_change``, which takes no lock that writers could wait on). A stored result is only
