@@ -130,3 +130,15 @@ def test_answer_text_from_where_the_prefix_begins():
     assert answer_text(ctx, "Rating: ", "\n7") == "Rating:\n7"
     assert answer_text("<|im_start|>assistant\n[[", "[[", "A]] because") == "[[A]] because"
     assert answer_text("<|im_start|>assistant\n", "", "\nRating: 3") == "Rating: 3"
+
+
+def test_the_summary_line_says_when_rows_were_decoded():
+    """Issue 33 break-it: rate --local's summary line said '(forward passes, no generation)'
+    after a run whose 12 rows were all decoded greedily (generated_rows 12, 187 tokens in its
+    JSON summary, SmolLM2 with pointwise_v1 on LLMBar Natural)."""
+    from judgecal.views.rate_local import how_rated
+
+    assert how_rated({"generated_rows": 12, "generated_tokens": 187, "tokens": 3753}) == (
+        "forward passes; greedy decoding for 12 rows, 187 tokens")
+    assert how_rated({"generated_rows": 1, "generated_tokens": 3}) == "forward passes; greedy decoding for 1 row, 3 tokens"
+    assert how_rated({"tokens": 10}) == how_rated({"generated_rows": 0}) == "forward passes, no generation"

@@ -166,6 +166,16 @@ class LocalRunner:
             self.released = queue.release_mine(self.engine, self.plan)
 
 
+def how_rated(stats: dict) -> str:
+    """The summary line's account of the work (``stats``: the verdict scorer's counters):
+    "forward passes, no generation", or "forward passes; greedy decoding for N rows, M tokens"
+    when rows needed decoding (the forward pass did not show their greedy text whole). Pure."""
+    rows, toks = int(stats.get("generated_rows", 0)), int(stats.get("generated_tokens", 0))
+    if not rows:
+        return "forward passes, no generation"
+    return f"forward passes; greedy decoding for {rows} row{'s' if rows != 1 else ''}, {toks} tokens"
+
+
 def run(engine, plan, prompt: Prompt, *, folder: Path, prefix: str, device: str, dtype: str, scorer: Any = None,
         todo: int = 0, show: bool = True, render_time_limit_s: float) -> tuple[LocalRunner, Optional[str], float]:
     """Load the model (unless ``scorer`` is given), then rate the plan's pending rows under a
@@ -217,5 +227,5 @@ def run(engine, plan, prompt: Prompt, *, folder: Path, prefix: str, device: str,
     if show:
         c = runner.counts
         console.print(f"rated {sum(c.values())}: ok {c['ok']}, unparsed {c['unparsed']}, failed {c['failed']} "
-                      "(forward passes, no generation)", highlight=False)
+                      f"({how_rated(scorer.stats)})", highlight=False)
     return runner, (caught[0] if caught else None), elapsed
