@@ -262,3 +262,40 @@ def test_token_lengths_are_filled_for_the_control(tmp_path, data_dir):
     Z, cols, _ = sc.style_matrix(raw, "length")
     f = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z), models.index(BASE))
     assert board["style"]["coefficients"][0]["coef"] == pytest.approx(f.gamma[0], abs=1e-8)
+
+
+@pytest.mark.parametrize("with_covariate", [False, True])
+def test_bootstrap_resamples_that_come_apart(with_covariate):
+    """Model 1 beats the anchor on every item but the last: each resample that misses the last
+    item leaves it with wins only (+inf there, counted in n_set_apart, the others refitted
+    without it); every other resample equals an ordinary fit of the items drawn -- with and
+    without a covariate column (the bootstrap's per-chunk weights, the refit of a resample whose
+    graph came apart)."""
+    from judgecal.calibrate.resample import resample_counts
+
+    n_items = 12
+    rng = np.random.default_rng(7)
+    a = np.array([1] * n_items + [2] * n_items)
+    b = np.zeros(2 * n_items, dtype=int)
+    y = np.concatenate([[1.0] * (n_items - 1) + [0.0], rng.uniform(0.2, 0.8, n_items)])
+    it = np.tile(np.arange(n_items), 2)
+    z = rng.normal(0, 1, (2 * n_items, 1)) if with_covariate else None
+    d = bt.make_design(a, b, y, np.ones(a.size), it, 3, n_items, features=z)
+    f = bt.fit_bt(d, 0)
+    assert f.converged and not f.set_apart
+    boot = bt.bootstrap_bt(d, 0, f, 200, seed=2, chunk=16)
+    M = resample_counts(n_items, 200, np.random.default_rng(2))
+    apart = M[:, -1] == 0
+    assert 30 < apart.sum() < 120 and boot.n_set_apart == int(apart.sum()) and boot.n_not_converged == 0
+    assert np.all(boot.coef[apart, 1] == math.inf) and np.all(np.isfinite(boot.coef[apart, 2]))
+    for r in np.flatnonzero(apart)[:5]:  # the rest refitted without model 1
+        sel = a == 2
+        g = bt.fit_bt(bt.make_design(a[sel], b[sel], y[sel], np.ones(sel.sum()), it[sel], 3, n_items,
+                                     features=None if z is None else z[sel]), 0, weights_of_items=M[r])
+        assert boot.coef[r, 2] == pytest.approx(g.coef[2], abs=1e-7)
+    for r in np.flatnonzero(~apart)[:20]:
+        g = bt.fit_bt(d, 0, weights_of_items=M[r])
+        assert g.converged and not g.set_apart
+        assert np.allclose(boot.coef[r], g.coef, atol=1e-7)
+        if with_covariate:
+            assert np.allclose(boot.gamma[r], g.gamma, atol=1e-7)

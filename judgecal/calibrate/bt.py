@@ -407,21 +407,43 @@ def bootstrap_bt(design: Design, anchor: int, fit: Fit, n_bootstrap: int, seed: 
     """``n_bootstrap`` refits on item resamples (:func:`judgecal.calibrate.resample.resample_counts`
     with ``numpy.random.default_rng(seed)``: the same resamples for the same items and seed),
     each started from ``fit`` (the full-data optimum); the models ``fit`` set apart stay apart.
-    Every resample is solved with the others, ``chunk`` at a time (:func:`refit_many`); one left
-    unsettled whose graph came apart (:func:`linked`: a model has no finite coefficient in it) is
-    refitted alone on the models still linked, the others set apart (+inf / -inf / NaN)."""
+    Every resample is solved with the others, ``chunk`` at a time (:func:`refit_many`). A resample
+    that lost a direction of credit the data has between some model pair is checked with
+    :func:`linked` (on the battles merged per model pair) -- without covariates when it did not
+    settle, with covariates settled or not (a diverging coefficient can settle falsely where expit
+    saturates) --; one whose graph came apart (a model has no finite
+    coefficient in it) is refitted alone on the models still linked, the others set apart (+inf /
+    -inf / NaN)."""
     m, k = design.n_models, design.k
     n_items = design.Cw.shape[0]
     M = resample_counts(n_items, n_bootstrap, np.random.default_rng(seed))
-    Wall = np.asarray((design.Cw.T @ M.T).T)
-    Sall = np.asarray((design.Cs.T @ M.T).T)
     keep = np.ones(m, dtype=bool)
     keep[list(fit.set_apart)] = False
     rows = np.flatnonzero(keep[design.ia] & keep[design.ib] & (np.asarray(design.Cw.sum(axis=0)).ravel() > 0))
-    W, S = Wall[:, rows], Sall[:, rows]
+    # the resamples' weights and credits per design row, ``chunk`` resamples at a time (resamples x rows
+    # numbers: with covariates every battle is a row)
+    CwT, CsT = design.Cw.T.tocsr()[rows], design.Cs.T.tocsr()[rows]
     full_w, full_s = np.asarray(design.Cw.sum(axis=0)).ravel()[rows], np.asarray(design.Cs.sum(axis=0)).ravel()[rows]
-    # a direction of credit the data has and the resample lost: the graph may have come apart
-    lost = (((full_s > 0) & ~(S > 0)) | (((full_w - full_s) > 0) & ~((W - S) > 0))).any(axis=1)
+
+    def weights(part):
+        Mp = M[part].T
+        return np.asarray((CwT @ Mp).T), np.asarray((CsT @ Mp).T)
+
+    # the rows merged per model pair (lo, hi), credits of lo: a direction of credit is per pair
+    ra, rb = design.ia[rows], design.ib[rows]
+    pkey, prow = np.unique(np.minimum(ra, rb) * m + np.maximum(ra, rb), return_inverse=True)
+    pia, pib = pkey // m, pkey % m
+    flip = ra > rb
+    P = sparse.csr_matrix((np.ones(rows.size), (np.arange(rows.size), prow)), shape=(rows.size, pkey.size))
+    Pflip = sparse.csr_matrix((flip.astype(float), (np.arange(rows.size), prow)), shape=(rows.size, pkey.size))
+    Psign = (P - 2 * Pflip).tocsr()
+
+    def per_pair(W, S):
+        """(weights, credits of the pair's lower model) per pair, (b, n_pairs)."""
+        return np.asarray(W @ P), np.asarray(S @ Psign + W @ Pflip)
+
+    full_pw, full_ps = per_pair(full_w[None, :], full_s[None, :])
+    full_pw, full_ps = full_pw[0], full_ps[0]
     coef = np.full((n_bootstrap, m), np.nan)
     gamma = np.full((n_bootstrap, k), np.nan)
     for i, why in fit.set_apart.items():
@@ -435,27 +457,39 @@ def bootstrap_bt(design: Design, anchor: int, fit: Fit, n_bootstrap: int, seed: 
     w0 = full_w[None, :]
     p0 = expit((X @ start[:, None]).T)
     H0 = (T.T @ (w0 * p0 * (1.0 - p0)).T).T.reshape(q, q)
-    unsettled = []
+    apart_rs = {}  # resample: (W, S) of a resample whose graph came apart
+    not_conv = 0
     for lo in range(0, n_bootstrap, chunk):
         part = np.arange(lo, min(lo + chunk, n_bootstrap))
-        beta, conv = refit_many(X, T, W[part], S[part], start, H0, own_hessian=k > 0)
+        W, S = weights(part)
+        beta, conv = refit_many(X, T, W, S, start, H0, own_hessian=k > 0)
+        # a direction of credit the data has between a model pair and the resample lost: the graph may
+        # have come apart
+        PW, PS = per_pair(W, S)
+        lost = (((full_ps > 0) & ~(PS > 0)) | (((full_pw - full_ps) > 0) & ~((PW - PS) > 0))).any(axis=1)
+        # without covariates a resample whose graph came apart never settles (a chord or Newton step of a
+        # diverging coefficient stays large), so only the unsettled ones are checked; with covariates the
+        # own-Hessian steps can carry such a coefficient to where expit saturates and its gradient is 0
+        # exactly (a false convergence), so every one that lost a direction is
+        for j in np.flatnonzero(lost & (~conv if k == 0 else True)).tolist():
+            if set(linked(pia, pib, PW[j], PS[j], m, anchor)) - set(fit.set_apart):
+                apart_rs[int(part[j])] = (W[j].copy(), S[j].copy())
+                conv[j] = True  # refitted below
+        not_conv += int((~conv).sum())
         beta[~conv] = np.nan
-        unsettled.extend(part[~conv].tolist())
         c = coef[part]
         c[:, anchor] = 0.0
         c[:, free] = beta[:, col[free]]
         coef[part] = c
         gamma[part] = beta[:, q - k:]
-    # a resample left unsettled whose graph came apart (it lost a direction of credit the data has,
-    # and a model left the anchor's component) is refitted on the models still linked
-    hard = [b for b in unsettled if lost[b] and set(linked(design.ia[rows], design.ib[rows], W[b], S[b], m, anchor))
-            - set(fit.set_apart)]
-    not_conv = len(unsettled) - len(hard)
+    # a resample whose graph came apart (it lost a direction of credit the data has, and a model left the
+    # anchor's component) is refitted on the models still linked
+    hard = list(apart_rs)
     full_start = np.concatenate([np.where(np.isfinite(fit.coef), fit.coef, 0.0), fit.gamma])
     for b in hard:
         Wb = np.zeros(design.ia.size)
         Sb = np.zeros(design.ia.size)
-        Wb[rows], Sb[rows] = W[b], S[b]
+        Wb[rows], Sb[rows] = apart_rs[b]
         f = _fit_one(design, anchor, Wb, Sb, full_start)
         if not f.converged:
             not_conv += 1
