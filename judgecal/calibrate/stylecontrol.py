@@ -99,6 +99,7 @@ def style_matrix(raw: np.ndarray, control: str) -> tuple[np.ndarray, list[dict],
 
 def meaning(feature: str, gamma: float) -> str:
     """One sentence reading a coefficient (log-odds per sd of the standardised column)."""
-    what = "length difference" if feature == "length" else f"{feature} density difference"
+    what = {"length": "length difference", "headers": "header density difference",
+            "lists": "list-item density difference", "bold": "bold density difference"}[feature]
     return (f"+1 sd of the {what} (a minus b) multiplies a's odds of being preferred by {math.exp(gamma):.3f}"
             if math.isfinite(gamma) else f"no finite coefficient for the {what}")
