@@ -269,6 +269,12 @@ def test_break_it_leftovers_say_what_is_missing(team, run_cli):
     table = run_cli("--database-url", url, "publish", "--task-family", "team/haiku", "--judge", "GPT-4", "--bootstrap",
                     "0", "--min-ratings", "0")
     assert table.exit_code == 0 and re.search(r"team/haiku / judge GPT-4 \(id:\d+\)", table.stdout), table.stdout
+    cal = _json(run_cli("--database-url", url, "fit", "--list", "--task-family", "llmbar/Natural", "--judge", "GPT-4",
+                        "--format", "json"))[0]["id"]
+    other = re.search(r"\((id:\d+)\)", table.stdout).group(1)  # the second GPT-4, rated team/haiku only
+    wrong = run_cli("--database-url", url, "leaderboard", "--judge", other, "--calibration", str(cal), "--bootstrap", "0")
+    assert wrong.exit_code == 2 and re.search(rf"calibration {cal} is of judge 'GPT-4' \(id:\d+\), not 'GPT-4' "
+                                              rf"\({other}\)", wrong.stderr), wrong
     seed = run_cli("--database-url", url, "judge", "GPT-4/Vanilla", "--bootstrap", "0", "--seed", "4")
     assert seed.exit_code == 2 and "--seed seeds the bootstrap resamples" in seed.stderr
 

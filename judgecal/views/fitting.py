@@ -730,7 +730,8 @@ def refuse_out_of_scope(chosen: list[tuple], families=None, judge: str | None = 
     engine.dispose()
     for row, fam, jud in chosen:
         if jrow is not None and row.judge_id != jrow.id:
-            raise UsageError(f"calibration {row.id} is of judge {jud!r}, not {jname!r}")
+            ids = (f" (id:{row.judge_id})", f" (id:{jrow.id})") if jud == jname else ("", "")  # a shared name
+            raise UsageError(f"calibration {row.id} is of judge {jud!r}{ids[0]}, not {jname!r}{ids[1]}")
         if fam_ids is not None and row.task_family_id not in fam_ids:
             raise UsageError(f"calibration {row.id} is of task family {fam!r}, not of {', '.join(map(repr, families))}")
 

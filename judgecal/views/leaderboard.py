@@ -304,7 +304,8 @@ def _choose_calibrations(jrow: m.Judge, fam_ids: list[int], fam_names: dict[int,
     if explicit is not None:
         row, cfam, cjudge = explicit
         if row.judge_id != jrow.id:
-            raise UsageError(f"calibration {row.id} is of judge {cjudge!r}, not {jrow.name!r}")
+            ids = (f" (id:{row.judge_id})", f" (id:{jrow.id})") if cjudge == jrow.name else ("", "")  # a shared name
+            raise UsageError(f"calibration {row.id} is of judge {cjudge!r}{ids[0]}, not {jrow.name!r}{ids[1]}")
         if calibration_from is not None and calibration_from != cfam:
             raise UsageError(f"calibration {row.id} is of task family {cfam!r} but --calibration-from names "
                              f"{calibration_from!r}: name one donor (--calibration-from alone takes that family's newest fit)")
