@@ -221,23 +221,22 @@ def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> np
 
         tok = canonical_name(tokenizer)
     ids = np.unique(np.concatenate([resp_a, resp_b])).tolist()
-    engine = get_engine(url)
-    try:
-        with session_scope(engine) as s:
-            feats = bq.answer_style(s, ids, unit, tok)
-    finally:
-        engine.dispose()
+
+    def read() -> dict:
+        engine = get_engine(url)
+        try:
+            with session_scope(engine) as s:
+                return bq.answer_style(s, ids, unit, tok)
+        finally:
+            engine.dispose()
+
+    feats = read()
     missing = [i for i in ids if i not in feats]
     if missing:  # token lengths not stored yet: fill them, then read them
         from judgecal.tokens import fill_lengths
 
         fill_lengths(tokenizer, url, response_ids=missing)
-        engine = get_engine(url)
-        try:
-            with session_scope(engine) as s:
-                feats = bq.answer_style(s, ids, unit, tok)
-        finally:
-            engine.dispose()
+        feats = read()
         still = [i for i in ids if i not in feats]
         if still:
             raise NotFoundError(f"{len(still)} answers have no {unit} length under tokenizer {tok}")
