@@ -118,3 +118,21 @@ def test_the_doubling_draws_in_chunks_same_stream_bounded_memory():
     w = resample_counts(12, 32000, np.random.default_rng(4))
     assert d["ci"] == pytest.approx(percentile_ci(w @ credit_items / w.sum(axis=1)), abs=1e-12)
     assert d["share_at_or_above_0"] == pytest.approx(float(np.mean(w @ credit_items / w.sum(axis=1) >= -1e-12)))
+
+
+def test_an_undecided_transfer_of_an_unidentified_fit_still_fails_the_gate():
+    """Issue 33 break-it: the polylog transfer of a source fit that is not identified became
+    "not identified" whatever its verdict but "hurts", so an undecided one passed check's
+    transfer check (which fails only "hurts" and "undecided"), under --allow-unidentified even
+    the whole gate, while its text said a gate treats it as a failure. Now it stays
+    "undecided", as "hurts" does; a decided verdict of such a fit is still "not identified"."""
+    ev = _transfer_ev(False, "spans", [-0.31, 0.0])
+    ev["identification"] = {"identified": False, "reasons": ["one item decides the optimum"]}
+    v = verdict(ev)
+    assert v["code"] == "undecided" and v["text"].startswith("Undecided at 32000 resamples after transfer")
+    ev = _transfer_ev(True, "spans", [-0.31, 0.0])
+    ev["identification"] = {"identified": False, "reasons": ["one item decides the optimum"]}
+    assert verdict(ev)["code"] == "not identified"
+    ev = _transfer_ev(True, "below", [-0.31, -0.011])
+    ev["identification"] = {"identified": False, "reasons": ["one item decides the optimum"]}
+    assert verdict(ev)["code"] == "hurts"

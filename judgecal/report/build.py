@@ -321,7 +321,10 @@ def _transfer_verdict(ev: Mapping, base: dict) -> dict:
         text += (" The source fit has no recommendation (fitted with --no-nested, too few items, or before judgecal "
                  "weighed raw as an answer): refit it to judge its recommended method.")
     ident = ev.get("identification") or {}
-    if label == "the stored polylog calibration" and ident.get("identified") is False and code != "hurts":
+    # a verdict that fails a gate (hurts, undecided) stays that code: "not identified" would let
+    # check --allow-unidentified pass it
+    if label == "the stored polylog calibration" and ident.get("identified") is False and code not in ("hurts",
+                                                                                                        "undecided"):
         code = "not identified"
         text = (f"Not identified: the source calibration is not determined by its labels ("
                 + "; ".join(ident.get("reasons") or []) + f"). Do not publish it. (On the target: {text[0].lower()}{text[1:]})")
