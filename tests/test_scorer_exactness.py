@@ -241,3 +241,30 @@ def test_bfloat16_ties_are_counted(folder):
         assert ("acc" in it.ties) == eq
         if eq:
             assert it.predictions["acc"] == 0
+
+
+@pytest.mark.model
+def test_truncated_contexts_are_counted(scorer):
+    """A context longer than the model's positions is cut on the left (lm-eval's rule) and the
+    run says so: ``diagnostics.truncated_requests`` counts the continuations scored after a cut
+    (here the 3 choices of the long item; the short item's 2 are whole), and the terminal table
+    prints the note. Was: cut without a word."""
+    from judgecal.loglik.score import score_task
+    from judgecal.loglik.tasks import McItem, McTask
+    from judgecal.report.mc_tables import metrics_renderable
+    from rich.console import Console
+
+    items = [McItem("Question: " + "the sky is blue and " * 40 + "what colour is the sky?\nAnswer:", ("blue", "red", "green"), 0),
+             McItem("Question: What is 2 + 2?\nAnswer:", ("4", "5"), 0)]
+    keep = scorer.max_length
+    scorer.max_length = 64  # tokens: the first context (~200 tokens) no longer fits
+    try:
+        res = score_task(McTask("long", items), scorer=scorer, null_context=None)
+    finally:
+        scorer.max_length = keep
+    assert res.diagnostics["truncated_requests"] == 3
+    whole = score_task(McTask("short", items[1:]), scorer=scorer, null_context=None)
+    assert whole.diagnostics["truncated_requests"] == 0
+    con = Console(width=200, record=True)
+    con.print(metrics_renderable(res.metrics, res.diagnostics))
+    assert "note: 3 continuations scored after a context cut on the left" in con.export_text()

@@ -155,7 +155,9 @@ class ChoiceScore:
 @dataclass
 class RunStats:
     """Work done: ``tokens`` (real tokens through the body), ``padded_tokens`` (incl. padding),
-    ``scored_rows`` (rows through the LM head), ``forward_passes``, ``boundary_fixes``."""
+    ``scored_rows`` (rows through the LM head), ``forward_passes``, ``boundary_fixes``; ``extra``:
+    ``shared_prefix_units``, ``shared_prefix_tokens_saved``, ``truncated_requests`` (continuations
+    whose context was left-truncated to the model's positions)."""
 
     tokens: int = 0
     padded_tokens: int = 0
@@ -323,6 +325,10 @@ class HFScorer:
             deduped.append(g if len(first) == len(g.conts)
                            else EncodedGroup(g.ctx, [list(c) for c in first], g.boundary_fixes))
         groups = [self._truncate(g) for g in deduped]
+        # requests whose context was cut on the left to fit the model's positions (lm-eval cuts them
+        # the same way, without a word): counted, so that the run's diagnostics can say so
+        stats.extra["truncated_requests"] = stats.extra.get("truncated_requests", 0) + sum(
+            len(idx) for idx, orig, g in zip(copies, deduped, groups) if len(g.ctx) < len(orig.ctx))
         units = self.units(groups, share_prefixes and batch_size == "auto")  # an int batch_size counts groups
         lengths = [u.length for u in units]
         out: list[list[ChoiceScore] | None] = [None] * len(groups)

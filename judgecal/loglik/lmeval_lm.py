@@ -160,7 +160,7 @@ class JudgecalLM(LM):
                 res[(ctx, conts[s + j])] = (sc.ll, sc.n_tokens, sc.is_greedy)
         for k in ("tokens", "padded_tokens", "scored_rows", "forward_passes", "boundary_fixes"):
             self.stats[k] += getattr(stats, k)
-        for k in ("shared_prefix_units", "shared_prefix_tokens_saved"):
+        for k in ("shared_prefix_units", "shared_prefix_tokens_saved", "truncated_requests"):
             self.stats[k] = self.stats.get(k, 0) + stats.extra.get(k, 0)
         return res
 

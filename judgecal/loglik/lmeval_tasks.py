@@ -1453,6 +1453,7 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
         st.update(n_body_params=lm.scorer.n_body_params, n_head_params=lm.scorer.n_head_params)
     res.stats = st
     res.diagnostics["boundary_fixes"] = st.get("boundary_fixes", 0)
+    res.diagnostics["truncated_requests"] = st.get("truncated_requests", 0)
     res.lm_eval_results = results
     res.loaded = lt
     res.write_out = writeout_lines(lt) if write_out else None

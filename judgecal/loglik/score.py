@@ -178,12 +178,14 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
                      boundary_fixes=run_stats.boundary_fixes,
                      shared_prefix_units=run_stats.extra.get("shared_prefix_units", 0),
                      shared_prefix_tokens_saved=run_stats.extra.get("shared_prefix_tokens_saved", 0),
+                     truncated_requests=run_stats.extra.get("truncated_requests", 0),
                      n_body_params=scorer.n_body_params, n_head_params=scorer.n_head_params)
     stats["seconds"] = time.perf_counter() - t0
     stats["cpu_seconds"] = time.process_time() - c0
     stats["items_per_s"] = len(task.items) / stats["seconds"] if stats["seconds"] > 0 else None
     results, metrics, diags = _finish(task, items_ll, null_ll)
     diags["boundary_fixes"] = stats.get("boundary_fixes", 0)
+    diags["truncated_requests"] = stats.get("truncated_requests", 0)
     settings = {"device": device, "dtype": dtype, "batch_size": batch_size, "null_context": null_context,
                 "forward": getattr(scorer, "forward_name", None) if base_url is None else None,
                 "limit": limit, "target_delimiter": delim, "task_format": task.format}

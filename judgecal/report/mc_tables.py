@@ -39,6 +39,9 @@ def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
         parts.append(Text(ties))
     for note in diagnostics.get("notes", []):
         parts.append(Text(f"note: {note}"))
+    if diagnostics.get("truncated_requests"):
+        parts.append(Text(f"note: {diagnostics['truncated_requests']} continuations scored after a context cut on the "
+                          "left to fit the model's positions (as lm-eval cuts them)"))
     if diagnostics.get("boundary_fixes"):
         parts.append(Text(f"note: {diagnostics['boundary_fixes']} continuations re-encoded (a token spanned the context boundary)"))
     return Group(*parts)
