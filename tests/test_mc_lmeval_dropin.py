@@ -274,13 +274,16 @@ def test_lm_eval_command_line_runs_model_judgecal(wheel_venv, hub, folder, tmp_p
                            env=env, cwd=tmp_path, check=True).stdout.strip()
     assert where.startswith(str(wheel_venv))  # the wheel's judgecal, not the checkout
     r = subprocess.run([str(vpy), "-m", "lm_eval", "run", "--model", "judgecal", "--model_args",
-                        f"pretrained={folder},dtype=float32", "--device", "cpu", "--tasks", "arc_easy_local",
+                        f"pretrained={folder},dtype=float32", "--tasks", "arc_easy_local",  # no --device: as hf, cuda:0 or the CPU
                         "--include_path", str(tasks), "--limit", "3", "--output_path", str(tmp_path / "out")],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     [res_file] = list((tmp_path / "out").rglob("results_*.json"))
     theirs = json.loads(res_file.read_text(encoding="utf-8"))
     assert theirs["config"]["model"] == "judgecal" and theirs["config"]["judgecal_forward"] == "transformers"
+    import torch
+
+    assert theirs["config"]["judgecal_device"] == ("cuda:0" if torch.cuda.device_count() else "cpu")
     from judgecal.loglik.hf import HFScorer
     from judgecal.loglik.lmeval_tasks import score_lm_eval
 
@@ -372,3 +375,19 @@ def test_a_tag_expands_to_its_tasks(hub, folder, run_cli, tmp_path):
 def _ok(r):
     assert r.exit_code == 0, r
     return r
+
+
+def test_the_device_is_chosen_as_hf_chooses_it():
+    """lm-eval's CLI passes ``--device`` (default ``cuda:0``) to the model; its hf model uses a
+    device it knows (cpu, cuda, cuda:N of the GPUs torch sees, mps) and otherwise the GPU or the
+    CPU (HFLM.__init__). JudgecalLM does the same (the issue: without --device, --model judgecal
+    failed on a machine without CUDA where --model hf ran on the CPU)."""
+    import torch
+
+    from judgecal.loglik.lmeval_lm import hf_device
+
+    gpus = torch.cuda.device_count()
+    fallback = "cuda" if torch.cuda.is_available() else "cpu"
+    assert hf_device("cpu") == "cpu" and hf_device("cuda") == "cuda"  # given: used (cuda without a GPU fails later, clearly)
+    assert hf_device("cuda:0") == ("cuda:0" if gpus else fallback)
+    assert hf_device(None) == fallback and hf_device("tpu") == fallback and hf_device(f"cuda:{gpus}") == fallback

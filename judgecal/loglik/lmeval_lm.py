@@ -58,6 +58,27 @@ def _batch_size(value: Any) -> int | str:
     return n
 
 
+def hf_device(device: str | None) -> str:
+    """The device lm-eval's ``hf`` model would run on for ``device`` (``--device`` /
+    ``device=``), so that ``--model judgecal`` takes what ``--model hf`` takes: a device among
+    ``cpu``, ``cuda``, ``cuda:N`` for the GPUs torch sees, ``mps``, ``mps:0`` is used as given;
+    anything else (None, lm-eval's default ``cuda:0`` on a machine without a GPU) falls back to
+    ``cuda`` when torch sees a GPU, else ``cpu``, with a warning naming both (HFLM.__init__,
+    lm_eval/models/huggingface.py, logs it as "Device not specified"). Torch is imported here."""
+    import logging
+
+    import torch
+
+    gpus = torch.cuda.device_count()
+    known = {"cuda", "cpu", "mps", "mps:0"} | {f"cuda:{i}" for i in range(gpus)}
+    if device in known:
+        return str(device)
+    chosen = "cuda" if torch.cuda.is_available() else "cpu"
+    logging.getLogger("judgecal").warning("device %r is not available (%d GPU(s) seen by torch): using %s, as "
+                                          "lm-eval's hf model does", device, gpus, chosen)
+    return chosen
+
+
 @register_model("judgecal")
 class JudgecalLM(LM):
     """An lm-eval ``LM`` whose ``loglikelihood`` runs judgecal's scorer.
@@ -100,7 +121,7 @@ class JudgecalLM(LM):
                     raise ValueError("JudgecalLM needs pretrained=MODEL_FOLDER, scorer=HFScorer or base_url")
                 from judgecal.loglik.hf import HFScorer
 
-                scorer = HFScorer(pretrained, device=device, dtype=str(dtype),
+                scorer = HFScorer(pretrained, device=hf_device(device), dtype=str(dtype),
                                   forward="transformers" if forward == "auto" else forward)
             self.scorer = scorer
             self.tokenizer = scorer.tokenizer
