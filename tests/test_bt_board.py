@@ -45,14 +45,20 @@ def test_board_equals_the_fit_on_the_files(db_url, data_dir, run_cli):
     assert board["baseline"] == BASE and board["n_models"] == 5 and board["n_pairs"] == 4
     got = {r["model"]: r for r in board["rows"]}
     ratings = bt.ratings(fit.coef)
+    # NullModel, one fixed answer for everything, beats the baseline with this judge (the known exploit: 76.9%
+    # in the fit): the gaming guard sets it apart (tests/test_bt_guards.py), its battles stay in the fit
+    assert float(bt.win_rate(ratings[models.index("NullModel")], 1000.0)) > 0.7
+    # gpt4_gamed's answers are truncated (a few characters): set apart too
+    assert [x["model"] for x in board["set_apart"]] == ["NullModel", "gpt4_gamed"]
     for i, name in enumerate(models):
+        if name in ("NullModel", "gpt4_gamed"):
+            continue
         assert got[name]["rating"] == pytest.approx(ratings[i], abs=1e-9)
         lo, hi = got[name]["win_rate_ci"]
         assert lo <= got[name]["win_rate"] <= hi
     assert got[BASE]["rating"] == 1000.0 and got[BASE]["win_rate"] == 50.0
-    # NullModel, one fixed answer for everything, beats the baseline with this judge (the known exploit)
-    assert board["rows"][0]["model"] == "NullModel" and got["NullModel"]["win_rate"] > 70
-    assert [r["rank"] for r in board["rows"]] == [1, 2, 3, 4, 5]
+    assert board["rows"][0]["model"] == BASE and "NullModel" not in got
+    assert [r["rank"] for r in board["rows"]] == [1, 2, 3]
     # the same board from the command line, every format
     r = run_cli("--database-url", db_url, "bt", "--bootstrap", "50", "--seed", "1", "--format", "json")
     assert r.exit_code == 0, r
@@ -60,9 +66,9 @@ def test_board_equals_the_fit_on_the_files(db_url, data_dir, run_cli):
     r = run_cli("--database-url", db_url, "bt", "--bootstrap", "0", "--format", "csv")
     assert r.exit_code == 0, r
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
-    assert rows[0]["model"] == "NullModel" and float(rows[0]["rating"]) == pytest.approx(got["NullModel"]["rating"])
+    assert rows[1]["model"] == "claude-2" and float(rows[1]["rating"]) == pytest.approx(got["claude-2"]["rating"])
     r = run_cli("--database-url", db_url, "bt", "--bootstrap", "0", "--format", "markdown")
-    assert r.exit_code == 0 and "| NullModel |" in r.stdout and "Arena-Hard-Auto" in r.stdout, r
+    assert r.exit_code == 0 and "| claude-2 |" in r.stdout and "Arena-Hard-Auto" in r.stdout, r
     r = run_cli("--database-url", db_url, "bt", "--bootstrap", "20", "--columns", "model,rating,win_rate")
     assert r.exit_code == 0 and "claude-2" in r.stdout, r
     # errors: one line, non-zero

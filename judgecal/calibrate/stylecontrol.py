@@ -103,3 +103,64 @@ def meaning(feature: str, gamma: float) -> str:
             "lists": "list-item density difference", "bold": "bold density difference"}[feature]
     return (f"+1 sd of the {what} (a minus b) multiplies a's odds of being preferred by {math.exp(gamma):.3f}"
             if math.isfinite(gamma) else f"no finite coefficient for the {what}")
+
+
+#: the Markdown features whose density the stuffing guard compares across models
+MARKDOWN = ("headers", "lists", "bold")
+#: a model is "far outside" the others' style when its mean density of a Markdown feature is more
+#: than this many times the highest mean density among the other models
+FAR_OUTSIDE = 2.0
+#: the stuffing guard needs at least this many other models to read a range from
+FAR_OUTSIDE_MIN_MODELS = 3
+
+
+def model_densities(model, length, counts, n_models: int) -> np.ndarray:
+    """Each model's mean Markdown densities over its answers, shape (n_models, 3) in
+    :data:`MARKDOWN` order (NaN for a model without answers).
+
+    Args: ``model`` (n,) model codes of n distinct answers; ``length`` (n,) their lengths (>= 0,
+    the board's unit); ``counts`` (n, 3) their headers, list items and bold spans. An answer's
+    density is count / length (0 for an empty answer, as :func:`raw_features` takes it)."""
+    model = np.asarray(model, dtype=np.int64).reshape(-1)
+    le = np.asarray(length, dtype=float).reshape(-1)
+    c = np.asarray(counts, dtype=float).reshape(le.size, 3)
+    d = np.zeros_like(c)
+    np.divide(c, le[:, None], out=d, where=le[:, None] > 0)
+    n = np.bincount(model, minlength=n_models).astype(float)
+    out = np.full((n_models, 3), np.nan)
+    for j in range(3):
+        s = np.bincount(model, weights=d[:, j], minlength=n_models)
+        np.divide(s, n, out=out[:, j], where=n > 0)
+    return out
+
+
+def far_outside(dens: np.ndarray, candidates, reference) -> dict[int, list[dict]]:
+    """The stuffing guard: {model code: [{feature, density, highest, threshold}]} of the
+    ``candidates`` (model codes) whose mean density of a Markdown feature (``dens`` from
+    :func:`model_densities`) is above ``FAR_OUTSIDE * highest``, ``highest`` the largest mean
+    density of that feature among the ``reference`` models other than the candidate. Not
+    flagged: a feature no other model uses (highest 0: no range to be outside of), and any
+    candidate when fewer than :data:`FAR_OUTSIDE_MIN_MODELS` other models have answers.
+
+    Why above only: a density far above every other model's is a style the fit never saw, so
+    its covariate lies beyond the range its coefficient was estimated on and the correction is
+    an extrapolation; a density of 0 (no Markdown at all) is inside the range of any family."""
+    out: dict[int, list[dict]] = {}
+    ref = [int(r) for r in reference]
+    for i in candidates:
+        others = [r for r in ref if r != i and np.all(np.isfinite(dens[r]))]
+        if len(others) < FAR_OUTSIDE_MIN_MODELS or not np.all(np.isfinite(dens[i])):
+            continue
+        for j, feat in enumerate(MARKDOWN):
+            top = float(np.max(dens[others, j]))
+            if top > 0 and dens[i, j] > FAR_OUTSIDE * top:
+                out.setdefault(int(i), []).append({"feature": feat, "density": float(dens[i, j]), "highest": top,
+                                                   "threshold": FAR_OUTSIDE * top})
+    return out
+
+
+def no_lift(controlled: np.ndarray, plain: np.ndarray) -> np.ndarray:
+    """The stuffing guard's cap: a flagged model's controlled coefficient is at most its
+    uncontrolled one (elementwise minimum; NaN stays NaN), as a degenerate answer's calibrated
+    score is at most its raw one (:mod:`judgecal.calibrate.guards`). Shapes broadcast."""
+    return np.minimum(np.asarray(controlled, dtype=float), np.asarray(plain, dtype=float))

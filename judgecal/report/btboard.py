@@ -29,6 +29,7 @@ COLS_CONTROLLED = [
     Col("CI uncontrolled", "win_rate_uncontrolled_ci", 2), Col("rating CI uncontrolled", "rating_uncontrolled_ci", 2),
     Col("battles", "n_battles", 1, priority=3), Col("opponents", "n_opponents", 2), Col("items", "n_items", 2),
     Col("mean credit", "mean_credit", 2), Col("coef", "coef", 2), Col("coef uncontrolled", "coef_uncontrolled", 2),
+    Col("flags", "flag_codes", 0),
 ]
 #: the style coefficients' columns
 COEF_COLS = [
@@ -61,6 +62,8 @@ def _cell(key: str, value) -> str:
         return _num(value, WIN_RATE_DECIMALS)
     if key in ("mean_credit", "raw_sd", "odds_ratio") or key.startswith("coef"):
         return _num(value, 4)
+    if key == "flag_codes":
+        return ", ".join(value)
     if key == "change":
         return f"{value:+d}" if value else "0"
     return str(value)
@@ -94,6 +97,9 @@ def footer_lines(board: dict) -> list[str]:
                  "10^((1000 - rating) / 400)) (Arena-Hard-Auto show_result.py)")
     for x in board["set_apart"]:
         lines.append(f"set apart: {x['model']} ({x['n_battles']} battles): {x['why']}")
+    for r in board["rows"]:
+        for c, msg in zip(r.get("flag_codes") or [], r.get("flags") or []):
+            lines.append(f"flag {c}: {r['model']}: {msg}")
     for reason, n in sorted(board["left_out"].items()):
         lines.append(f"left out: {n} verdicts: {reason}")
     st = board.get("style")

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import select
 
-from judgecal.calibrate import bt
+from judgecal.calibrate import bt, guards
 from judgecal.calibrate import stylecontrol as sc
 from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, rank_change, shown_ranks
 from judgecal.db import battles as bq
+from judgecal.db import guarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.browse import judge_ref
@@ -145,9 +146,10 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     boot = bt.bootstrap_bt(design, anchor, fit, n_bootstrap, seed) if n_bootstrap else None
     if not fit.converged:
         notes.append(f"the fit did not settle in {bt.MAX_ITER} Newton steps: ratings are the last iterate")
-    style = None
+    degenerate = _degenerate(data, keep, models, base, url)
+    style = stuffed = None
     if control != "none":
-        raw = _raw_style(data.resp_a[keep], data.resp_b[keep], length_unit, tokenizer, url)
+        raw, feats = _raw_style(data.resp_a[keep], data.resp_b[keep], length_unit, tokenizer, url)
         Z, cols, constant = sc.style_matrix(raw, control)
         if not cols:
             raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
@@ -165,6 +167,8 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             notes.append(f"bootstrap (style-controlled): {boot_c.n_set_apart} of {n_bootstrap} resamples left some model "
                          f"without a finite rating, {boot_c.n_not_converged} did not settle (left out of the CIs)")
         style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c)
+        if control in ("markdown", "both"):
+            stuffed = _stuffed(data, keep, models, feats, degenerate, fit, length_unit)
     rating = bt.ratings(fit.coef)
     rows, apart = [], []
     n_all = np.bincount(np.concatenate([a, b]), minlength=len(models))
@@ -176,7 +180,14 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     credit = np.bincount(a, weights=y, minlength=len(models)) + np.bincount(b, weights=1 - y, minlength=len(models))
     for i, name in enumerate(models):
         if i in fit.set_apart:
-            apart.append({"model": name, "why": _WHY[fit.set_apart[i]], "n_battles": int(n_all[i])})
+            apart.append({"model": name, "why": _WHY[fit.set_apart[i]], "n_battles": int(n_all[i]),
+                          "codes": [fit.set_apart[i]]})
+            continue
+        if name in degenerate:
+            flags = degenerate[name]
+            apart.append({"model": name, "why": "degenerate answers, not ranked (as the publish board sets them apart): "
+                                                + "; ".join(f["message"] for f in flags),
+                          "n_battles": int(n_all[i]), "codes": [guards.SHORT_CODES[f["code"]] for f in flags]})
             continue
         opp = set(b[a == i].tolist()) | set(a[b == i].tolist())
         r_ci = bt.percentile_ci(bt.ratings(boot.coef[:, i])) if boot is not None else None
@@ -192,8 +203,17 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     for r, k in zip(rows, shown_ranks([round(r["win_rate"], WIN_RATE_DECIMALS) for r in rows], WIN_RATE_DECIMALS)):
         r["rank"] = k
     rows = [{"rank": r.pop("rank"), **r} for r in rows]
+    if degenerate:
+        notes.append(f"{len(degenerate)} model(s) set apart for degenerate answers (empty, constant or truncated: the "
+                     "guards of the publish board): " + ", ".join(sorted(degenerate)) + "; their battles stay in the fit "
+                     "(as Arena-Hard-Auto keeps every battle), so the ranked models' ratings are those of the full fit")
     if style is not None:
-        rows = _controlled_rows(rows, models, fit_c, boot_c)
+        rows = _controlled_rows(rows, models, fit, boot, fit_c, boot_c, stuffed or {})
+        if stuffed:
+            notes.append(f"{len(stuffed)} model(s) with a Markdown density far outside the other models' "
+                         f"({', '.join(sorted(stuffed))}): style control cannot correct a style beyond the range it "
+                         "was fitted on reliably, so their controlled rating is at most their uncontrolled one "
+                         "(flag 'style-outside'; docs/style.md)")
     if boot is not None and (boot.n_set_apart or boot.n_not_converged):
         notes.append(f"bootstrap: {boot.n_set_apart} of {n_bootstrap} resamples left some model without a finite rating "
                      f"(its CI bound is then infinite), {boot.n_not_converged} did not settle (left out of the CIs)")
@@ -211,9 +231,9 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
 
 
 
-def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> np.ndarray:
+def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> tuple[np.ndarray, dict]:
     """The unstandardised style differences (n, 4) of the battles whose answers are ``resp_a``,
-    ``resp_b`` (response ids): lengths in ``unit`` (tokens filled where not stored, as
+    ``resp_b`` (response ids), and {response id: (length, headers, list items, bold)}: lengths in ``unit`` (tokens filled where not stored, as
     ``judgecal lengths`` does; ReadOnlyError on a read-only database) and the Markdown counts."""
     tok = None
     if unit == "tokens":
@@ -242,7 +262,7 @@ def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> np
             raise NotFoundError(f"{len(still)} answers have no {unit} length under tokenizer {tok}")
     fa = np.array([feats[i] for i in resp_a.tolist()], dtype=float).reshape(-1, 4)
     fb = np.array([feats[i] for i in resp_b.tolist()], dtype=float).reshape(-1, 4)
-    return sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:])
+    return sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:]), feats
 
 
 def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dict:
@@ -260,9 +280,11 @@ def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dic
             "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
 
 
-def _controlled_rows(rows: list[dict], models: list[str], fit_c, boot_c) -> list[dict]:
+def _controlled_rows(rows: list[dict], models: list[str], fit, boot, fit_c, boot_c, stuffed: dict[str, str]) -> list[dict]:
     """The plain rows with the controlled fit as rating / win_rate / coef and the plain one
-    beside it; sorted and ranked by the controlled win rate."""
+    beside it; sorted and ranked by the controlled win rate. A model of ``stuffed`` ({model:
+    flag message}) is not lifted by the control: its controlled coefficient (and each
+    resample's) is at most its uncontrolled one (:func:`judgecal.calibrate.stylecontrol.no_lift`)."""
     out = []
     for r in rows:
         i = models.index(r["model"])
@@ -276,9 +298,81 @@ def _controlled_rows(rows: list[dict], models: list[str], fit_c, boot_c) -> list
             "win_rate_uncontrolled": r["win_rate"], "win_rate_uncontrolled_ci": r["win_rate_ci"],
             "n_battles": r["n_battles"], "n_opponents": r["n_opponents"], "n_items": r["n_items"],
             "mean_credit": r["mean_credit"], "coef": float(fit_c.coef[i]), "coef_uncontrolled": r["coef"],
+            "flags": [], "flag_codes": [],
         })
+        if r["model"] in stuffed:
+            o = out[-1]
+            cap = float(sc.no_lift(fit_c.coef[i], fit.coef[i]))
+            lifted = cap < o["coef"]
+            o["coef"], o["rating"] = cap, float(bt.ratings(cap))
+            o["win_rate"] = float(100 * bt.win_rate(o["rating"], 1000.0))
+            if boot_c is not None:
+                o["rating_ci"] = bt.percentile_ci(bt.ratings(sc.no_lift(boot_c.coef[:, i], boot.coef[:, i])))
+                o["win_rate_ci"] = [float(100 * bt.win_rate(v, 1000.0)) for v in o["rating_ci"]]
+            o["flags"].append(stuffed[r["model"]] + (f"; the controlled fit gave {rating:.1f}, above its uncontrolled "
+                                                     f"{r['rating']:.1f}: capped there" if lifted else
+                                                     "; its controlled rating is not above its uncontrolled one"))
+            o["flag_codes"].append("style-outside")
     out.sort(key=lambda r: (-r["rating"], r["model"]))
     for r, k in zip(out, shown_ranks([round(r["win_rate"], WIN_RATE_DECIMALS) for r in out], WIN_RATE_DECIMALS)):
         r["rank_controlled"] = k
         r["change"] = rank_change(r["rank_uncontrolled"], k)
     return [{"rank": r["rank_controlled"], **r} for r in out]
+
+
+def _answers(data: bq.Battles, keep: np.ndarray, models: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(response ids, model codes) of the distinct answers of the usable battles."""
+    rid = np.concatenate([data.resp_a[keep], data.resp_b[keep]])
+    mo = np.concatenate([data.a[keep], data.b[keep]])
+    rid, first = np.unique(rid, return_index=True)
+    return rid, mo[first]
+
+
+def _degenerate(data: bq.Battles, keep: np.ndarray, models: list[str], base: str, url: str | None) -> dict[str, list[dict]]:
+    """{model: guard flags} of the models whose answers are empty, constant or truncated
+    (:func:`judgecal.calibrate.guards.model_flags`, the flags the win-rate board and the publish
+    board read; :data:`judgecal.calibrate.guards.NO_GAIN_CODES` only): over each model's
+    distinct answers in the battles, templates as the score board keys them, lengths in
+    characters against the baseline's answer to the same item (the median of its answers there;
+    an item the baseline did not answer gives no ratio). The baseline itself is never set apart."""
+    rid, mo = _answers(data, keep, models)
+    engine = get_engine(url)
+    try:
+        with session_scope(engine) as s:
+            keys = guarddata.answer_keys(s, rid.tolist())
+            chars = bq.answer_style(s, rid.tolist(), "chars", None)
+    finally:
+        engine.dispose()
+    item = np.array([keys[r][1] for r in rid.tolist()], dtype=np.int64)
+    key = [keys[r][2] for r in rid.tolist()]
+    words = np.array([keys[r][3] for r in rid.tolist()], dtype=float)
+    length = np.array([chars[r][0] for r in rid.tolist()], dtype=float)
+    bi = models.index(base)
+    ref_of: dict[int, list[float]] = {}
+    for it_, le in zip(item[mo == bi].tolist(), length[mo == bi].tolist()):
+        ref_of.setdefault(it_, []).append(le)
+    l_ref = np.array([float(np.median(ref_of[i])) if i in ref_of else np.nan for i in item.tolist()])
+    flags = guards.model_flags(mo, item, key, words, length, l_ref, reference="the baseline's length")
+    out = {}
+    for code, fl in flags.items():
+        bad = [f for f in fl if f["code"] in guards.NO_GAIN_CODES]
+        if bad and code != bi:
+            out[models[code]] = bad
+    return out
+
+
+def _stuffed(data: bq.Battles, keep: np.ndarray, models: list[str], feats: dict, degenerate: dict, fit,
+             unit: str) -> dict[str, str]:
+    """{model: flag message} of the ranked models whose mean Markdown density is far outside
+    the other ranked models' (:func:`judgecal.calibrate.stylecontrol.far_outside`)."""
+    rid, mo = _answers(data, keep, models)
+    f = np.array([feats[r] for r in rid.tolist()], dtype=float).reshape(-1, 4)
+    dens = sc.model_densities(mo, f[:, 0], f[:, 1:], len(models))
+    ranked = [i for i, n in enumerate(models) if i not in fit.set_apart and n not in degenerate]
+    out = {}
+    for i, hits in sc.far_outside(dens, ranked, ranked).items():
+        out[models[i]] = ("Markdown density far above the other models': " + "; ".join(
+            f"{h['feature']} {h['density']:.4f} per {unit.rstrip('s')}, {h['density'] / h['highest']:.1f} times the "
+            f"highest of the others ({h['highest']:.4f}; flagged above {sc.FAR_OUTSIDE:g} times)" for h in hits)
+            + "; style control corrects within the range of styles it was fitted on, not beyond it")
+    return out
