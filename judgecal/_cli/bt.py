@@ -47,11 +47,15 @@ def bt(ctx: Ctx, family, judge, baseline, outcome, n_bootstrap, seed, control, l
     Maximum likelihood (ties and soft verdicts as fractional wins), on Arena-Hard-Auto's scale
     (baseline = 1000, 400 points per factor of 10 in the odds), the win rate against the
     baseline derived from the ratings as Arena-Hard-Auto's show_result.py prints it, bootstrap
-    CIs over items. Models without a finite rating are set apart with the reason.
+    CIs over items. Models without a finite rating are set apart with the reason, and so are
+    models whose answers are empty, constant or truncated (the publish board's guards; their
+    battles stay in the fit of the others).
 
     With --control, the style-controlled board (Arena-Hard-Auto's style covariates: docs/style.md)
     with the plain one beside it, rank changes, and the style coefficients (how much the judge
-    rewards each feature) with CIs."""
+    rewards each feature) with CIs. A model whose Markdown density is more than twice the highest of
+    the other models' is flagged style-outside and not lifted by the control (its controlled
+    rating at most its uncontrolled one)."""
     from judgecal._cli.leaderboard import _print_board
     from judgecal.progress import steps
     from judgecal.report import btboard

@@ -4,8 +4,9 @@ Per model (one task family, one judge): the Bradley-Terry rating fitted by maxim
 over every model pair the verdicts cover (:mod:`judgecal.calibrate.bt`), on Arena-Hard-Auto's
 scale (400 points per factor of 10 in the odds, the baseline at 1000), the win rate against the
 baseline derived from it (Arena-Hard-Auto's ``show_result.py``), each with a bootstrap CI over
-items, competition ranks, and the counts behind them. Models without a finite rating are set
-apart with the reason; verdicts not used are counted by reason."""
+items, competition ranks, and the counts behind them. Models without a finite rating, and models
+with degenerate answers (empty, constant, truncated), are set apart with the reason; verdicts
+not used are counted by reason."""
 
 from __future__ import annotations
 
@@ -111,8 +112,17 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     Returns {task_family, judge, baseline, outcome, scale, n_battles, n_items, n_models, n_pairs,
     n_bootstrap, seed, bootstrap: {set_apart, not_converged}, rows: [{rank, model, rating,
     rating_ci, win_rate (%), win_rate_ci, coef, n_battles, n_opponents, n_items, mean_credit}] (a model's
-    counts: the battles the fit used), set_apart: [{model, why, n_battles}] (every battle of the model),
-    left_out: {reason: n}, notes: [...]}; n_battles, n_items, n_pairs count every usable verdict."""
+    counts: the battles the fit used), set_apart: [{model, why, n_battles, codes}] (every battle of the
+    model; codes "above" / "below" / "unlinked" for a model without a finite rating, or the guards'
+    short codes "empty" / "constant" / "truncated" for degenerate answers), left_out: {reason: n},
+    notes: [...]}; n_battles, n_items, n_pairs count every usable verdict.
+
+    Gaming guards (docs/style.md, "Gaming guards"): models whose answers are empty, constant or
+    truncated (:func:`judgecal.calibrate.guards.model_flags`, the publish board's guards) are set
+    apart, their battles kept in the fit; a controlled board's rows carry ``flags`` (messages) and
+    ``flag_codes``: "style-outside" for a model whose mean Markdown density is far above the
+    others' (:func:`judgecal.calibrate.stylecontrol.far_outside`), whose controlled figures are
+    then capped at its uncontrolled ones (:func:`judgecal.calibrate.stylecontrol.no_lift`)."""
     if outcome not in OUTCOMES:
         raise UsageError(f"outcome must be one of {', '.join(OUTCOMES)}")
     engine = get_engine(url)
