@@ -51,3 +51,18 @@ def rated_template_keys(s: Session, family_ids: list[int], judge_id: int) -> dic
             key = by_sha[sha] = template_key(text)
         out[rid] = key
     return out
+
+
+def answer_identities(s: Session, response_ids) -> dict[int, tuple[int, str, int, int]]:
+    """{response id: (item id, text SHA-256, n_words, n_chars)} for the given responses (unknown
+    ids are absent): what the win-rate board's guards read (the same bytes are the same answer),
+    without reading the texts."""
+    ids = sorted(set(int(r) for r in response_ids))
+    out: dict[int, tuple[int, str, int, int]] = {}
+    for start in range(0, len(ids), 5000):
+        part = ids[start : start + 5000]
+        q = select(m.Response.id, m.Response.item_id, m.Response.text_sha256, m.Response.n_words,
+                   m.Response.n_chars).where(m.Response.id.in_(part))
+        for rid, item_id, sha, words, chars in s.execute(q):
+            out[rid] = (item_id, sha, int(words), int(chars))
+    return out

@@ -342,21 +342,22 @@ def _degenerate(data: bq.Battles, keep: np.ndarray, models: list[str], base: str
     """{model: guard flags} of the models whose answers are empty, constant or truncated
     (:func:`judgecal.calibrate.guards.model_flags`, the flags the win-rate board and the publish
     board read; :data:`judgecal.calibrate.guards.NO_GAIN_CODES` only): over each model's
-    distinct answers in the battles, templates as the score board keys them, lengths in
-    characters against the baseline's answer to the same item (the median of its answers there;
-    an item the baseline did not answer gives no ratio). The baseline itself is never set apart."""
+    distinct answers in the battles, the same bytes (stored SHA-256) being the same answer and
+    lengths in characters against the baseline's answer to the same item (the median of its
+    answers there; an item the baseline did not answer gives no ratio), as the win-rate board
+    (the publish board's pairwise source) reads them. The baseline itself is never set apart."""
     rid, mo = _answers(data, keep, models)
     engine = get_engine(url)
     try:
         with session_scope(engine) as s:
-            keys = guarddata.answer_keys(s, rid.tolist())
-            chars = bq.answer_style(s, rid.tolist(), "chars", None)
+            ident = guarddata.answer_identities(s, rid.tolist())
     finally:
         engine.dispose()
-    item = np.array([keys[r][1] for r in rid.tolist()], dtype=np.int64)
-    key = [keys[r][2] for r in rid.tolist()]
-    words = np.array([keys[r][3] for r in rid.tolist()], dtype=float)
-    length = np.array([chars[r][0] for r in rid.tolist()], dtype=float)
+    rows = [ident[r] for r in rid.tolist()]
+    item = np.array([x[0] for x in rows], dtype=np.int64)
+    key = [x[1] for x in rows]
+    words = np.array([x[2] for x in rows], dtype=float)
+    length = np.array([x[3] for x in rows], dtype=float)
     bi = models.index(base)
     ref_of: dict[int, list[float]] = {}
     for it_, le in zip(item[mo == bi].tolist(), length[mo == bi].tolist()):
