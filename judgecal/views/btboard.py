@@ -362,7 +362,8 @@ def _degenerate(data: bq.Battles, keep: np.ndarray, models: list[str], base: str
     ref_of: dict[int, list[float]] = {}
     for it_, le in zip(item[mo == bi].tolist(), length[mo == bi].tolist()):
         ref_of.setdefault(it_, []).append(le)
-    l_ref = np.array([float(np.median(ref_of[i])) if i in ref_of else np.nan for i in item.tolist()])
+    med = {i: float(np.median(v)) for i, v in ref_of.items()}
+    l_ref = np.array([med.get(i, np.nan) for i in item.tolist()])
     flags = guards.model_flags(mo, item, key, words, length, l_ref, reference="the baseline's length")
     out = {}
     for code, fl in flags.items():
