@@ -27,13 +27,15 @@ model_args="pretrained=FOLDER")`` works in a process that imported it; an instal
 registers it in every process, lazily, for ``lm_eval run --model judgecal``
 (:mod:`judgecal.lmeval_plugin`).
 
-Only ``loglikelihood`` requests are served (``output_type: multiple_choice`` and
-``loglikelihood`` tasks); ``loglikelihood_rolling`` and ``generate_until`` raise
-NotImplementedError naming the request type. Needs lm-eval (``pip install 'judgecal[lmeval]'``).
+``loglikelihood`` requests (``output_type: multiple_choice`` and ``loglikelihood`` tasks) and,
+with a local model, ``loglikelihood_rolling`` requests (perplexity tasks: word_perplexity,
+byte_perplexity, bits_per_byte) are served; ``generate_until`` raises NotImplementedError
+naming the request type. Needs lm-eval (``pip install 'judgecal[lmeval]'``).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Any
@@ -102,9 +104,19 @@ class JudgecalLM(LM):
 
     def __init__(self, pretrained: str | Path | None = None, *, scorer: Any = None, device: str = "cpu",
                  dtype: str = "float32", batch_size: int | str | None = "auto", forward: str = "auto",
-                 base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> None:
+                 base_url: str | None = None, model: str | None = None, api_key: str | None = None,
+                 max_length: int | str | None = None) -> None:
         super().__init__()
         self.batch_size = _batch_size(batch_size)
+        if max_length is not None and max_length != "":
+            try:
+                max_length = int(max_length)
+            except (TypeError, ValueError):
+                raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}") from None
+            if max_length < 2:
+                raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
+        else:
+            max_length = None
         self.endpoint = None
         self.scorer = None
         if base_url is not None:
@@ -123,11 +135,22 @@ class JudgecalLM(LM):
 
                 scorer = HFScorer(pretrained, device=hf_device(device), dtype=str(dtype),
                                   forward="transformers" if forward == "auto" else forward)
+            # the model's positions as lm-eval's HFLM counts them (max_length=, else the config's
+            # n_positions / max_position_embeddings / n_ctx, else the tokenizer's, else 2048): the
+            # rolling windows' size and the left-truncation of loglikelihood requests
+            from lm_eval.models.utils import resolve_max_length
+
+            positions = max_length or resolve_max_length(scorer.model.config, scorer.tokenizer, default=2048)
+            if positions != scorer.max_length:  # a copy: a scorer passed in is left as it was
+                scorer = copy.copy(scorer)
+                scorer.max_length = positions
             self.scorer = scorer
             self.tokenizer = scorer.tokenizer
             self.model_name = str(pretrained) if pretrained is not None else "(loaded)"
             self._device = scorer.device
         self.n_tokens: dict[tuple[str, str], int] = {}
+        self.rolling_tokens: dict[str, int] = {}
+        self.rolling_windows: dict[str, int] = {}
         self.stats: dict[str, Any] = {"tokens": 0, "padded_tokens": 0, "scored_rows": 0, "forward_passes": 0,
                                       "boundary_fixes": 0, "seconds": 0.0, "cpu_seconds": 0.0, "requests": 0,
                                       "distinct_requests": 0}
@@ -186,9 +209,64 @@ class JudgecalLM(LM):
         return res
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
-        """Not served: judgecal scores multiple-choice requests (raises NotImplementedError)."""
-        raise NotImplementedError("JudgecalLM serves loglikelihood requests (multiple_choice and loglikelihood "
-                                  "tasks) only, not loglikelihood_rolling (perplexity tasks)")
+        """``[log p(text) in nats, ...]``, one per request (``args == (text,)``), in order: the
+        whole text's log-likelihood from lm-eval's rolling windows, as lm-eval's HFLM computes it
+        (``HFLM.loglikelihood_rolling``, lm_eval/models/huggingface.py): the text is encoded as
+        HFLM's ``tok_encode`` does (the tokenizer's special tokens; none when it starts with the
+        BOS text), cut by lm-eval's own ``utils.get_rolling_token_windows`` (prefix token: BOS,
+        else EOS; ``max_seq_len`` = :attr:`max_length`; ``context_len`` 1) and
+        ``utils.make_disjoint_window``; each window is one (context tokens, continuation tokens)
+        group for :meth:`HFScorer.score_groups` (the first window's context is the prefix token
+        alone), and a text's windows' log-likelihoods are summed. An empty text scores 0.0 (no
+        window), as in HFLM. Identical texts are scored once. ``rolling_tokens[text]`` /
+        ``rolling_windows[text]`` hold the tokens scored and the windows. Raises
+        NotImplementedError for the completions endpoint backend (its windows would be text, not
+        lm-eval's token windows)."""
+        from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+
+        from judgecal.loglik.hf import RunStats
+
+        if self.endpoint is not None:
+            raise NotImplementedError("JudgecalLM(base_url=...) does not serve loglikelihood_rolling (perplexity "
+                                      "tasks): lm-eval's rolling windows are token windows; use pretrained=MODEL_FOLDER")
+        texts: list[str] = []
+        for req in requests:
+            args = req.args if hasattr(req, "args") else req
+            if len(args) != 1:
+                raise NotImplementedError(f"loglikelihood_rolling takes (text,) requests, got {len(args)} arguments")
+            texts.append(str(args[0]))
+        distinct = list(dict.fromkeys(texts))
+        t0, c0 = time.perf_counter(), time.process_time()
+        encoder = self.scorer.encoder
+        windows: list[EncodedGroup] = []
+        owner: list[int] = []
+        for i, tokens in enumerate(encoder.tok_encode_many(distinct)):
+            for ctx, cont in map(make_disjoint_window, get_rolling_token_windows(
+                    token_list=tokens, prefix_token=encoder.prefix_token_id, max_seq_len=self.max_length,
+                    context_len=1)):
+                windows.append(EncodedGroup(list(ctx), [list(cont)]))
+                owner.append(i)
+        stats = RunStats()
+        scored = self.scorer.score_groups(windows, batch_size=self.batch_size, stats=stats) if windows else []
+        total = [0.0] * len(distinct)
+        n_tok = [0] * len(distinct)
+        n_win = [0] * len(distinct)
+        for i, (sc,) in zip(owner, scored):
+            total[i] += sc.ll
+            n_tok[i] += sc.n_tokens
+            n_win[i] += 1
+        for i, t in enumerate(distinct):
+            self.rolling_tokens[t] = n_tok[i]
+            self.rolling_windows[t] = n_win[i]
+        self.stats["seconds"] += time.perf_counter() - t0
+        self.stats["cpu_seconds"] += time.process_time() - c0
+        self.stats["requests"] += len(texts)
+        self.stats["distinct_requests"] += len(distinct)
+        self.stats["rolling_windows"] = self.stats.get("rolling_windows", 0) + len(windows)
+        for k in ("tokens", "padded_tokens", "scored_rows", "forward_passes", "boundary_fixes"):
+            self.stats[k] += getattr(stats, k)
+        index = {t: i for i, t in enumerate(distinct)}
+        return [total[index[t]] for t in texts]
 
     def generate_until(self, requests: list, disable_tqdm: bool = False) -> list[str]:
         """Not served: judgecal does not generate text (raises NotImplementedError)."""
@@ -226,7 +304,10 @@ class JudgecalLM(LM):
 
     @property
     def max_length(self) -> int | None:
-        """The model's positions (context + continuation are left-truncated to fit, as HFLM)."""
+        """The model's positions as HFLM counts them (``max_length=``, else lm-eval's
+        ``resolve_max_length`` of the config and tokenizer): context + continuation are
+        left-truncated to fit, and it is the rolling windows' size, as in HFLM. None for the
+        endpoint backend."""
         return getattr(self.scorer, "max_length", None)
 
     @property

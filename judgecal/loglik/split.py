@@ -65,6 +65,12 @@ class Encoder:
                 out[i] = list(ids)
         return out
 
+    def tok_encode_many(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text encoded whole as lm-eval's HFLM ``tok_encode`` encodes it (the tokenizer's
+        special tokens, none when the text starts with the BOS text): the token lists of
+        ``loglikelihood_rolling``. Pure apart from the tokenizer."""
+        return self._encode_many(list(texts)) if texts else []
+
     def _encode_plain(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []

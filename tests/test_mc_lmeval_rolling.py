@@ -1,0 +1,138 @@
+"""Perplexity tasks (lm-eval ``output_type: loglikelihood_rolling``) through judgecal's scorer.
+
+The reference is lm-eval 0.4.13 itself: ``simple_evaluate`` with its HF backend (``HFLM``,
+the same SmolLM2 folder, float32, CPU) on a local task YAML built here: four documents from
+the shared AlpacaEval outputs (real text, 150 to 1100 characters), ``doc_to_target`` the
+text, word_perplexity, byte_perplexity and bits_per_byte as lm-eval's wikitext config names
+them. Both models run with ``max_length=64`` so that every document but the shortest spans
+several of lm-eval's rolling windows (the longest, 279 tokens, five).
+
+Asserted: per-document log-likelihoods within 1e-4 nats of HFLM's (measured: 1.8e-5), the
+three metrics within a relative 1e-6 (measured: 3.5e-8), the token counts and windows being
+lm-eval's own (``get_rolling_token_windows`` on HFLM's ``tok_encode``), and that the windows
+matter (the long document scores differently with the model's full context).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from test_mc_lmeval_layout import model_folder_or_skip  # noqa: E402
+
+from judgecal.config import shared_data_dir  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
+lm_eval = pytest.importorskip("lm_eval")
+
+MAX_LENGTH = 64
+METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
+
+
+def documents() -> list[str]:
+    """Four real texts (AlpacaEval's GPT-4 outputs), cut to 150-1100 characters."""
+    rows = json.loads((shared_data_dir() / "alpaca_eval" / "gpt4_1106_preview.json").read_text())
+    return [rows[6]["output"], rows[7]["output"][:300], rows[0]["output"][:1100], rows[12]["output"][:150]]
+
+
+def write_task(folder: Path, docs: list[str], name: str = "ppl_local") -> Path:
+    """A local lm-eval perplexity task: JSONL documents + YAML (wikitext's metric_list)."""
+    data = folder / f"{name}.jsonl"
+    data.write_text("".join(json.dumps({"text": t}) + "\n" for t in docs))
+    y = folder / f"{name}.yaml"
+    y.write_text(f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}\n"
+                 "output_type: loglikelihood_rolling\ntest_split: test\ndoc_to_text: \"\"\n"
+                 "doc_to_target: \"{{text}}\"\nmetric_list:\n"
+                 + "".join(f"  - metric: {m}\n" for m in METRICS) + "metadata:\n  version: 1.0\n")
+    return y
+
+
+@pytest.fixture(scope="module")
+def folder():
+    return model_folder_or_skip()
+
+
+@pytest.fixture(scope="module")
+def task_yaml(tmp_path_factory) -> Path:
+    return write_task(tmp_path_factory.mktemp("ppl"), documents())
+
+
+@pytest.fixture(scope="module")
+def scorer(folder):
+    from judgecal.loglik.hf import HFScorer
+
+    return HFScorer(folder, device="cpu", dtype="float32", forward="transformers")
+
+
+@pytest.fixture(scope="module")
+def hflm(folder):
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(pretrained=str(folder), device="cpu", dtype="float32", batch_size=4, max_length=MAX_LENGTH)
+
+
+def _evaluate(lm, task_yaml: Path) -> dict:
+    import lm_eval.evaluator
+
+    from judgecal.loglik.lmeval_tasks import offline_data, task_manager
+
+    with pytest.MonkeyPatch.context() as mp, offline_data():
+        mp.setattr(lm_eval.evaluator, "add_env_info", lambda storage: None)
+        return lm_eval.simple_evaluate(model=lm, tasks=[str(task_yaml)], log_samples=True,
+                                       task_manager=task_manager(include_defaults=False))
+
+
+@pytest.fixture(scope="module")
+def reference(hflm, task_yaml) -> dict:
+    return _evaluate(hflm, task_yaml)
+
+
+def test_rolling_perplexity_equals_lm_eval_hf(scorer, hflm, task_yaml, reference):
+    from lm_eval.utils import get_rolling_token_windows
+
+    from judgecal.loglik.lmeval_lm import JudgecalLM
+
+    lm = JudgecalLM(scorer=scorer, max_length=str(MAX_LENGTH))  # as --model_args max_length=64 passes it
+    assert lm.max_length == MAX_LENGTH and scorer.max_length == 8192  # the scorer passed in is left as it was
+    ours = _evaluate(lm, task_yaml)
+    ref_ll = [s["filtered_resps"][0] for s in reference["samples"]["ppl_local"]]
+    our_ll = [s["filtered_resps"][0] for s in ours["samples"]["ppl_local"]]
+    assert len(our_ll) == 4 and max(abs(a - b) for a, b in zip(our_ll, ref_ll)) < 1e-4
+    for m in METRICS:
+        ref, got = reference["results"]["ppl_local"][f"{m},none"], ours["results"]["ppl_local"][f"{m},none"]
+        assert math.isclose(got, ref, rel_tol=1e-6), (m, got, ref)
+    # the tokens and windows are lm-eval's own: HFLM's tok_encode, lm-eval's window function
+    docs = documents()
+    windows = [len(list(get_rolling_token_windows(hflm.tok_encode(t), hflm.prefix_token_id, MAX_LENGTH, 1)))
+               for t in docs]
+    assert [lm.rolling_windows[t] for t in docs] == windows == [2, 2, 5, 1]
+    assert [lm.rolling_tokens[t] for t in docs] == [len(hflm.tok_encode(t)) for t in docs]
+    # the windows matter: with the model's own 8192 positions the long document scores otherwise
+    full = JudgecalLM(scorer=scorer).loglikelihood_rolling([(docs[2],)])[0]
+    assert full - our_ll[2] > 1.0  # more context, higher log-likelihood (nats)
+    # max_length also cuts loglikelihood requests' contexts on the left, as HFLM's does
+    from lm_eval.api.instance import Instance
+
+    cut = docs[2].rfind(" ", 0, len(docs[2]) - 40)  # at a word boundary (no token spans it)
+    req = [Instance("loglikelihood", {}, (docs[2][:cut], docs[2][cut:]), 0)]
+    assert abs(lm.loglikelihood(req)[0][0] - hflm.loglikelihood(req)[0][0]) < 1e-4
+    assert lm.stats["truncated_requests"] == 1 and lm.stats["boundary_fixes"] == 0
+    # an empty text scores 0.0 with no window, as in HFLM; the endpoint backend refuses by name
+    assert lm.loglikelihood_rolling([("",)]) == [0.0]
+    with pytest.raises(NotImplementedError, match="loglikelihood_rolling"):
+        JudgecalLM(base_url="http://127.0.0.1:9/v1", model="m").loglikelihood_rolling([("text",)])
+
+
+def test_max_length_model_arg_is_checked(scorer):
+    from judgecal.loglik.lmeval_lm import JudgecalLM
+
+    for bad in ("0", "x", 1):
+        with pytest.raises(ValueError, match="max_length must be an integer >= 2"):
+            JudgecalLM(scorer=scorer, max_length=bad)
