@@ -44,6 +44,11 @@ def test_far_outside_rule_and_cap():
     assert sc.far_outside(dens2, [3], range(4)) == {}
     assert sc.far_outside(dens[[0, 1, 4]], [2], range(3)) == {}
     assert np.array_equal(sc.no_lift([1.0, -2.0, np.nan], [0.5, -1.0, 0.0])[:2], [0.5, -2.0])
+    # a column of one value repeated is constant, though its float mean is not exact (sd ~1e-17, not 0)
+    x = np.full(90, (1 / 14) / (1 / 14 + 1))
+    assert np.std(x, ddof=1) > 0
+    raw = np.column_stack([np.linspace(-1, 1, 90), np.zeros(90), x, np.zeros(90)])
+    assert sc.style_matrix(raw, "both")[2] == ["headers", "lists", "bold"]
 
 
 # ------------------------------------------------------------------ degenerate models on real data
@@ -166,6 +171,21 @@ def test_stuffed_model_flagged_and_not_lifted(db_url, data_dir, tmp_path, run_cl
     assert s["rating"] <= o["rating_ci"][1] and s["rating_ci"][1] <= s["rating_uncontrolled_ci"][1] + 1e-9
     assert s["rank"] >= o["rank"]
     assert any("style-outside" in n and STUFFED in n for n in board["notes"])
+    # its battles, far outside the styles seen, do not set the correction: the coefficients and the others'
+    # controlled ratings are the fit on the other models' battles alone, read from the files (NullModel's kept);
+    # kept, its copied verdicts would turn the header coefficient from +0.26 to -0.08 (markdown)
+    from test_bt_style import _alpaca
+
+    models, a, b, y, it, n_items, raw = _alpaca(data_dir, OTHERS)
+    Z, cols, _ = sc.style_matrix(raw, control)
+    f = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z), models.index(BASE))
+    assert [c["feature"] for c in board["style"]["coefficients"]] == [c["feature"] for c in cols]
+    assert np.allclose([c["coef"] for c in board["style"]["coefficients"]], f.gamma, atol=1e-8)
+    for i, name in enumerate(models):
+        if name != "NullModel":
+            assert got[name]["rating"] == pytest.approx(float(bt.ratings(f.coef[i])), abs=1e-6)
+    if control == "markdown":
+        assert {c["feature"]: c["coef"] for c in board["style"]["coefficients"]}["headers"] > 0.2
     # every format
     args = ("--database-url", db_url, "bt", "--control", control, "--length-unit", "words", "--bootstrap", "0")
     r = run_cli(*args, "--format", "json")
@@ -224,3 +244,28 @@ def test_cap_where_control_would_lift(sqlite_url, tmp_path):
     assert s["rating_ci"][1] <= s["rating_uncontrolled_ci"][1] + 1e-9
     assert all(not got[m]["flag_codes"] for m in "ABCD")
     assert math.isfinite(s["rating"])
+
+
+def test_flagged_battles_kept_when_the_others_cannot_be_fitted_alone(sqlite_url, tmp_path):
+    """B, C and D write one list item in every answer of the same length (A none): without S's
+    battles no style column varies, so the coefficients cannot be fitted on the other battles;
+    S's battles are then kept in the controlled fit (a note says why), S still flagged and capped."""
+    vocab = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    recs = []
+    for k in range(30):
+        words = [vocab[(k + j) % 10] for j in range(9)] + [vocab[k % 10] + vocab[k // 10]]
+        prompt = f"question {' '.join(words[:3])} {k}"
+        for name, pref in (("B", 0.6), ("C", 0.5), ("D", 0.4), ("S", 0.3 + 0.02 * (k % 5))):
+            n = 8 + k % 3 if name == "S" else 1
+            recs.append({"prompt": prompt, "model_a": name, "response_a": f"{name} " + _answer(words, n),
+                         "model_b": "A", "response_b": "A " + _answer(words, 0), "judge": "j", "task_family": "fam",
+                         "preference": pref})
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    importing.import_generic(path, "verdicts", "jsonl", None, sqlite_url)
+    board = build_bt_board(url=sqlite_url, baseline="A", n_bootstrap=0, control="markdown", length_unit="words")
+    got = {r["model"]: r for r in board["rows"]}
+    assert got["S"]["flag_codes"] == ["style-outside"] and got["S"]["rating"] <= got["S"]["rating_uncontrolled"]
+    assert any("battles are kept in the controlled fit: without them no style column varies" in n
+               for n in board["notes"])
+    assert [c["feature"] for c in board["style"]["coefficients"]] == ["lists"]

@@ -73,6 +73,10 @@ def raw_features(len_a, len_b, md_a, md_b) -> np.ndarray:
     return out
 
 
+#: a column whose sample sd is at most this (times max(1, |mean|)) is constant (left out)
+CONSTANT_SD = 1e-12
+
+
 def style_matrix(raw: np.ndarray, control: str) -> tuple[np.ndarray, list[dict], list[str]]:
     """The standardised covariate columns of ``control`` ("length", "markdown" or "both").
 
@@ -87,10 +91,12 @@ def style_matrix(raw: np.ndarray, control: str) -> tuple[np.ndarray, list[dict],
         j = FEATURES.index(name)
         x = raw[:, j]
         sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
-        if not sd > 0 or not math.isfinite(sd):
+        mean = float(np.mean(x)) if x.size else 0.0
+        # constant up to rounding (identical values whose mean is not exact give an sd of ~1e-17):
+        # standardising by such an sd would blow rounding noise up to a column of +-1
+        if not sd > CONSTANT_SD * max(1.0, abs(mean)) or not math.isfinite(sd):
             left.append(name)
             continue
-        mean = float(np.mean(x))
         kept.append((x - mean) / sd)
         cols.append({"feature": name, "mean": mean, "sd": sd, "description": DESCRIBE[name]})
     Z = np.stack(kept, axis=1) if kept else np.zeros((raw.shape[0], 0))

@@ -160,13 +160,36 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     style = stuffed = None
     if control != "none":
         raw, feats = _raw_style(data.resp_a[keep], data.resp_b[keep], length_unit, tokenizer, url)
-        Z, cols, constant = sc.style_matrix(raw, control)
-        if not cols:
-            raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
-                             "battles: nothing to control for")
-        d_c = bt.make_design(a, b, y, np.ones(a.size), it, len(models), len(data.items), features=Z)
-        fit_c = bt.fit_bt(d_c, anchor)
-        boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
+        if control in ("markdown", "both"):
+            stuffed = _stuffed(data, keep, models, feats, degenerate, fit, length_unit, anchor)
+        fit_s = boot_s = None
+        if stuffed:  # the coefficients (and the others) from the battles within the range of styles seen
+            out_idx = [models.index(n) for n in stuffed]
+            clean = ~(np.isin(a, out_idx) | np.isin(b, out_idx))
+            try:
+                cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, clean, models, data, anchor,
+                                                                n_bootstrap, seed)
+                lost = sorted(set(fit_c.set_apart) - set(fit.set_apart) - set(out_idx))
+                why = ", ".join(models[i] for i in lost) + " would have no rating"
+            except UsageError:  # every column constant over the other battles
+                lost, why = [-1], "no style column varies over the other battles"
+            if lost:  # a flagged model was the only link of others: keep every battle
+                notes.append("the style-outside models' battles are kept in the controlled fit: without them " + why)
+                stuffed_fit = None
+            else:
+                stuffed_fit = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data,
+                                              anchor, n_bootstrap, seed)
+                fit_s, boot_s = stuffed_fit[2], stuffed_fit[3]
+                notes.append("the style coefficients and the controlled ratings of the other models are fitted without "
+                             "the battles of the style-outside models (" + ", ".join(sorted(stuffed)) + "); theirs come "
+                             "from the fit with every battle, capped at their uncontrolled ratings")
+            if stuffed_fit is None:
+                cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool),
+                                                                models, data, anchor, n_bootstrap, seed)
+                fit_s, boot_s = fit_c, boot_c
+        else:
+            cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool),
+                                                            models, data, anchor, n_bootstrap, seed)
         if not fit_c.converged:
             notes.append(f"the style-controlled fit did not settle in {bt.MAX_ITER} Newton steps: its figures are the "
                          "last iterate")
@@ -177,8 +200,6 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             notes.append(f"bootstrap (style-controlled): {boot_c.n_set_apart} of {n_bootstrap} resamples left some model "
                          f"without a finite rating, {boot_c.n_not_converged} did not settle (left out of the CIs)")
         style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c)
-        if control in ("markdown", "both"):
-            stuffed = _stuffed(data, keep, models, feats, degenerate, fit, length_unit)
     rating = bt.ratings(fit.coef)
     rows, apart = [], []
     n_all = np.bincount(np.concatenate([a, b]), minlength=len(models))
@@ -218,7 +239,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
                      "guards of the publish board): " + ", ".join(sorted(degenerate)) + "; their battles stay in the fit "
                      "(as Arena-Hard-Auto keeps every battle), so the ranked models' ratings are those of the full fit")
     if style is not None:
-        rows = _controlled_rows(rows, models, fit, boot, fit_c, boot_c, stuffed or {})
+        rows = _controlled_rows(rows, models, fit, boot, fit_c, boot_c, stuffed or {}, fit_s, boot_s)
         if stuffed:
             notes.append(f"{len(stuffed)} model(s) with a Markdown density far outside the other models' "
                          f"({', '.join(sorted(stuffed))}): style control cannot correct a style beyond the range it "
@@ -290,10 +311,12 @@ def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dic
             "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
 
 
-def _controlled_rows(rows: list[dict], models: list[str], fit, boot, fit_c, boot_c, stuffed: dict[str, str]) -> list[dict]:
+def _controlled_rows(rows: list[dict], models: list[str], fit, boot, fit_c, boot_c, stuffed: dict[str, str],
+                     fit_s=None, boot_s=None) -> list[dict]:
     """The plain rows with the controlled fit as rating / win_rate / coef and the plain one
     beside it; sorted and ranked by the controlled win rate. A model of ``stuffed`` ({model:
-    flag message}) is not lifted by the control: its controlled coefficient (and each
+    flag message}) takes its controlled figures from ``fit_s`` / ``boot_s`` (the controlled fit
+    with its battles) and is not lifted by the control: its controlled coefficient (and each
     resample's) is at most its uncontrolled one (:func:`judgecal.calibrate.stylecontrol.no_lift`)."""
     out = []
     for r in rows:
@@ -312,12 +335,13 @@ def _controlled_rows(rows: list[dict], models: list[str], fit, boot, fit_c, boot
         })
         if r["model"] in stuffed:
             o = out[-1]
-            cap = float(sc.no_lift(fit_c.coef[i], fit.coef[i]))
-            lifted = cap < o["coef"]
+            rating = float(bt.ratings(fit_s.coef[i]))
+            cap = float(sc.no_lift(fit_s.coef[i], fit.coef[i]))
+            lifted = float(bt.ratings(fit_s.coef[i])) - float(bt.ratings(cap)) >= 0.05  # visible at one decimal
             o["coef"], o["rating"] = cap, float(bt.ratings(cap))
             o["win_rate"] = float(100 * bt.win_rate(o["rating"], 1000.0))
-            if boot_c is not None:
-                o["rating_ci"] = bt.percentile_ci(bt.ratings(sc.no_lift(boot_c.coef[:, i], boot.coef[:, i])))
+            if boot_s is not None:
+                o["rating_ci"] = bt.percentile_ci(bt.ratings(sc.no_lift(boot_s.coef[:, i], boot.coef[:, i])))
                 o["win_rate_ci"] = [float(100 * bt.win_rate(v, 1000.0)) for v in o["rating_ci"]]
             o["flags"].append(stuffed[r["model"]] + (f"; the controlled fit gave {rating:.1f}, above its uncontrolled "
                                                      f"{r['rating']:.1f}: capped there" if lifted else
@@ -374,17 +398,33 @@ def _degenerate(data: bq.Battles, keep: np.ndarray, models: list[str], base: str
 
 
 def _stuffed(data: bq.Battles, keep: np.ndarray, models: list[str], feats: dict, degenerate: dict, fit,
-             unit: str) -> dict[str, str]:
+             unit: str, anchor: int) -> dict[str, str]:
     """{model: flag message} of the ranked models whose mean Markdown density is far outside
-    the other ranked models' (:func:`judgecal.calibrate.stylecontrol.far_outside`)."""
+    the other ranked models' (:func:`judgecal.calibrate.stylecontrol.far_outside`). The
+    baseline is compared with, never flagged: it is the anchor (1000 under any control), and
+    every battle of an AlpacaEval-shaped board is one of its."""
     rid, mo = _answers(data, keep, models)
     f = np.array([feats[r] for r in rid.tolist()], dtype=float).reshape(-1, 4)
     dens = sc.model_densities(mo, f[:, 0], f[:, 1:], len(models))
     ranked = [i for i, n in enumerate(models) if i not in fit.set_apart and n not in degenerate]
     out = {}
-    for i, hits in sc.far_outside(dens, ranked, ranked).items():
+    for i, hits in sc.far_outside(dens, [i for i in ranked if i != anchor], ranked).items():
         out[models[i]] = ("Markdown density far above the other models': " + "; ".join(
             f"{h['feature']} {h['density']:.4f} per {unit.rstrip('s')}, {h['density'] / h['highest']:.1f} times the "
             f"highest of the others ({h['highest']:.4f}; flagged above {sc.FAR_OUTSIDE:g} times)" for h in hits)
             + "; style control corrects within the range of styles it was fitted on, not beyond it")
     return out
+
+
+def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_bootstrap, seed):
+    """(columns, constant columns, fit, bootstrap) of the style-controlled model on the battles
+    ``sel`` (bool mask), the columns standardised over those battles."""
+    Z, cols, constant = sc.style_matrix(raw[sel], control)
+    if not cols:
+        raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
+                         "battles: nothing to control for")
+    d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
+                         features=Z)
+    fit_c = bt.fit_bt(d_c, anchor)
+    boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
+    return cols, constant, fit_c, boot_c
