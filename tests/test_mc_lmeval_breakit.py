@@ -261,9 +261,11 @@ def test_dataset_keys_and_folders_are_checked(hub, tmp_path, run_cli, no_model):
 def test_non_multiple_choice_tasks_are_refused_before_data_are_looked_for(tmp_path, run_cli, no_model):
     empty = tmp_path / "empty"
     empty.mkdir()
-    for task, kind in (("gsm8k", "generate_until"), ("wikitext", "loglikelihood_rolling")):
-        with pytest.raises(InputError, match=rf"multiple_choice only; 1 task\(s\) of '{task}' are not: {task} \({kind}\)"):
-            LT.load_tasks(task, data_dir=empty)  # no data anywhere: the output type is what is refused
+    with pytest.raises(InputError, match=r"multiple_choice or loglikelihood_rolling \(perplexity\) only; "
+                                         r"1 task\(s\) of 'gsm8k' are not: gsm8k \(generate_until\)"):
+        LT.load_tasks("gsm8k", data_dir=empty)  # no data anywhere: the output type is what is refused
+    with pytest.raises(LT.DataNotFoundError, match="wikitext"):  # a perplexity task passes the type check
+        LT.load_tasks("wikitext", data_dir=empty)
     with pytest.raises(InputError, match=r"2 task\(s\) of 'lambada' are not: lambada_openai \(loglikelihood\), "
                                          r"lambada_standard \(loglikelihood\)"):
         LT.load_tasks("lambada", data_dir=empty)  # a group
@@ -275,7 +277,7 @@ def test_non_multiple_choice_tasks_are_refused_before_data_are_looked_for(tmp_pa
         doc_to_text: "{{q}}"
         doc_to_target: "x"
         """)  # no output_type: lm-eval's default, generate_until; its data file does not exist
-    with pytest.raises(InputError, match=r"gen\.yaml: judgecal mc scores output_type multiple_choice only.*"
+    with pytest.raises(InputError, match=r"gen\.yaml: judgecal mc scores output_type multiple_choice or loglikelihood_rolling.*"
                                          r"my_gen \(generate_until\)"):
         LT.load_tasks(y)
     r = run_cli("mc", "score", "--model", str(no_model), "--task", "gsm8k", "--data-dir", str(empty))

@@ -114,7 +114,7 @@ def test_generation_task_is_refused(tmp_path):
         doc_to_text: "{{question}}"
         doc_to_target: "x"
         """)
-    with pytest.raises(InputError, match=r"multiple_choice only; 1 task\(s\) of 'my_gen' are not: my_gen \(generate_until\)"):
+    with pytest.raises(InputError, match=r"loglikelihood_rolling \(perplexity\) only; 1 task\(s\) of 'my_gen' are not: my_gen \(generate_until\)"):
         LT.load_tasks(y)
 
 

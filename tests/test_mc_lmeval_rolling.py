@@ -136,3 +136,55 @@ def test_max_length_model_arg_is_checked(scorer):
     for bad in ("0", "x", 1):
         with pytest.raises(ValueError, match="max_length must be an integer >= 2"):
             JudgecalLM(scorer=scorer, max_length=bad)
+
+
+def test_mc_score_reports_perplexity_and_stores_it(folder, task_yaml, reference, pg_url, run_cli, tmp_path):
+    """`judgecal mc score` on the perplexity task: lm-eval's three metrics as lm-eval's results
+    file has them (the same run's file, --output-path), stored with the run (PostgreSQL),
+    every document's figures in the diagnostics, bits/byte in `mc list`."""
+    base = ["--database-url", pg_url, "mc", "score", "--model", str(folder), "--task", str(task_yaml),
+            "--max-length", str(MAX_LENGTH)]
+    r = run_cli(*base, "--format", "json", "--output-path", str(tmp_path / "out"), "--log-samples")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["n_items"] == 4 and out["settings"]["max_length"] == MAX_LENGTH
+    file = json.loads(Path(out["output_files"]["results"]).read_text())
+    assert file["config"]["model_args"]["max_length"] == MAX_LENGTH
+    for m in METRICS:
+        assert out["metrics"][m]["value"] == file["results"]["ppl_local"][f"{m},none"]
+        assert out["metrics"][m]["source"] == "lm-eval"
+        assert math.isclose(out["metrics"][m]["value"], reference["results"]["ppl_local"][f"{m},none"], rel_tol=1e-6)
+    docs = out["diagnostics"]["documents"]
+    assert [d["windows"] for d in docs] == [2, 2, 5, 1] and out["diagnostics"]["rolling_windows"] == 10
+    ref_samples = reference["samples"]["ppl_local"]
+    assert [d["bytes"] for d in docs] == [s["bits_per_byte"][1] for s in ref_samples]
+    assert [d["words"] for d in docs] == [s["word_perplexity"][1] for s in ref_samples]
+    bpb = -sum(d["ll"] for d in docs) / sum(d["bytes"] for d in docs) / math.log(2)
+    assert math.isclose(bpb, out["metrics"]["bits_per_byte"]["value"], rel_tol=1e-12)
+    listed = run_cli("--database-url", pg_url, "mc", "list", "--format", "json")
+    run = json.loads(listed.output)[0]
+    assert run["id"] == out["run_id"] and run["n_items"] == 4
+    assert run["metrics"]["bits_per_byte"]["value"] == out["metrics"]["bits_per_byte"]["value"]
+    table = run_cli("--database-url", pg_url, "mc", "list")
+    assert "bits/byte" in table.output and f"{out['metrics']['bits_per_byte']['value']:.4f}" in table.output
+    text = run_cli(*base)
+    assert text.exit_code == 0, text.output
+    assert "4 documents" in text.output and "bits_per_byte" in text.output
+
+
+def test_mixed_and_unsupported_output_types_are_refused(tmp_path, task_yaml):
+    """A call mixing perplexity and multiple-choice tasks is refused in one line, by name."""
+    from judgecal.errors import InputError
+    from judgecal.loglik import lmeval_tasks as LT
+    from judgecal.loglik.lmeval_rolling import check_output_types
+
+    assert check_output_types("x", {"a": "loglikelihood_rolling"}) is True
+    assert check_output_types("x", {"a": "multiple_choice"}) is False
+    with pytest.raises(InputError, match="mixes multiple_choice and loglikelihood_rolling tasks"):
+        check_output_types("x", {"a": "multiple_choice", "b": "loglikelihood_rolling"})
+    mc = tmp_path / "mc.yaml"
+    mc.write_text(f"task: mc_local\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {tmp_path / 'x.jsonl'}\n"
+                  "output_type: multiple_choice\ntest_split: test\ndoc_to_text: q\ndoc_to_choice: [a, b]\n"
+                  "doc_to_target: 0\n")
+    with pytest.raises(InputError, match=r"'ppl_local,mc_local' mixes multiple_choice and loglikelihood_rolling tasks \(ppl_local \.\.\.\)"):
+        LT.load_tasks(f"{task_yaml},{mc}")

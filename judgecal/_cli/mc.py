@@ -130,16 +130,21 @@ def _metadata(value):
               help="lm-eval tasks, with --output-path: also lm-eval's per-document samples_<task>_<date>.jsonl.")
 @click.option("--write-out", is_flag=True,
               help="lm-eval tasks: print each task's first prompt and target to standard error (lm-eval's --write_out).")
+@click.option("--max-length", type=click.IntRange(min=2), default=None, metavar="N",
+              help="lm-eval tasks: the model's positions (lm-eval's max_length model argument): the rolling windows of "
+                   "perplexity tasks and the left-truncation of long contexts (default: the model's, as --model hf).")
 @FMT_OPT
 @pass_ctx
 def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forward, null_context, no_pmi, prompt, base_url,
              loader, num_fewshot, fewshot_seed, include_paths, data_dir, datasets_, apply_chat_template,
-             fewshot_as_multiturn, system_instruction, seeds, metadata, output_path, log_samples, write_out, fmt) -> None:
+             fewshot_as_multiturn, system_instruction, seeds, metadata, output_path, log_samples, write_out, max_length,
+             fmt) -> None:
     """Score a multiple-choice task by log-likelihood and store the run.
 
     lm-evaluation-harness tasks (by name, pattern or YAML; several with commas, as lm-eval's
     --tasks) are built by lm-eval's own task machinery (few-shot, metric_list, groups) and
-    scored by judgecal; data are read offline."""
+    scored by judgecal; data are read offline. lm-eval perplexity tasks (loglikelihood_rolling)
+    report word_perplexity, byte_perplexity and bits_per_byte."""
     from click.core import ParameterSource
 
     from judgecal.views import mc as mc_mod
@@ -147,7 +152,7 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
     cctx = click.get_current_context()
     explicit = {n for n in ("prompt", "null_context", "no_pmi", "num_fewshot", "fewshot_seed", "include_paths", "data_dir",
                             "datasets_", "apply_chat_template", "fewshot_as_multiturn", "system_instruction", "seeds",
-                            "metadata", "output_path", "log_samples", "write_out")
+                            "metadata", "output_path", "log_samples", "write_out", "max_length")
                 if cctx.get_parameter_source(n) not in (ParameterSource.DEFAULT, None)}
     given = {{"no_pmi": "null_context", "datasets_": "datasets_map"}.get(n, n) for n in explicit}
     run_id, res = mc_mod.score(task_path, model, device=device, dtype=dtype, batch_size=batch_size, forward=forward,
@@ -157,19 +162,22 @@ def mc_score(ctx: Ctx, model, task_path, limit, device, dtype, batch_size, forwa
                                datasets_map=_datasets_map(datasets_), apply_chat_template=apply_chat_template,
                                fewshot_as_multiturn=fewshot_as_multiturn, system_instruction=system_instruction,
                                seeds=_seeds(seeds), metadata=_metadata(metadata), output_path=output_path,
-                               log_samples=log_samples, write_out=write_out, given=given)
+                               log_samples=log_samples, write_out=write_out, given=given, max_length=max_length)
+    from judgecal.loglik.lmeval_rolling import n_documents
+
     for line in getattr(res, "write_out", None) or []:
         err.print(line, markup=False, highlight=False)
     files = getattr(res, "output_files", None)
     if fmt == "json":
         emit_json({"run_id": run_id, "task": res.task, "model": res.model, "backend": res.backend,
-                   "n_items": len(res.items), "metrics": res.metrics, "diagnostics": res.diagnostics,
+                   "n_items": n_documents(res), "metrics": res.metrics, "diagnostics": res.diagnostics,
                    "settings": res.settings, "stats": res.stats, "output_files": files})
         return
     st = res.settings
     shots = f", {st['num_fewshot']}-shot" if isinstance(st.get("num_fewshot"), int) else ""
-    out.print(f"run {run_id}: {res.task}{shots}, {len(res.items)} items, model {res.model} ({res.backend}), "
-              f"{res.stats['items_per_s']:.1f} items/s")
+    unit = "documents" if res.diagnostics.get("output_type") == "loglikelihood_rolling" else "items"
+    out.print(f"run {run_id}: {res.task}{shots}, {n_documents(res)} {unit}, model {res.model} ({res.backend}), "
+              f"{res.stats['items_per_s']:.1f} {unit}/s")
     from judgecal.report.mc_tables import metrics_renderable
 
     out.print(metrics_renderable(res.metrics, res.diagnostics))

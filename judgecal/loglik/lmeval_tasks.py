@@ -31,8 +31,9 @@ What judgecal adds around it:
   folder is cached under a key of its files, :func:`local_cache_dir`). When
   the data cannot be found, one line names the dataset, the config and where it looked
   (:class:`DataNotFoundError`).
-- **Checks.** Only ``output_type: multiple_choice`` tasks are scored (others are refused by
-  name, from the configs, before any data are read); ``--data-dir``/``--dataset`` folders
+- **Checks.** Only ``output_type: multiple_choice`` tasks, or ``loglikelihood_rolling``
+  (perplexity) tasks, not both in one call (:mod:`judgecal.loglik.lmeval_rolling`), are scored
+  (others are refused by name, from the configs, before any data are read); ``--data-dir``/``--dataset`` folders
   must exist and every ``--dataset`` key must be read by some task; a few-shot count larger
   than the few-shot pool is refused before the model loads (:func:`check_fewshot_pool`). Items whose gold lm-eval scores but judgecal's own formats would refuse (several gold
   answers, a gold string that is not a choice, an index out of range) are scored as lm-eval
@@ -759,14 +760,12 @@ def _failure_line(failures: Sequence[YamlLoadFailure], shown: int = 3) -> str:
 def _check_planned(name: str, leaves: Mapping[str, dict], python: bool, datasets_map: Mapping[str, Any] | None,
                    src: str | None) -> None:
     """Refusals that need only the configs, before any data are read: a leaf whose
-    ``output_type`` is not multiple_choice (lm-eval's default is generate_until), a
+    ``output_type`` is neither multiple_choice nor loglikelihood_rolling (lm-eval's default is
+    generate_until), a
     ``--dataset`` key that no task reads."""
-    bad = {n: c.get("output_type", "generate_until") for n, c in leaves.items()
-           if c.get("output_type", "generate_until") != "multiple_choice"}
-    if bad:
-        shown = ", ".join(f"{n} ({o})" for n, o in list(bad.items())[:5])
-        raise InputError(f"judgecal mc scores output_type multiple_choice only; {len(bad)} task(s) of {name!r} are not: "
-                         f"{shown}", source=src)
+    from judgecal.loglik.lmeval_rolling import check_output_types
+
+    check_output_types(name, {n: c.get("output_type", "generate_until") for n, c in leaves.items()}, src)
     if datasets_map and not python:
         _check_dataset_keys(name, datasets_map, {c.get("dataset_path") for c in leaves.values()})
 
@@ -899,10 +898,11 @@ def load_tasks(spec: str | Path | Sequence[str | Path], *, include_paths: Sequen
     ``data_dir``/``datasets_map``). Sets lm-eval's global seeds first
     (:func:`set_lm_eval_seeds` with ``seeds``: python random, numpy, torch; None leaves one
     unset). ``metadata``: lm-eval's ``--metadata`` (:func:`task_manager`). Only
-    multiple_choice tasks are accepted.
+    multiple_choice tasks, or only loglikelihood_rolling (perplexity) tasks, are accepted.
 
     Before any data are read: ``data_dir`` and every ``datasets_map`` folder must exist; the
-    leaf configs (:func:`_leaf_configs`) must all be multiple_choice and every
+    leaf configs (:func:`_leaf_configs`) must all be multiple_choice (or all
+    loglikelihood_rolling) and every
     ``datasets_map`` key must be a dataset some task reads; a YAML of an include path that
     does not load is refused when it defines a requested name (or a member a group lists
     that is nowhere else) and otherwise skipped with a note (``LoadedTasks.notes``). When data
@@ -913,7 +913,7 @@ def load_tasks(spec: str | Path | Sequence[str | Path], *, include_paths: Sequen
 
     Raises UsageError (lm-eval missing, a missing folder, an unused ``--dataset`` key),
     InputError (unknown name, bad YAML, a ``!function`` module that fails to import, a task
-    that is not multiple_choice, anything lm-eval refuses while building, as one line naming
+    that is not multiple_choice or loglikelihood_rolling, or a mix of the two, anything lm-eval refuses while building, as one line naming
     the file), DataNotFoundError."""
     require()
     raw = split_specs(spec)
@@ -983,6 +983,10 @@ def load_tasks(spec: str | Path | Sequence[str | Path], *, include_paths: Sequen
         all_leaves.update(leaves)
         any_python = any_python or python
     src = specs[0].src if len(specs) == 1 else None
+    if len(specs) > 1:  # each part is of one kind; together, multiple choice and perplexity do not mix either
+        from judgecal.loglik.lmeval_rolling import check_output_types
+
+        check_output_types(name, {n: c.get("output_type", "generate_until") for n, c in all_leaves.items()}, src)
     if datasets_map and not any_python:
         _check_dataset_keys(name, datasets_map, {c.get("dataset_path") for c in all_leaves.values()})
     notes = []
@@ -1021,11 +1025,9 @@ def load_tasks(spec: str | Path | Sequence[str | Path], *, include_paths: Sequen
             notes.append(f"--data-dir {data_dir} was not used: no task read a dataset from it (read: {read})")
     if not loaded["tasks"]:
         raise InputError(f"lm-eval task {name!r} has no tasks")
-    bad = {n: t.OUTPUT_TYPE for n, t in loaded["tasks"].items() if t.OUTPUT_TYPE != "multiple_choice"}
-    if bad:
-        shown = ", ".join(f"{n} ({o})" for n, o in list(bad.items())[:5])
-        raise InputError(f"judgecal mc scores output_type multiple_choice only; {len(bad)} task(s) of {name!r} are not: "
-                         f"{shown}", source=src)
+    from judgecal.loglik.lmeval_rolling import check_output_types
+
+    check_output_types(name, {n: t.OUTPUT_TYPE for n, t in loaded["tasks"].items()}, src)
 
     def kind_of(n: str) -> str:
         if n in loaded["groups"]:
@@ -1179,8 +1181,12 @@ def to_mc_result(lt: LoadedTasks, results: dict, lm: Any, *, settings: dict[str,
     judgecal extra``); diagnostics carry per-task and per-group metrics, notes and lm-eval's
     warnings."""
     from judgecal.loglik import metrics as M
+    from judgecal.loglik.lmeval_rolling import ROLLING, rolling_result
     from judgecal.loglik.score import ChoiceResult, ItemResult, McResult
 
+    if lt.tasks and all(t.OUTPUT_TYPE == ROLLING for t in lt.tasks.values()):  # perplexity tasks: no items
+        return rolling_result(lt, results, lm, settings=settings, model=model, backend=backend, warnings=warnings,
+                              fewshot_notes=fewshot_notes)
     items: list[ItemResult] = []
     hits: dict[str, list[float]] = {m: [] for m in (*JUDGECAL_METRICS, "acc_pmi")}
     why_counts: Counter[str] = Counter()
@@ -1354,8 +1360,10 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
                   fewshot_as_multiturn: bool | None = None, system_instruction: str | None = None,
                   bootstrap_iters: int = DEFAULT_BOOTSTRAP_ITERS, output_path: str | Path | None = None,
                   log_samples: bool = False, write_out: bool = False, metadata: Mapping[str, Any] | None = None,
-                  env_info: bool = True, progress: Callable[[int], None] | None = None):
-    """Score lm-eval multiple-choice tasks, groups or tags with judgecal's scorer.
+                  env_info: bool = True, progress: Callable[[int], None] | None = None,
+                  max_length: int | None = None):
+    """Score lm-eval multiple-choice tasks, groups or tags with judgecal's scorer, or lm-eval
+    perplexity tasks (``loglikelihood_rolling``; :mod:`judgecal.loglik.lmeval_rolling`).
 
     ``spec``: a name, pattern or YAML file, or several (a comma-separated string or a list;
     :func:`load_tasks`). Model: ``model_folder`` (or a loaded ``scorer``; ``device``,
@@ -1371,7 +1379,9 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
     ``res.write_out`` (lines) instead of lm-eval's log. ``output_path`` / ``log_samples``:
     lm-eval's results (and samples) files, written by :func:`write_run_files` once the run
     has an id (``res.lm_eval_output`` holds what they need); ``env_info``: lm-eval's
-    environment block in that file (``add_env_info``, a few seconds).
+    environment block in that file (``add_env_info``, a few seconds). ``max_length``: the
+    model's positions as lm-eval's ``--model_args max_length=`` (rolling windows, truncation;
+    default the model's, as HFLM).
 
     Returns an McResult (``dataset_sha256`` attribute set: SHA-256 of the scored documents).
     Raises UsageError, InputError, DataNotFoundError, ModelError."""
@@ -1413,11 +1423,14 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
     else:
         if scorer is None and model_folder is None:
             raise UsageError("give a model folder or --base-url")
-        lm = JudgecalLM(model_folder, scorer=scorer, batch_size=batch_size, device=device, dtype=dtype, forward=forward)
+        lm = JudgecalLM(model_folder, scorer=scorer, batch_size=batch_size, device=device, dtype=dtype, forward=forward,
+                        max_length=max_length)
         model_name, backend = (str(model_folder) if model_folder is not None else "(loaded)"), "hf"
         model_args = {"pretrained": str(model_folder) if model_folder is not None else str(
             getattr(lm.tokenizer, "name_or_path", "(loaded)")), "device": device, "dtype": dtype,
             "batch_size": batch_size, "forward": forward}
+        if max_length is not None:
+            model_args["max_length"] = max_length
     if apply_chat_template and lm.tokenizer is not None and not getattr(lm.tokenizer, "chat_template", None):
         raise UsageError("--apply-chat-template: the model's tokenizer has no chat template")
     tracker = None
@@ -1440,7 +1453,8 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
                 "system_instruction": system_instruction, "metadata": dict(metadata) if metadata else None,
                 "include_path": [str(p) for p in include_paths] or None,
                 "data_dir": str(data_dir) if data_dir is not None else None,
-                "datasets": {k: str(v) for k, v in (datasets_map or {}).items()} or None}
+                "datasets": {k: str(v) for k, v in (datasets_map or {}).items()} or None,
+                "max_length": lm.max_length}
     if base_url is not None:
         settings["base_url"] = base_url
     res = to_mc_result(lt, results, lm, settings=settings, model=model_name, backend=backend, warnings=warnings,
@@ -1448,7 +1462,9 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
     st = dict(lm.stats)
     st["scoring_seconds"] = st.pop("seconds")
     st["seconds"] = wall
-    st["items_per_s"] = len(res.items) / wall if wall > 0 else None
+    from judgecal.loglik.lmeval_rolling import n_documents
+
+    st["items_per_s"] = n_documents(res) / wall if wall > 0 else None
     if lm.scorer is not None:
         st.update(n_body_params=lm.scorer.n_body_params, n_head_params=lm.scorer.n_head_params)
     res.stats = st
@@ -1466,7 +1482,7 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
             seeds={"random_seed": seeds[0], "numpy_seed": seeds[1], "torch_seed": seeds[2], "fewshot_seed": seeds[3]})
         res.lm_eval_output = {"full": full, "tracker": tracker, "log_samples": log_samples}
     if progress is not None:
-        progress(len(res.items))
+        progress(n_documents(res))
     return res
 
 

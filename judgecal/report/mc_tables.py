@@ -29,7 +29,8 @@ def metrics_renderable(metrics: dict, diagnostics: dict) -> Group:
     for name in headline + [k for k in metrics if k not in headline]:
         v = metrics[name]
         dim = "" if name in headline else " (not headline)"
-        table.add_row(name + dim, f"{v['value']:.4f}", f"{v['stderr']:.4f}", str(v["n"]))
+        se = v["stderr"]
+        table.add_row(name + dim, f"{v['value']:.4f}", "-" if se is None or se != se else f"{se:.4f}", str(v["n"]))
     parts: list = [table]
     gap = diagnostics.get("acc_norm_minus_acc")
     if gap is not None:
@@ -80,9 +81,10 @@ def ties_cell(diagnostics: dict | None) -> str:
 def runs_table(runs: list[dict]) -> Table:
     """Stored runs, newest first, with their few-shot count, chat-template setting, few-shot
     seed and limit (two runs of one task that differ in those are told apart), and the items
-    whose acc / acc_norm prediction an exact tie decided (``ties``)."""
-    table = Table("id", "model", "task", "items", "shots", "chat", "seed", "limit", "acc", "acc_norm", "ties",
-                  "created")
+    whose acc / acc_norm prediction an exact tie decided (``ties``); ``bits/byte``: an lm-eval
+    perplexity run's bits_per_byte (items: its documents)."""
+    table = Table("id", "model", "task", "items", "shots", "chat", "seed", "limit", "acc", "acc_norm", "bits/byte",
+                  "ties", "created")
     for r in runs:
         mt = r["metrics"]
         setup = run_setup(r.get("settings") or {})
@@ -90,6 +92,7 @@ def runs_table(runs: list[dict]) -> Table:
                       setup["seed"], setup["limit"],
                       f"{mt['acc']['value']:.4f}" if "acc" in mt else "-",
                       f"{mt['acc_norm']['value']:.4f}" if "acc_norm" in mt else "-",
+                      f"{mt['bits_per_byte']['value']:.4f}" if "bits_per_byte" in mt else "-",
                       ties_cell(r.get("diagnostics")), str(r["created_at"]))
     return table
 

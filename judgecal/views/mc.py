@@ -39,13 +39,13 @@ def file_sha256(path: str | Path) -> str:
 
 LM_EVAL_OPTIONS = ("num_fewshot", "fewshot_seed", "include_paths", "data_dir", "datasets_map", "apply_chat_template",
                    "fewshot_as_multiturn", "system_instruction", "output_path", "log_samples", "write_out", "seeds",
-                   "metadata")
+                   "metadata", "max_length")
 NATIVE_OPTIONS = ("prompt", "null_context")
 OPTION_NAMES = {"num_fewshot": "--num-fewshot", "fewshot_seed": "--fewshot-seed", "include_paths": "--include-path",
                 "data_dir": "--data-dir", "datasets_map": "--dataset", "apply_chat_template": "--apply-chat-template",
                 "fewshot_as_multiturn": "--fewshot-as-multiturn", "system_instruction": "--system-instruction",
                 "output_path": "--output-path", "log_samples": "--log-samples", "write_out": "--write-out",
-                "seeds": "--seed", "metadata": "--metadata",
+                "seeds": "--seed", "metadata": "--metadata", "max_length": "--max-length",
                 "prompt": "--prompt", "null_context": "--null-context/--no-pmi"}
 _NATIVE_SUFFIXES = (".jsonl", ".json", ".txt", ".bz2", ".gz", ".yaml", ".yml")
 
@@ -139,13 +139,14 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
           system_instruction: str | None = None, output_path: str | Path | None = None, log_samples: bool = False,
           write_out: bool = False, seeds: Sequence[int | None] | None = None,
           metadata: Mapping[str, Any] | None = None, env_info: bool = True,
-          given: Iterable[str] = ()) -> tuple[int | None, McResult]:
+          given: Iterable[str] = (), max_length: int | None = None) -> tuple[int | None, McResult]:
     """Load ``task_path``, score it and store the run. ``task_path``: a judgecal task file
     (JSONL, HellaSwag text, simple lm-eval YAML) or an lm-eval task/group/tag name or YAML
     config (:func:`task_kind`; lm-eval tasks through :func:`judgecal.loglik.lmeval_tasks.score_lm_eval`
     with ``num_fewshot``, ``fewshot_seed``, ``include_paths``, ``data_dir``, ``datasets_map``,
     ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``, ``seeds``,
-    ``metadata``, ``write_out``, and ``output_path`` / ``log_samples``: lm-eval's results and
+    ``metadata``, ``write_out``, ``max_length`` (lm-eval's ``max_length`` model argument: the
+    positions of the rolling windows of perplexity tasks and of truncation), and ``output_path`` / ``log_samples``: lm-eval's results and
     samples files, written once the run is stored, the paths in ``result.output_files``).
     Several lm-eval tasks in one call: a comma-separated ``task_path``. ``limit``: an integer
     >= 1 or a fraction in (0, 1) (of each task). ``model``:
@@ -183,7 +184,7 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
                                apply_chat_template=apply_chat_template, fewshot_as_multiturn=fewshot_as_multiturn,
                                system_instruction=system_instruction, seeds=seeds, metadata=metadata,
                                write_out=write_out, output_path=output_path, log_samples=log_samples,
-                               env_info=env_info, progress=progress)
+                               env_info=env_info, progress=progress, max_length=max_length)
         if base_url is None:
             result.model = model if model == "smollm2" else str(folder)
         sha = result.dataset_sha256
@@ -209,11 +210,13 @@ def score(task_path: str | Path, model: str, *, device: str = "cpu", dtype: str 
         sha = file_sha256(task_path)
         if task.data_path is not None:  # a YAML task: hash the YAML and the data file it reads
             sha = hashlib.sha256((sha + file_sha256(task.data_path)).encode()).hexdigest()
+    from judgecal.loglik.lmeval_rolling import n_documents  # items, or a perplexity run's documents
+
     engine = get_engine(db_url)
     try:
         with session_scope(engine) as s:
             run = m.McRun(model=result.model, task=result.task, task_path=stored_path,
-                          dataset_sha256=sha, backend=result.backend, n_items=len(result.items),
+                          dataset_sha256=sha, backend=result.backend, n_items=n_documents(result),
                           # a --base-url is stored without credentials, query string or fragment
                           settings=_without_secrets(result.settings), metrics=result.metrics,
                           diagnostics={**result.diagnostics, "stats": result.stats})
@@ -316,9 +319,9 @@ def load_run(run_id: int, db_url: str | None = None, *, items: bool = True) -> d
 # settings that change what is scored (not how fast): a comparison across them is flagged
 COMPARED_SETTINGS = ("prompt", "null_context", "target_delimiter", "task_format", "dtype", "num_fewshot", "fewshot_seed",
                      "task_config_sha256", "requests_sha256", "lm_eval_version", "apply_chat_template",
-                     "fewshot_as_multiturn", "system_instruction", "seeds", "metadata")
-# settings recorded since issue 24: compared only when both runs have them (older runs lack the key)
-_NEWER_SETTINGS = ("seeds", "metadata")
+                     "fewshot_as_multiturn", "system_instruction", "seeds", "metadata", "max_length")
+# settings recorded since issue 24 (max_length: issue 36): compared only when both runs have them (older runs lack the key)
+_NEWER_SETTINGS = ("seeds", "metadata", "max_length")
 
 
 def _item_sets(a: Mapping[str, Any], b: Mapping[str, Any], same_dataset: bool) -> str | None:
