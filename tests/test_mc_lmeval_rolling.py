@@ -169,7 +169,15 @@ def test_mc_score_reports_perplexity_and_stores_it(folder, task_yaml, reference,
     assert "bits/byte" in table.output and f"{out['metrics']['bits_per_byte']['value']:.4f}" in table.output
     text = run_cli(*base)
     assert text.exit_code == 0, text.output
-    assert "4 documents" in text.output and "bits_per_byte" in text.output
+    assert "4 documents" in text.output and "bits_per_byte" in text.output and "ties:" not in text.output
+    second = json.loads(run_cli("--database-url", pg_url, "mc", "list", "--format", "json").output)[0]["id"]
+    cmp = run_cli("--database-url", pg_url, "mc", "compare", str(out["run_id"]), str(second), "--format", "json")
+    deltas = json.loads(cmp.output)["deltas"]
+    assert deltas["bits_per_byte"] == {"a": out["metrics"]["bits_per_byte"]["value"],
+                                       "b": out["metrics"]["bits_per_byte"]["value"], "delta": 0.0, "stderr": None}
+    exp = run_cli("--database-url", pg_url, "mc", "export", str(second), str(tmp_path / "x.jsonl"))
+    assert exp.exit_code != 0 and "is an lm-eval perplexity run (loglikelihood_rolling)" in exp.output
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_mixed_and_unsupported_output_types_are_refused(tmp_path, task_yaml):

@@ -152,7 +152,7 @@ def rolling_result(lt: Any, results: dict, lm: Any, *, settings: dict[str, Any],
     headline = [m for m in PPL_METRICS if m in top] + [m for m in top if m not in PPL_METRICS]
     diags = {"output_type": ROLLING, "headline": headline, "notes": notes, "documents": docs, "by_task": by_task,
              "groups": groups, "lm_eval_warnings": dict(warnings.most_common(20)), "item_gold_notes": {},
-             "acc_norm_minus_acc": None, "ties": {}, "max_length": getattr(lm, "max_length", None),
+             "acc_norm_minus_acc": None, "ties": None, "max_length": getattr(lm, "max_length", None),
              "rolling_windows": sum(d["windows"] or 0 for d in docs)}
     nf = {t: v["num_fewshot"] for t, v in by_task.items()}
     docs_sha, docs_n = documents_sha256(lt)

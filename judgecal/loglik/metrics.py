@@ -177,7 +177,8 @@ def diagnostics(choices_per_item: Sequence[Sequence[str]], metrics: Mapping[str,
 def compare_runs(a_metrics: Mapping[str, Mapping], b_metrics: Mapping[str, Mapping]) -> dict:
     """Deltas of every metric present in both runs (judgecal's first, then others such as
     lm-eval's acc_mutual_info, by name; ``b - a``, with the stderr of the
-    difference assuming independent runs: sqrt(se_a^2 + se_b^2)), and the flag
+    difference assuming independent runs: sqrt(se_a^2 + se_b^2); None when neither run has one,
+    as for lm-eval's perplexities), and the flag
     ``opposite_directions`` when acc and acc_norm move in opposite directions (one up, the
     other down): the output distribution's shape changed, not capability (DESIGN.md)."""
     deltas: dict[str, dict] = {}
@@ -186,6 +187,8 @@ def compare_runs(a_metrics: Mapping[str, Mapping], b_metrics: Mapping[str, Mappi
         if m in b_metrics:
             a, b = a_metrics[m], b_metrics[m]
             se = float(np.sqrt(float(a.get("stderr") or 0.0) ** 2 + float(b.get("stderr") or 0.0) ** 2))
+            if a.get("stderr") is None and b.get("stderr") is None:  # e.g. lm-eval's perplexities: none known
+                se = None
             deltas[m] = {"a": a["value"], "b": b["value"], "delta": b["value"] - a["value"], "stderr": se}
     opposite = False
     if "acc" in deltas and "acc_norm" in deltas:

@@ -102,7 +102,8 @@ def compare_renderable(cmp: dict, run_a: int, run_b: int) -> Group:
     when either has any."""
     table = Table("metric", f"run {run_a}", f"run {run_b}", "delta", "stderr")
     for name, d in cmp["deltas"].items():
-        table.add_row(name, f"{d['a']:.4f}", f"{d['b']:.4f}", f"{d['delta']:+.4f}", f"{d['stderr']:.4f}")
+        table.add_row(name, f"{d['a']:.4f}", f"{d['b']:.4f}", f"{d['delta']:+.4f}",
+                      "-" if d["stderr"] is None else f"{d['stderr']:.4f}")
     parts: list = [table]
     if cmp["opposite_directions"]:
         parts.append(Text(f"acc and acc_norm moved in opposite directions: {cmp['message']}", style="bold yellow"))

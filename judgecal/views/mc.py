@@ -408,8 +408,13 @@ def export_rows(run_id: int, db_url: str | None = None) -> list[dict]:
     """One flat row per stored item of run ``run_id``: run and model, item index, lm-eval task
     and doc id (None for judgecal task files), gold(s), each metric's prediction, per-choice
     log-likelihoods, the requests scored (contexts and continuations; acc_mutual_info's
-    unconditional ones), and the stored ``choices`` JSON as it is. Raises NotFoundError."""
+    unconditional ones), and the stored ``choices`` JSON as it is. Raises NotFoundError, and
+    UsageError for an lm-eval perplexity run (it has documents, not items)."""
     run = load_run(run_id, db_url)
+    if (run.get("diagnostics") or {}).get("output_type") == "loglikelihood_rolling":
+        raise UsageError(f"run {run_id} is an lm-eval perplexity run (loglikelihood_rolling): it has no items to "
+                         "export; its documents (ll, tokens, windows, words, bytes) are in its diagnostics.documents "
+                         "and in lm-eval's samples file (mc score --output-path DIR --log-samples)")
     rows = []
     for it in run["items"]:
         ch = it["choices"]
