@@ -92,7 +92,10 @@ class JudgecalLM(LM):
     here "auto" is the model's own transformers forward, which rounds as lm-eval's HFLM does
     (per-choice log-likelihoods within ~3e-5 nats of HFLM's); judgecal's fused forward is about
     10% faster on a CPU but rounds further (up to ~1.4e-4 nats from HFLM's measured on
-    acc_mutual_info's BOS-only contexts), so it is used only when asked for.
+    acc_mutual_info's BOS-only contexts), so it is used only when asked for. ``max_length``
+    (int, or its text from ``--model_args``; >= 2): the model's positions as HFLM's
+    ``max_length``, sizing the rolling windows of :meth:`loglikelihood_rolling` and the
+    left-truncation of long contexts (default lm-eval's ``resolve_max_length``).
     Or, with ``base_url`` and ``model``, an OpenAI-compatible completions endpoint
     (:mod:`judgecal.loglik.endpoint`; no empty contexts, so no acc_mutual_info).
 
