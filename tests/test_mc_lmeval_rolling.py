@@ -196,3 +196,18 @@ def test_mixed_and_unsupported_output_types_are_refused(tmp_path, task_yaml):
                   "doc_to_target: 0\n")
     with pytest.raises(InputError, match=r"'ppl_local,mc_local' mixes multiple_choice and loglikelihood_rolling tasks \(ppl_local \.\.\.\)"):
         LT.load_tasks(f"{task_yaml},{mc}")
+
+
+def test_score_board_takes_acc_from_the_newest_multiple_choice_run():
+    """A model's newest stored run being a perplexity run does not blank its acc/acc_norm on
+    the score board: the board reads the newest multiple-choice run."""
+    from judgecal.db import models as m
+    from judgecal.views.leaderboard import _mc_columns
+
+    ppl = m.McRun(id=2, model="smollm2", task="ppl_local", metrics={"bits_per_byte": {"value": 1.18, "stderr": None}},
+                  diagnostics={"output_type": "loglikelihood_rolling"})
+    mc = m.McRun(id=1, model="smollm2", task="copa", metrics={"acc": {"value": 0.55}, "acc_norm": {"value": 0.6}},
+                 diagnostics={"headline": ["acc"]})
+    cols = _mc_columns([ppl, mc], None)
+    assert (cols["acc"], cols["acc_norm"], cols["mc_run"]) == (0.55, 0.6, 1)
+    assert _mc_columns([ppl], None)["mc_run"] is None

@@ -187,6 +187,9 @@ def build_leaderboard(families=None, judge: str | None = None, calibration: str 
         ref_run = s.get(m.McRun, mc_reference) if mc_reference else None
         if mc_reference and ref_run is None:
             raise NotFoundError(f"no multiple-choice run with id {mc_reference} (see `judgecal mc list`)")
+        if ref_run is not None and _perplexity_run(ref_run):
+            raise UsageError(f"--mc-reference {mc_reference} is an lm-eval perplexity run (no acc/acc_norm): give a "
+                             "multiple-choice run (see `judgecal mc list`)")
         ref_metrics = ref_run.metrics if ref_run else None
         cal_ids = {fam_names[f]: c.id for f, c in cals.items() if f not in transferred}
         cal_from = {fam_names[f]: {"id": c.id, "fitted_on": donor_name} for f, c in cals.items() if f in transferred}
@@ -353,7 +356,13 @@ ROW_COLUMNS = ["model", "n_rated", "n_unparsed", "n_failed", "unparsed_share", "
                "mc_opposite", "degenerate_answers", "rank_raw", "rank_calibrated", "rank_change", "flags", "flag_codes"]
 
 
+def _perplexity_run(run: m.McRun) -> bool:
+    """An lm-eval perplexity run (loglikelihood_rolling): it has no acc/acc_norm."""
+    return (run.diagnostics or {}).get("output_type") == "loglikelihood_rolling"
+
+
 def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
+    runs = [r for r in runs if not _perplexity_run(r)]  # the newest multiple-choice run, not a perplexity run
     if not runs:
         return {"acc": None, "acc_norm": None, "acc_bytes": None, "acc_norm_minus_acc": None, "mc_run": None, "mc_opposite": False}
     run = runs[0]
