@@ -211,3 +211,26 @@ def test_score_board_takes_acc_from_the_newest_multiple_choice_run():
     cols = _mc_columns([ppl, mc], None)
     assert (cols["acc"], cols["acc_norm"], cols["mc_run"]) == (0.55, 0.6, 1)
     assert _mc_columns([ppl], None)["mc_run"] is None
+
+
+def test_two_perplexity_tasks_pool_every_document(scorer, tmp_path, reference):
+    """Two perplexity tasks in one call (no group): each task's figures are lm-eval's (the
+    first equals the --model hf reference's), the top-level ones lm-eval's formulas over every
+    document pooled, and the notes say so."""
+    from judgecal.loglik.lmeval_tasks import score_lm_eval
+
+    docs = documents()
+    a, b = write_task(tmp_path, docs, "ppl_local"), write_task(tmp_path, docs[:2], "ppl_two")
+    res = score_lm_eval(f"{a},{b}", scorer=scorer, max_length=MAX_LENGTH)
+    by_task = res.diagnostics["by_task"]
+    for m in METRICS:
+        assert math.isclose(by_task["ppl_local"]["metrics"][m]["value"], reference["results"]["ppl_local"][f"{m},none"],
+                            rel_tol=1e-6)
+        assert res.metrics[m]["source"] == "judgecal pooled" and res.metrics[m]["n"] == 6
+    d = res.diagnostics["documents"]
+    ll, words, nbytes = sum(x["ll"] for x in d), sum(x["words"] for x in d), sum(x["bytes"] for x in d)
+    assert math.isclose(res.metrics["word_perplexity"]["value"], math.exp(-ll / words), rel_tol=1e-12)
+    assert math.isclose(res.metrics["bits_per_byte"]["value"], -ll / nbytes / math.log(2), rel_tol=1e-12)
+    assert any("2 perplexity tasks without a group aggregate" in n for n in res.diagnostics["notes"])
+    assert [x["windows"] for x in d] == [2, 2, 5, 1, 2, 2] and res.stats["distinct_requests"] == 4
+    assert res.settings["max_length"] == MAX_LENGTH and res.stats["rolling_windows"] == 10  # ppl_two's texts are ppl_local's: scored once
