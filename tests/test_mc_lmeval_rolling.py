@@ -136,6 +136,14 @@ def test_max_length_model_arg_is_checked(scorer):
     for bad in ("0", "x", 1):
         with pytest.raises(ValueError, match="max_length must be an integer >= 2"):
             JudgecalLM(scorer=scorer, max_length=bad)
+    with pytest.raises(ValueError, match="max_length applies to a local model, not to base_url"):
+        JudgecalLM(base_url="http://127.0.0.1:9/v1", model="m", max_length=64)
+
+
+def test_max_length_with_base_url_is_refused(task_yaml, run_cli, sqlite_url):
+    r = run_cli("--database-url", sqlite_url, "mc", "score", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                "--task", str(task_yaml), "--max-length", "64")
+    assert r.exit_code != 0 and "--max-length applies to a local model, not to --base-url" in r.output
 
 
 def test_mc_score_reports_perplexity_and_stores_it(folder, task_yaml, reference, pg_url, run_cli, tmp_path):

@@ -127,6 +127,9 @@ class JudgecalLM(LM):
 
             if not model:
                 raise ValueError("JudgecalLM(base_url=...) needs the served model name (model=...)")
+            if max_length is not None:
+                raise ValueError("JudgecalLM: max_length applies to a local model, not to base_url (the server sets "
+                                 "its context)")
             self.endpoint = CompletionsScorer(base_url, model, api_key=api_key)
             self.tokenizer = None
             self.model_name = model

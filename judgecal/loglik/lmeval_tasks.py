@@ -1391,6 +1391,8 @@ def score_lm_eval(spec: str | Path | Sequence[str | Path], model_folder: str | P
     from judgecal.loglik.lmeval_lm import JudgecalLM
 
     limit = check_limit(limit)
+    if base_url is not None and max_length is not None:
+        raise UsageError("--max-length applies to a local model, not to --base-url (the server sets its context)")
     if num_fewshot is not None and num_fewshot < 0:
         raise UsageError(f"--num-fewshot must be >= 0, got {num_fewshot}")
     if fewshot_as_multiturn is None:
