@@ -208,7 +208,8 @@ def test_mixed_and_unsupported_output_types_are_refused(tmp_path, task_yaml):
 
 def test_score_board_takes_acc_from_the_newest_multiple_choice_run():
     """A model's newest stored run being a perplexity run does not blank its acc/acc_norm on
-    the score board: the board reads the newest multiple-choice run."""
+    the score board: the board reads the newest multiple-choice run for those, and the newest
+    perplexity run for bits/byte."""
     from judgecal.db import models as m
     from judgecal.views.leaderboard import _mc_columns
 
@@ -217,8 +218,10 @@ def test_score_board_takes_acc_from_the_newest_multiple_choice_run():
     mc = m.McRun(id=1, model="smollm2", task="copa", metrics={"acc": {"value": 0.55}, "acc_norm": {"value": 0.6}},
                  diagnostics={"headline": ["acc"]})
     cols = _mc_columns([ppl, mc], None)
-    assert (cols["acc"], cols["acc_norm"], cols["mc_run"]) == (0.55, 0.6, 1)
-    assert _mc_columns([ppl], None)["mc_run"] is None
+    assert (cols["acc"], cols["acc_norm"], cols["mc_run"], cols["bits_per_byte"], cols["ppl_run"]) == (0.55, 0.6, 1, 1.18, 2)
+    alone = _mc_columns([ppl], None)
+    assert alone["mc_run"] is None and alone["acc"] is None and alone["bits_per_byte"] == 1.18
+    assert _mc_columns([mc], None)["bits_per_byte"] is None
 
 
 def test_two_perplexity_tasks_pool_every_document(scorer, tmp_path, reference):

@@ -17,7 +17,7 @@ COLS = [
     Col("verbosity win-rate raw", "verbosity_win_rate", 1, priority=4),
     Col("verbosity win-rate cal.", "verbosity_win_rate_calibrated", 1, priority=4),
     Col("acc", "acc", 1, priority=2), Col("acc_norm", "acc_norm", 1, priority=2), Col("acc_bytes", "acc_bytes", 2),
-    Col("acc_norm-acc", "acc_norm_minus_acc", 2), Col("flags", "flag_codes", 0, "text"),
+    Col("acc_norm-acc", "acc_norm_minus_acc", 2), Col("bits/byte", "bits_per_byte", 2), Col("flags", "flag_codes", 0, "text"),
 ]
 COLUMNS = [(c.header, c.key) for c in COLS]
 

@@ -353,7 +353,7 @@ ROW_COLUMNS = ["model", "n_rated", "n_unparsed", "n_failed", "unparsed_share", "
                "calibration_freshness_unknown", "task_families", "calibration_not_identified", "not_identified_reasons",
                "fit_at_bound",
                "advice_keep_raw", "advice_other_method", "acc", "acc_norm", "acc_bytes", "acc_norm_minus_acc", "mc_run",
-               "mc_opposite", "degenerate_answers", "rank_raw", "rank_calibrated", "rank_change", "flags", "flag_codes"]
+               "mc_opposite", "bits_per_byte", "ppl_run", "degenerate_answers", "rank_raw", "rank_calibrated", "rank_change", "flags", "flag_codes"]
 
 
 def _perplexity_run(run: m.McRun) -> bool:
@@ -362,9 +362,17 @@ def _perplexity_run(run: m.McRun) -> bool:
 
 
 def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
+    """A row's multiple-choice columns from the model's stored runs (newest first): acc,
+    acc_norm, acc_bytes, acc_norm - acc and ``mc_run`` of its newest multiple-choice run,
+    ``mc_opposite`` against ``ref_metrics``; ``bits_per_byte`` and ``ppl_run`` of its newest
+    lm-eval perplexity run (None without one)."""
+    ppl = next((r for r in runs if _perplexity_run(r)), None)
+    ppl_cols = {"bits_per_byte": _metric(ppl.metrics, "bits_per_byte") if ppl else None,
+                "ppl_run": ppl.id if ppl else None}
     runs = [r for r in runs if not _perplexity_run(r)]  # the newest multiple-choice run, not a perplexity run
     if not runs:
-        return {"acc": None, "acc_norm": None, "acc_bytes": None, "acc_norm_minus_acc": None, "mc_run": None, "mc_opposite": False}
+        return {"acc": None, "acc_norm": None, "acc_bytes": None, "acc_norm_minus_acc": None, "mc_run": None,
+                "mc_opposite": False, **ppl_cols}
     run = runs[0]
     acc, norm, byt = (_metric(run.metrics, k) for k in ("acc", "acc_norm", "acc_bytes"))
     opposite = False
@@ -373,7 +381,8 @@ def _mc_columns(runs: list, ref_metrics: dict | None) -> dict:
         d_norm = norm - _metric(ref_metrics, "acc_norm")
         opposite = d_acc * d_norm < 0
     return {"acc": acc, "acc_norm": norm, "acc_bytes": byt,
-            "acc_norm_minus_acc": None if None in (acc, norm) else norm - acc, "mc_run": run.id, "mc_opposite": opposite}
+            "acc_norm_minus_acc": None if None in (acc, norm) else norm - acc, "mc_run": run.id, "mc_opposite": opposite,
+            **ppl_cols}
 
 
 #: The score board's flag codes (``flag_codes`` of each row; the table and Markdown show the
