@@ -84,7 +84,7 @@ def test_board_column_sets_name_their_json_keys():
     """--columns takes the JSON keys of the boards; every key named is a row key the views fill."""
     assert [c.key for c in winboard.COLS][:3] == ["model", "n_items", "win_rate"]
     assert "flag_codes" in [c.key for c in winboard.COLS] and "flag_codes" in [c.key for c in score_board.COLS]
-    assert len(score_board.COLS) == 17 and sum(c.level == 0 for c in score_board.COLS) == 5
+    assert len(score_board.COLS) == 18 and "bits_per_byte" in [c.key for c in score_board.COLS] and sum(c.level == 0 for c in score_board.COLS) == 5
 
 
 @pytest.mark.parametrize("width", [80, 120])

@@ -265,9 +265,14 @@ def test_generic_verdicts_kind(sqlite_url, tmp_path, run_cli):
     rows_out = {x["model"]: x for x in json.loads(r.stdout)["rows"]}
     assert rows_out["m"]["win_rate"] == pytest.approx(100 * (0.75 + 0.5) / 2)  # the baseline on side a is re-oriented
     bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**rows[0], "preference": 1.0, "verdict": "b"}) + "\n")  # a hard preference is a side
+    r = run_cli("--database-url", sqlite_url, "import", "jsonl", str(bad), "--kind", "verdicts")
+    assert r.exit_code != 0 and f"{bad}:1" in r.stderr and "contradicts preference 1" in r.stderr
+    # a soft preference may differ from its verdict, but a re-import never changes the stored verdict
     bad.write_text(json.dumps({**rows[0], "verdict": "b"}) + "\n")
     r = run_cli("--database-url", sqlite_url, "import", "jsonl", str(bad), "--kind", "verdicts")
-    assert r.exit_code != 0 and f"{bad}:1" in r.stderr and "contradicts" in r.stderr
+    assert r.exit_code != 0 and f"{bad}:1" in r.stderr and "already stored with verdict" in r.stderr, r.stderr
+    assert "nothing was imported" in r.stderr
 
 
 def test_markdown_escapes_hostile_model_names(sqlite_url, tmp_path, run_cli):
