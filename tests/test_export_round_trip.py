@@ -1,14 +1,16 @@
 """Every export imports back, every field survives (issue 35 item 2).
 
 For every kind ``judgecal export`` writes in the import format (responses, ratings with their
-distributions, labels, pairs, verdicts with theirs) and both formats: export -> import into a
+distributions, labels, pairs, verdicts with theirs, calibrations) and both formats: export -> import into a
 fresh database -> export gives the same bytes, on SQLite, on PostgreSQL and across them
 (SQLite -> PostgreSQL, PostgreSQL -> SQLite). The source holds real data (LLMBar Natural: the
 GPT-4 and ChatGPT ratings and the expert labels; AlpacaEval concise/verbose pairs and a slice
 of real annotations, soft preferences) and rows with full provenance: ratings and verdicts
 collected by ``judgecal rate --top-logprobs`` against the stub server (greedy ties with a soft
 preference such as 0.4949, distributions, latency, token usage, attempts, endpoint, prompt
-hash, parameters), and imported rows with every optional field set.
+hash, parameters), imported rows with every optional field set, and calibrations fitted by
+``judgecal fit`` on the real LLMBar ratings (pairwise objective, with bootstrap CIs, identification
+and advice in their metrics; a second, pointwise one in tokens with a fixed L_ref).
 
 Beyond the files, the copy's tables are compared with the source's column by column (every
 column SQLAlchemy's metadata lists, foreign keys followed to their rows' natural keys): a field
@@ -36,10 +38,11 @@ from judgecal.db import models as m  # noqa: E402
 from judgecal.views import importing  # noqa: E402
 from judgecal.views.export import ROUND_TRIP, export  # noqa: E402
 
-KINDS = tuple(ROUND_TRIP)  # responses, ratings, labels, pairs, verdicts
+KINDS = tuple(ROUND_TRIP)  # responses, ratings, labels, pairs, verdicts, calibrations
 LOCAL = {"id", "created_at", "updated_at", "claimed_by", "claimed_at", "label_key"}
 LOCAL_IN = {("item", "source")}  # the importer that first stored the item in this database
-TABLES = ("task_family", "item", "response", "judge", "rating", "pairwise_judgment", "expert_label", "verbosity_pair")
+TABLES = ("task_family", "item", "response", "judge", "rating", "pairwise_judgment", "expert_label", "verbosity_pair",
+          "calibration")
 FAMILY = "provenance"
 
 
@@ -110,6 +113,10 @@ def _fill(url: str, data_dir: Path, work: Path) -> None:
     assert out["this_run"]["ok"] == 6
     for kind, recs in _provenance_records().items():
         importing.import_generic(_jsonl(work / f"prov_{kind}.jsonl", recs), kind, "jsonl", url=url)
+    from judgecal.views.fitting import run_fit
+
+    run_fit("llmbar/Natural", "ChatGPT", url=url, length_unit="words", n_bootstrap=20, folds=3, seed=1)
+    run_fit("llmbar/Natural", "GPT-4", url=url, length_unit="chars", n_bootstrap=0, folds=2, seed=2, l_ref=400.0)
 
 
 def _fresh(kind: str, tmp_path: Path, name: str, pg_server) -> str:
@@ -234,6 +241,11 @@ def test_every_export_imports_back_identical(sources, tmp_path, source, target, 
         assert {round(v["preference"], 4) for v in ties} == {0.4949, 0.5051}
         assert all(v["source"] is None and v["latency_s"] > 0 and v["attempts"] == 1 for v in ties)
         assert any(0 < v["preference"] < 1 and v["preference"] != 0.5 for v in verdicts if v["judge"] != "stub-pair")
+        cals = [json.loads(x) for x in moved["calibrations"][1].splitlines()]
+        assert [(c["judge"], c["length_unit"], c["l_ref"], c["n_bootstrap"], c["folds"], c["seed"]) for c in cals] == [
+            ("ChatGPT", "words", 23.0, 20, 3, 1), ("GPT-4", "chars", 400.0, 0, 2, 2)]
+        assert all(c["judge_endpoint"] == "import:llmbar" and c["metrics"]["identification"] and c["params"]["gamma_ci"]
+                   is not None for c in cals[:1])
 
 
 @pytest.mark.parametrize("target", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -256,7 +268,8 @@ def test_an_empty_export_imports_as_zero_records(tmp_path, target, fmt, request)
             _drop_pg(server, _made.pop())
     for kind, (n, first, second) in moved.items():
         assert n == 0 and first == second, kind
-        assert (first == "") if fmt == "jsonl" else first.splitlines()[0].startswith("task_family,prompt,"), (kind, first)
+        head = "task_family,judge," if kind == "calibrations" else "task_family,prompt,"
+        assert (first == "") if fmt == "jsonl" else first.splitlines()[0].startswith(head), (kind, first)
         assert len(first.splitlines()) == (0 if fmt == "jsonl" else 1), (kind, first)
 
 

@@ -109,7 +109,9 @@ def test_export_calibrations_and_leaderboard(natural, tmp_path, run_cli):
     f = tmp_path / "cal.jsonl"
     assert run_cli("--database-url", url, "export", "calibrations", f).exit_code == 0
     rows = [json.loads(line) for line in f.read_text().splitlines()]
-    assert [r["id"] for r in rows] == [fit["id"]] and rows[0]["gamma"] == pytest.approx(fit["gamma"])
+    # the import format (judgecal import jsonl --kind calibrations reads it back): no database id
+    assert [r["created_at"] for r in rows] == [fit["created_at"]] and rows[0]["gamma"] == fit["gamma"]
+    assert (rows[0]["judge"], rows[0]["length_unit"], rows[0]["l_ref"]) == ("ChatGPT", "words", fit["l_ref"])
     g = tmp_path / "board.csv"
     r = run_cli("--database-url", url, "export", "leaderboard", g, "--judge", "ChatGPT")
     assert r.exit_code == 0, r

@@ -23,8 +23,9 @@ from judgecal._cli.common import Ctx, command, err, pass_ctx
               help="leaderboard only: calibration to apply (default: latest).")
 @pass_ctx
 def export_cmd(ctx: Ctx, kind: str, file: Path, fmt: str | None, families, judge, calibration) -> None:
-    """Write KIND to FILE (`-` for standard output). ratings, labels, pairs, responses and
-    verdicts use the generic import format (they round-trip through `judgecal import jsonl|csv`).
+    """Write KIND to FILE (`-` for standard output). ratings, labels, pairs, responses,
+    verdicts and calibrations use the generic import format (they round-trip through `judgecal
+    import jsonl|csv --kind KIND`); the leaderboard is a report.
     Only a regular file is written (a symlink, FIFO or device is refused); CSV cells that a
     spreadsheet would run as a formula get a leading ' (taken off again on import)."""
     from judgecal.views.export import export

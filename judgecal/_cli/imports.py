@@ -134,7 +134,7 @@ def import_alpaca(ctx: Ctx, files: tuple[Path, ...], pairs, family: str | None, 
 
 def _generic(fmt_name: str):
     @click.argument("file", type=click.Path(path_type=Path))
-    @click.option("--kind", required=True, type=click.Choice(["responses", "ratings", "labels", "pairs", "verdicts"]),
+    @click.option("--kind", required=True, type=click.Choice(["responses", "ratings", "labels", "pairs", "verdicts", "calibrations"]),
                   help="What each record holds (fields in docs/data-formats.md).")
     @FAMILY_OPT
     @FMT_OPT
@@ -144,7 +144,7 @@ def _generic(fmt_name: str):
 
         _print_import(importing.import_generic(file, kind, fmt_name, family, ctx.url), fmt)
 
-    command.__doc__ = f"judgecal's generic {fmt_name.upper()} format: responses, ratings, labels or verbosity pairs."
+    command.__doc__ = f"judgecal's generic {fmt_name.upper()} format: responses, ratings, labels, verbosity pairs, verdicts or calibrations."
     return command
 
 

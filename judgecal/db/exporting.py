@@ -37,6 +37,11 @@ COLUMNS: dict[str, list[str]] = {
     + ["judge_mode", "sample_index", "position", "status", "verdict", "preference", "distribution", "baseline", "source",
        "raw_output", "error", "attempts", "latency_s", "prompt_tokens", "completion_tokens"],
 }
+#: a calibration's own columns (the ``calibration`` table but ids; its clipping scale is its judge's)
+CALIBRATION_FIELDS = ["created_at", "method", "objective", "length_unit", "tokenizer", "l_ref", "gamma", "p", "p_min",
+                      "p_max", "n", "converged", "loss", "folds", "n_bootstrap", "seed", "density_exemption", "params",
+                      "metrics", "data", "judgecal_version"]
+COLUMNS["calibrations"] = ["task_family"] + JUDGE_COLUMNS + ["judge_mode"] + CALIBRATION_FIELDS
 
 
 def _item_cols(I=m.Item, F=m.TaskFamily):
@@ -166,5 +171,31 @@ def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optiona
                "attempts": attempts, "latency_s": latency, "prompt_tokens": pt, "completion_tokens": ct}
 
 
-KINDS = {"responses": responses, "ratings": ratings, "labels": labels, "pairs": pairs, "verdicts": verdicts}
-JUDGED = frozenset({"ratings", "verdicts"})  # the kinds whose rows have a judge
+def calibrations(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
+    """Every stored calibration (oldest first), every column of ``calibration`` but its id:
+    the task family by name, the judge's identity (as ratings and verdicts carry it, with
+    ``judge_mode``), ``created_at`` (ISO 8601 UTC, when it was fitted), the fitted parameters,
+    bounds, fit diagnostics (n, converged, loss, folds, n_bootstrap, seed), ``params``,
+    ``metrics`` (every method's figures, advice, identification, warnings) and ``data`` as
+    stored, and the judgecal version that fitted it. The clipping scale (``scale_min``,
+    ``scale_max``) is the judge's: ``fit`` takes it from the judge."""
+    C, F = m.Calibration, m.TaskFamily
+    judges = _judges(s)
+    cols = [getattr(C, c) for c in CALIBRATION_FIELDS]
+    q = select(F.name, C.judge_id, C.scale_min, C.scale_max, *cols).join(F, F.id == C.task_family_id).order_by(C.id)
+    q = _scope(q, families, C.judge_id, judge_id)
+    for fam, jid, lo, hi, *values in _stream(s, q):
+        judge = judges[jid]
+        if (lo, hi) != (judge["scale_min"], judge["scale_max"]):  # never written by fit: refused, not mislabelled
+            from judgecal.errors import InputError
+
+            raise InputError(f"calibration of {fam!r} fitted at {m.iso_utc(values[0])} has the scale {lo:g}-{hi:g}, not "
+                             f"its judge's {judge['scale_min']:g}-{judge['scale_max']:g}: it cannot be exported")
+        row = dict(zip(CALIBRATION_FIELDS, values))
+        row["created_at"] = m.iso_utc(row["created_at"])
+        yield {"task_family": fam, **judge, **row}
+
+
+KINDS = {"responses": responses, "ratings": ratings, "labels": labels, "pairs": pairs, "verdicts": verdicts,
+         "calibrations": calibrations}
+JUDGED = frozenset({"ratings", "verdicts", "calibrations"})  # the kinds whose rows have a judge

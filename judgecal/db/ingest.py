@@ -214,6 +214,10 @@ class Writer:
             return slow(x)
 
         self._write_rest(batch, rid, now)
+        if batch.calibrations:
+            from judgecal.db.ingest_calibrations import write_calibrations
+
+            write_calibrations(self, batch)
 
     def _rid(self, x: RespRef | KnownRef) -> int:
         """The id of a response this import wrote without recording it, or that a batch

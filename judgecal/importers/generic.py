@@ -37,6 +37,7 @@ One record per line (JSONL) or row (CSV, header row required). ``kind`` selects 
   ``prompt_tokens``, ``completion_tokens``, ``distribution`` (P(a), P(b), P(tie) as the judge
   gave them; refused when it contradicts ``preference``) (what ``judgecal export verdicts``
   writes).
+- ``calibrations``: what ``judgecal export calibrations`` writes (:mod:`judgecal.importers.calibrations`).
 
 Names (task family, model, item id, annotator) are at most 200 characters, judge names,
 models and prompt names 300, endpoints and label sources 500: longer values are refused
@@ -138,8 +139,13 @@ def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> Impo
     is a warning, as for any record), so every export imports back. A CSV file without even a
     header row is refused (:func:`read_csv`). Raises UsageError for a bad kind or --task-family,
     InputError naming FILE:LINE for a bad or conflicting record (module doc)."""
+    if kind == "calibrations":  # no item: a format of its own (judgecal.importers.calibrations)
+        from judgecal.importers import calibrations
+
+        check_family(family)
+        return calibrations.parse(Path(path), fmt=fmt, family=family)
     if kind not in KINDS:
-        raise UsageError(f"--kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        raise UsageError(f"--kind must be one of {', '.join(KINDS)}, calibrations, got {kind!r}")
     check_family(family)
     path = Path(path)
     batch = ImportBatch(source=f"{fmt}:{kind}")

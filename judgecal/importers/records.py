@@ -98,6 +98,8 @@ class ImportBatch:
     pair_sources: dict[tuple[RespRef, RespRef], str] = field(default_factory=dict)
     # pairwise judge verdicts (Verdict; after unpickling, plain tuples of the same fields)
     verdicts: list[Verdict] = field(default_factory=list)
+    # calibrations (judgecal.importers.calibrations.record), written by judgecal.db.ingest_calibrations
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # rows of the input deliberately not imported: {reason: [FILE:LINE, ...]}, reported by every output
     skipped: dict[str, list[str]] = field(default_factory=dict)

@@ -1,5 +1,5 @@
-"""``judgecal export``: ratings, labels, pairs, responses, verdicts (in the generic import
-format, so they round-trip through ``judgecal import jsonl|csv``), calibrations and the
+"""``judgecal export``: ratings, labels, pairs, responses, verdicts and calibrations (in the
+generic import format, so they round-trip through ``judgecal import jsonl|csv``) and the
 leaderboard.
 
 Guarantees (docs/data-formats.md):
@@ -39,7 +39,7 @@ from judgecal.errors import UsageError
 from judgecal.importers.records import csv_line, neutralise_cell
 
 ROUND_TRIP = exporting.KINDS
-KINDS = (*ROUND_TRIP, "calibrations", "leaderboard")
+KINDS = (*ROUND_TRIP, "leaderboard")
 
 
 def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families: Iterable[str] = (),
@@ -78,28 +78,20 @@ def export(kind: str, fmt: str, path: Path, url: str | None = None, *, families:
                 return write_rows(rows, path, fmt, columns=exporting.COLUMNS[kind])
         finally:
             engine.dispose()
-    if kind == "calibrations":
-        from judgecal.views.fitting import list_fits
+    # the leaderboard: a report, not an import format
+    from judgecal.views.leaderboard import build_leaderboard
 
-        if families:
-            rows = sorted((r for f in dict.fromkeys(families) for r in list_fits(family=f, judge=judge, url=url)),
-                          key=lambda r: r["id"])
-        else:
-            rows = list_fits(judge=judge, url=url)
-    else:
-        from judgecal.views.leaderboard import build_leaderboard
+    from judgecal.report.board import left_out_lines
 
-        from judgecal.report.board import left_out_lines
+    board = build_leaderboard(url=url, families=families, judge=judge,
+                              calibration=calibration if calibration is not None else "latest")
+    if notes is not None:
+        notes.extend(left_out_lines(board))
+    rows = board["rows"]
+    if fmt == "csv":
+        from judgecal.views.leaderboard import ROW_COLUMNS
 
-        board = build_leaderboard(url=url, families=families, judge=judge,
-                                  calibration=calibration if calibration is not None else "latest")
-        if notes is not None:
-            notes.extend(left_out_lines(board))
-        rows = board["rows"]
-        if fmt == "csv":
-            from judgecal.views.leaderboard import ROW_COLUMNS
-
-            return write_rows(rows, path, fmt, columns=list(dict.fromkeys(k for r in rows for k in r)) or ROW_COLUMNS)
+        return write_rows(rows, path, fmt, columns=list(dict.fromkeys(k for r in rows for k in r)) or ROW_COLUMNS)
     return write_rows(rows, path, fmt)
 
 
