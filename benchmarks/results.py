@@ -52,6 +52,8 @@ LP_PROTOCOLS = ("Vanilla", "Swap", "CoT")
 #: What the document keeps of each pairwise-section entry (``report --format json``'s ``pairwise_judges``).
 POSITION_KEYS = ("task_family", "judge", "n_pairs", "consistent", "consistent_ci", "flip_rate", "flip_rate_ci",
                  "first_position_preference", "first_position_preference_ci")
+#: Style control out of sample (issue 34 item 5): the judge/protocols of the length-position section.
+STYLE_JUDGES = [f"{j}/{p}" for j in LP_JUDGES for p in LP_PROTOCOLS]
 CLAIM = {"agreement_raw": 58.2, "agreement_calibrated": 92.6, "verbose_raw": 78.4, "verbose_calibrated": 50.2}
 
 
@@ -124,6 +126,9 @@ def collect(data: Path, log=sys.stderr) -> dict:
                     "--format", "json", json_out=True)
         together = collect_length_position(Runner(f"sqlite:///{Path(tmp) / 'llmbar_repo.db'}", data, log), data)
         run.shown += together.pop("commands")
+        style = _bench_module("results_style").collect(run, f"sqlite:///{Path(tmp) / 'llmbar_repo.db'}", BASELINE,
+                                                       STYLE_JUDGES, log)
+        run.shown += style.pop("commands")
     published = {}
     with open(alpaca / "leaderboard.csv", newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
@@ -132,7 +137,7 @@ def collect(data: Path, log=sys.stderr) -> dict:
     summaries = collect_summaries(data, log)
     print(f"results: collected in {time.perf_counter() - t0:.1f} s", file=log, flush=True)
     return {"fits": fits, "report": report, "transfers": transfers, "board": board, "published": published,
-            "length_position": together, "commands": run.shown, "summaries": summaries}
+            "length_position": together, "commands": run.shown, "summaries": summaries, "style": style}
 
 
 def collect_length_position(run: Runner, data: Path) -> dict:
@@ -461,6 +466,9 @@ def render(res: dict) -> str:
 
     # ---- win rates
     L.extend(winrate_section(res.get("board") or {}, res.get("published") or {}))
+
+    # ---- style control (issue 34 item 5; benchmarks/results_style.py)
+    L.extend(_bench_module("results_style").render(res.get("style"), [f"llmbar/{f}" for f in FAMILIES], STYLE_JUDGES))
 
     # ---- rating summaries of the local judge (issue 22; benchmarks/summaries.py)
     L.extend(summaries_section(res.get("summaries")))
@@ -879,9 +887,14 @@ def main(argv: list[str] | None = None) -> int:
 
 # ----------------------------------------------------------------------------- rating summaries (issue 22)
 def _summaries_module():
+    return _bench_module("summaries")
+
+
+def _bench_module(name: str):
+    """benchmarks/<name>.py, loaded by path (this script is also loaded by path, by the tests)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("judgecal_bench_summaries", REPO / "benchmarks" / "summaries.py")
+    spec = importlib.util.spec_from_file_location(f"judgecal_bench_{name}", REPO / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

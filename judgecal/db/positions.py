@@ -37,7 +37,8 @@ def labelled_verdict_pairs(s: Session, family_id: int, judge_id: int) -> list[di
     {"key": (item prompt SHA-256, a's model, a's text SHA-256, b's model, b's text SHA-256),
     "gold": 'a'|'b'|'tie'|None (expert label of the pair), "outcome": 1.0/0.0/0.5/None,
     "ab" / "ba" / "na": {"status", "verdict", "preference"} of the verdict shown in that order
-    (absent when there is none), "len_a", "len_b" (characters)}."""
+    (absent when there is none), "len_a", "len_b" (characters), "resp_a", "resp_b" (the answers'
+    response ids, to read their stored features; never a key of anything shown)}."""
     return labelled_verdict_pairs_by_judge(s, family_id, [judge_id]).get(judge_id, [])
 
 
@@ -60,7 +61,8 @@ def labelled_verdict_pairs_by_judge(s: Session, family_id: int, judge_ids) -> di
         if d is None:
             gold = labels.get((a, b))
             d = pairs[(a, b)] = {"key": (item, ma, sa, mb, sb), "gold": gold,
-                                 "outcome": None if gold is None else OUTCOME[gold], "len_a": la, "len_b": lb}
+                                 "outcome": None if gold is None else OUTCOME[gold], "len_a": la, "len_b": lb,
+                                 "resp_a": a, "resp_b": b}
         d[pos] = {"status": status, "verdict": verdict, "preference": pref}
     return {jid: sorted(pairs.values(), key=lambda d: d["key"]) for jid, pairs in by_judge.items()}
 

@@ -1,0 +1,144 @@
+"""Style control against length-only out of sample (judgecal.calibrate.style_oos; issue 34 item 5):
+known answers on hand-made battles, and the LLMBar figures of docs/results.md from the real
+repository layout."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judgecal.calibrate import stylecontrol as sc
+from judgecal.calibrate.resample import make_folds
+from judgecal.calibrate.style_oos import held_out_loglik, paired_gain, style_oos
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _raw(n, rng):
+    la, lb = rng.integers(10, 200, n), rng.integers(10, 200, n)
+    ca, cb = rng.integers(0, 6, (n, 3)), rng.integers(0, 6, (n, 3))
+    return sc.raw_features(la, lb, ca, cb)
+
+
+def test_none_is_the_training_folds_mean_credit():
+    # two players, no covariate: the maximum-likelihood theta of a fold is logit(mean training credit),
+    # so each held-out battle's log-likelihood is y log m + (1 - y) log(1 - m), m that mean
+    y = np.array([1, 1, 0, 1, 0.5, 1, 0, 1, 1, 1, 0, 1], dtype=float)
+    items = [f"i{k // 2}" for k in range(y.size)]  # two battles (orders) an item
+    raw = _raw(y.size, np.random.default_rng(0))
+    ll, why, dropped = held_out_loglik(y, raw, items, "none", folds=3, seed=4)
+    assert why is None and dropped == {}
+    fold, k = make_folds(items, 3, 4)
+    assert k == 3
+    want = np.empty(y.size)
+    for f in range(k):
+        m = y[fold != f].mean()
+        t = fold == f
+        want[t] = y[t] * math.log(m) + (1 - y[t]) * math.log(1 - m)
+    assert np.allclose(ll, want, atol=1e-9, rtol=0)
+
+
+def test_length_recovers_a_judge_that_rewards_length():
+    # a judge that picks the longer answer whatever the expert says: length control predicts it
+    # out of sample, the plain fit cannot; a Markdown column that plays no part gains nothing
+    rng = np.random.default_rng(1)
+    n_items = 300
+    raw = _raw(2 * n_items, rng)
+    raw[1::2] = raw[0::2]  # both orders of an item: the same answers
+    p = 1 / (1 + np.exp(-(0.3 + 6.0 * raw[:, 0])))
+    y = (rng.random(raw.shape[0]) < p).astype(float)
+    items = [f"i{k // 2}" for k in range(raw.shape[0])]
+    out = style_oos(y, raw, items, folds=5, seed=0, n_bootstrap=200)
+    assert out["n_battles"] == 600 and out["n_items"] == 300 and out["folds"] == 5
+    assert out["why"] == {}
+    assert out["length_vs_none"]["above"] and out["length_vs_none"]["gain"] > 0.1
+    assert out["beats_length_only"] is False and out["lists_beat_length_only"] is False
+    assert abs(out["both_vs_length"]["gain"]) < 0.01
+
+
+def test_lists_found_when_the_judge_rewards_lists():
+    rng = np.random.default_rng(2)
+    raw = _raw(800, rng)
+    p = 1 / (1 + np.exp(-(2.0 * raw[:, 0] / raw[:, 0].std() + 2.0 * raw[:, 2] / raw[:, 2].std())))
+    y = (rng.random(800) < p).astype(float)
+    out = style_oos(y, raw, [f"i{k}" for k in range(800)], folds=5, seed=0, n_bootstrap=200)
+    assert out["lists_beat_length_only"] is True and out["beats_length_only"] is True
+    assert out["lists_vs_length"]["gain"] > 0.05
+
+
+def test_separation_is_reported_not_scored():
+    # bold in two answers only, both preferred: its coefficient has no finite maximum (separation)
+    rng = np.random.default_rng(3)
+    raw = _raw(200, rng)
+    raw[:, 3] = 0.0
+    raw[[5, 77], 3] = 0.2
+    y = (rng.random(200) < 0.6).astype(float)
+    y[[5, 77]] = 1.0
+    out = style_oos(y, raw, [f"i{k}" for k in range(200)], folds=5, seed=0, n_bootstrap=50)
+    assert out["loglik"]["both"] is None and out["both_vs_length"] is None and out["beats_length_only"] is None
+    assert "no finite maximum" in out["why"]["both"]
+    assert out["loglik"]["length"] is not None
+
+
+def test_constant_column_left_out_and_counted():
+    rng = np.random.default_rng(4)
+    raw = _raw(100, rng)
+    raw[:, 1] = 0.0  # no header anywhere
+    y = (rng.random(100) < 0.5).astype(float)
+    ll, why, dropped = held_out_loglik(y, raw, [f"i{k}" for k in range(100)], "both", folds=5, seed=0)
+    assert why is None and dropped == {"headers": 5}
+
+
+def test_paired_gain_known_answer():
+    # item-level differences 1, 1, 1 (one battle each) and 0, 0 (two battles each): mean per battle 3/7;
+    # every resample of a constant difference gives that constant
+    d_new = np.array([1, 1, 1, 0, 0, 0, 0], dtype=float)
+    items = ["a", "b", "c", "d", "d", "e", "e"]
+    g = paired_gain(d_new, np.zeros(7), items, n_bootstrap=100, seed=0)
+    assert g["gain"] == pytest.approx(3 / 7, abs=1e-12)
+    g2 = paired_gain(np.full(7, 0.25), np.zeros(7), items, n_bootstrap=100, seed=0)
+    assert g2["gain_ci"] == pytest.approx([0.25, 0.25], abs=1e-12) and g2["above"]
+
+
+@pytest.mark.skipif(not (DATA / "llmbar_repo").exists(), reason="needs ../shared/data/llmbar_repo")
+def test_llmbar_real_figures(tmp_path):
+    from click.testing import CliRunner
+
+    from judgecal.cli import cli
+    from judgecal.views.styleoos import style_oos_entries
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    r = CliRunner().invoke(cli, ["--database-url", url, "db", "upgrade"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["--database-url", url, "import", "llmbar", str(DATA / "llmbar_repo")])
+    assert r.exit_code == 0, r.output
+    out = {(e["task_family"], e["judge"]): e for e in style_oos_entries(families=["llmbar/Natural"],
+                                                                        judges=["PaLM2/CoT", "LLaMA2/Vanilla"], url=url)}
+    e = out[("llmbar/Natural", "PaLM2/CoT")]
+    # headers in 1 answer, bold in 3 of Natural's 200: the full control has no finite fit
+    assert e["answers"] == {"n": 200, "headers": 1, "lists": 16, "bold": 3}
+    assert e["n_battles"] == 198 and e["counts"]["pairs"] == 100
+    assert e["loglik"]["both"] is None
+    assert e["lists_beat_length_only"] is True
+    assert e["lists_vs_length"]["gain"] == pytest.approx(0.0181, abs=5e-5)
+    lv = out[("llmbar/Natural", "LLaMA2/Vanilla")]
+    assert lv["length_vs_none"]["above"] and lv["length_vs_none"]["gain"] == pytest.approx(0.0909, abs=5e-5)
+    assert lv["beats_length_only"] is False and lv["both_vs_length"]["gain"] == pytest.approx(-0.0337, abs=5e-5)
+
+
+def test_one_answer_with_a_header_is_no_fit():
+    # a header in one answer only (as in LLMBar Natural): Newton's steps run the header coefficient up
+    # until the likelihood is flat and report convergence there; that is a maximum at infinity, not a fit
+    rng = np.random.default_rng(5)
+    raw = _raw(200, rng)
+    raw[:, 1] = 0.0
+    raw[[10, 11], 1] = -0.02  # the item's two orders
+    y = (rng.random(200) < 0.7).astype(float)
+    y[[10, 11]] = 1.0
+    ll, why, _ = held_out_loglik(y, raw, [f"i{k // 2}" for k in range(200)], "both", folds=5, seed=0)
+    assert ll is None and "no finite maximum" in why
+    ll, why, _ = held_out_loglik(y, raw, [f"i{k // 2}" for k in range(200)], "length+lists", folds=5, seed=0)
+    assert why is None and np.all(np.isfinite(ll))
