@@ -199,6 +199,7 @@ def _alpaca(res: dict) -> list[str]:
 def _variants(res: dict) -> list[str]:
     base = res.get("baseline") or DASH
     boards = res["boards"]
+    any_b = next(iter(boards.values()))
     seen = set()
     for b in boards.values():
         seen |= {r["model"] for r in b.get("rows") or []} | {a.get("model") for a in b.get("set_apart") or []}
@@ -210,7 +211,8 @@ def _variants(res: dict) -> list[str]:
                  f"{'is' if len(names) - len(on) == 1 else 'are'} not on any board: the data hold no verdict of this "
                  f"judge on them. `import alpaca-eval {base}.json --pair <concise> <verbose>` stores their answers and "
                  f"the verbosity pairs (same instruction, concise and verbose answer), not pairwise verdicts, and the "
-                 f"AlpacaEval annotations compare each of the 26 models with {base} itself. A Bradley-Terry board "
+                 f"AlpacaEval annotations compare each of the {any_b.get('n_models', DASH)} models with {base} itself. A "
+                 "Bradley-Terry board "
                  "ranks only models that verdicts link to the baseline, so where these variants would land, "
                  "controlled or not, cannot be said from these data (it would take a judge's verdicts on them: "
                  "`judgecal rate --pairwise`). What can be shown: their answers' style beside the baseline's "
