@@ -45,6 +45,8 @@ DEMO_ITEMS_ALPACA ?= 30
 DEMO_ITEMS_LLMBAR ?= 40
 DEMO_MC_LIMIT ?= 100
 demo: export JUDGECAL_DATABASE_URL ?= sqlite:///$(abspath $(DEMO_DIR))/judgecal.db
+# one refresh of the stored results at the end (docs/serve.md, "Results computed ahead"), not one per step
+demo: export JUDGECAL_NO_REFRESH = 1
 demo: venv model
 	mkdir -p $(DEMO_DIR)
 	case "$$JUDGECAL_DATABASE_URL" in sqlite:*) rm -f $(DEMO_DIR)/judgecal.db*;; esac
@@ -78,6 +80,7 @@ demo: venv model
 	$(JC) check --judge GPT-4 --max-verbosity-winrate 0.55 --min-agreement-gain -0.05 \
 	    || echo "demo: judgecal check failed a threshold (exit status $$?): a release would stop here"
 	$(JC) mc score --model smollm2 --task $(DATA)/mc/arc_easy.jsonl --limit $(DEMO_MC_LIMIT)
+	$(JC) db refresh
 	@echo "demo: HTML report in $(DEMO_DIR)/report/report.html"
 
 # docs/results.md, generated from the current code on the real data (fresh SQLite database in a

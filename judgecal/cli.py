@@ -47,6 +47,11 @@ for _command in (db.db, imports.import_, stats.stats, stats.lengths, model.model
     cli.add_command(_command)
 del _command
 
+# the stored results of a database refreshed once stay current after every command that writes (--no-refresh)
+from judgecal._cli.autorefresh import attach as _attach_refresh  # noqa: E402
+
+_attach_refresh(cli)
+
 
 # ---------------------------------------------------------------- entry point
 def _commits() -> int:

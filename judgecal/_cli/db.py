@@ -72,8 +72,9 @@ def db_refresh(ctx: Ctx) -> None:
     boards and the calibrations' reports are computed now and stored in the database, keyed by
     their parameters, judgecal's code and the database's content generation; `judgecal serve`
     (warmed or not) and the CLI read them back until the data changes (any insert, update or
-    delete moves the generation: nothing stored is read after it). Run it after a batch of
-    imports, ratings or fits."""
+    delete moves the generation: nothing stored is read after it). Once a database has been
+    refreshed, every judgecal command that writes to it refreshes them again at its end
+    (--no-refresh or JUDGECAL_NO_REFRESH=1 skips it); run this after writes by other clients."""
     from judgecal._cli.common import err
     from judgecal.progress import steps
     from judgecal.web.precompute import refresh

@@ -78,3 +78,38 @@ def refresh(url: str | None = None, *, step=None) -> dict:
         engine.dispose()
     return {"stored": n, "pages": len(keys), "seconds": round(time.perf_counter() - t0, 1), "generation": now,
             "changed": n == 0 and bool(records)}
+
+
+def refresh_after_write(url: str | None, before: dict | None, *, skip: bool, how_to_skip: str, step=None) -> str | None:
+    """The automatic refresh that ends a command which wrote (docs/serve.md, "Results computed
+    ahead"): ``before`` is :func:`judgecal.db.derived.store_state` read before the command ran.
+    Nothing happens (None returned) where the database held no stored results then (never
+    refreshed: the team has not opted in) or where the command did not move the content
+    generation (it wrote nothing). Else the results are refreshed (:func:`refresh`), or not
+    where ``skip``, and the one line that says what was done is returned: pages and seconds,
+    skipped (naming ``how_to_skip``, the option or variable that skipped it), or why it failed.
+    Never raises (a failure is the returned line: the command's write is committed either way);
+    a Ctrl-C stops the refresh and is the returned line too. ``step``: as :func:`refresh`'s."""
+    from judgecal.db import derived
+    from judgecal.secrets import scrub
+
+    if before is None or not before["rows"]:
+        return None
+    after = derived.store_state(url)
+    if after is None or after["current"] == before["current"]:
+        return None
+    later = "pages compute their figures on request until `judgecal db refresh`"
+    if skip:
+        return f"stored results not refreshed ({how_to_skip}): they are stale; {later}"
+    try:
+        out = refresh(url, step=step)
+    except KeyboardInterrupt:
+        return f"refresh of the stored results interrupted: the write is committed; {later}"
+    except Exception as exc:  # noqa: BLE001 - the write succeeded: the failed refresh is reported, not raised
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [exc.__class__.__name__])[0]
+        return f"the write is committed, but refreshing the stored results failed ({scrub(first)}); {later}"
+    if out["changed"]:
+        return (f"the write is committed; the stored results were not refreshed: the database changed while they "
+                f"were computed ({out['pages']} pages, {out['seconds']} s); {later}")
+    return (f"refreshed the stored results: {out['pages']} pages, {out['stored']} results in {out['seconds']} s "
+            f"(content generation {out['generation']}; {how_to_skip} skips this)")
