@@ -99,3 +99,39 @@ def test_a_failed_refresh_keeps_the_write(sqlite_url, data_dir, run_cli):
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM token_length WHERE tokenizer = 'words'")).scalar_one() == 200
     engine.dispose()
+
+
+# ---------------------------------------------------------------- judgecal serve: the overview says when they are stale
+NOTE = "Pages are computed on request."
+
+
+def test_overview_says_when_stored_results_are_stale(sqlite_url, data_dir, run_cli):
+    import pytest
+
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from judgecal.web import create_app
+
+    url = sqlite_url
+
+    def overview_html() -> str:
+        client = TestClient(create_app(url, cache_mb=0))
+        r = client.get("/")
+        assert r.status_code == 200
+        return r.text
+
+    assert run_cli("--database-url", url, "import", "llmbar", data_dir / "llmbar" / "Natural").exit_code == 0
+    assert NOTE not in overview_html()  # never refreshed: nothing stored, nothing to say
+    assert run_cli("--database-url", url, "db", "refresh").exit_code == 0
+    assert NOTE not in overview_html()  # stored at the current generation
+    r = run_cli("--database-url", url, "import", "llmbar", data_dir / "llmbar" / "Adversarial_GPTInst", "--no-refresh")
+    assert r.exit_code == 0 and "stale" in r.stderr, r
+    html = overview_html()
+    assert NOTE in html and "<code>judgecal db refresh</code> stores them again" in html
+    assert html.index(NOTE) < html.index("<h1>")  # above the page, not in a corner of it
+    # the same app, once refreshed, drops the note (the page cache follows the data)
+    client = TestClient(create_app(url))
+    assert NOTE in client.get("/").text
+    assert run_cli("--database-url", url, "db", "refresh").exit_code == 0
+    assert NOTE not in client.get("/").text

@@ -78,20 +78,23 @@ def generation(conn) -> str | None:
     return None
 
 
-def store_state(url: str | None) -> dict | None:
+def store_state(url: str | None, *, engine=None) -> dict | None:
     """What the store holds for the database at ``url`` (None: the default database), read
     through a read-only connection (a missing SQLite file is not created): {"rows": number of
     stored results, "stored": the generation they were computed at (None without rows; ``write``
     keeps one generation), "current": :func:`generation` (None where it cannot be trusted),
     "stale": rows are stored and their generation is not the current one}. None where the
     database cannot be read (no file, a server that does not answer, tables behind migration
-    0006): nothing stored there. Costs a connection and three small queries."""
+    0006): nothing stored there. Costs a connection and three small queries. ``engine``: an
+    engine to read through instead (kept open: ``judgecal serve``'s pinned one)."""
     from judgecal.db import engine as eng
 
-    try:
-        engine = eng.create(eng.read_only_url(url))
-    except Exception:  # noqa: BLE001 - no database file, another backend: nothing is stored there
-        return None
+    own = engine is None
+    if own:
+        try:
+            engine = eng.create(eng.read_only_url(url))
+        except Exception:  # noqa: BLE001 - no database file, another backend: nothing is stored there
+            return None
     try:
         with engine.connect() as conn:
             n, stored = conn.execute(text("SELECT count(*), max(generation) FROM derived_result")).one()
@@ -99,7 +102,8 @@ def store_state(url: str | None) -> dict | None:
     except Exception:  # noqa: BLE001 - unreachable, or behind 0006 (no derived_result table)
         return None
     finally:
-        engine.dispose()
+        if own:
+            engine.dispose()
     n = int(n or 0)
     return {"rows": n, "stored": stored if n else None, "current": current,
             "stale": bool(n) and stored != current}
