@@ -46,9 +46,9 @@ AE = "weighted_alpaca_eval_gpt4_turbo"
 WIDTHS = (1400, 900)
 MAX_PAGES = 40
 #: the pages that take ``bootstrap``: crawled with ``bootstrap=0`` unless the link gives one
-BOOTSTRAP_PAGES = {"/leaderboard", "/winrates", "/publish", "/judge", "/calibration"}
+BOOTSTRAP_PAGES = {"/leaderboard", "/winrates", "/publish", "/judge", "/calibration", "/bt"}
 #: every path the crawl must reach
-PATHS = {"/", "/leaderboard", "/winrates", "/publish", "/judge", "/calibration", "/audit", "/ratings", "/mc"}
+PATHS = {"/", "/leaderboard", "/winrates", "/publish", "/judge", "/calibration", "/audit", "/ratings", "/mc", "/bt"}
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
 
 
@@ -100,7 +100,10 @@ def crawl(client) -> list[str]:
              f"/publish?baseline={quote(BASE)}",
              "/leaderboard?judge=GPT-4",  # a name two judges share: the choice page
              f"/judge?judge={quote(AE)}", "/judge?judge=GPT-4%2FVanilla",  # pairwise judges (65 ranked)
-             by_model[sd.LONG_MODEL], by_model[sd.RLO_MODEL]]
+             by_model[sd.LONG_MODEL], by_model[sd.RLO_MODEL],
+             # the Bradley-Terry board with style control, its CIs under the values (the long and bidi names)
+             f"/bt?family=alpaca_eval&judge={quote(AE)}&bootstrap=20",
+             "/bt?family=llmbar/Natural&judge=GPT-4%2FVanilla"]
     pages = list(dict.fromkeys(_short(h) for h in ["/", *first.values(), *extra]))
     return pages[:MAX_PAGES]
 
@@ -274,6 +277,8 @@ FORM_CASES = [
                    ("length_unit", "words"), ("short_floor", "0.3"), ("lc_regulariser", "auto"), ("joint", "0"),
                    ("sort", "win_rate")]),
     ("/winrates", [("baseline", BASE), ("bootstrap", "0")]),  # family and judge implied: not added
+    ("/bt", [("baseline", BASE), ("family", "alpaca_eval"), ("judge", AE), ("control", "length"), ("bootstrap", "0"),
+             ("seed", "4"), ("outcome", "verdict"), ("length_unit", "words")]),
     ("/publish", [("family", "llmbar/Natural"), ("judge", "GPT-4"), ("publish", "raw"), ("bootstrap", "0"),
                   ("seed", "2"), ("min_ratings", "10"), ("max_unparsed", "0.2")]),
     ("/ratings", [("judge", "ChatGPT"), ("family", "llmbar/Natural"), ("status", "ok"), ("per_page", "10"),

@@ -174,3 +174,36 @@ def coef_markdown(board: dict, *, columns: str | None = None) -> str:
     """The style coefficients alone as Markdown (``judgecal bt --coefficients``)."""
     lines, _, _ = _md_table(coef_title(board), COEF_COLS, _cells(board, COEF_COLS, coefficient_rows(board)), columns)
     return "\n".join(lines) + "\n"
+
+
+#: the web page's board columns (``judgecal serve``'s /bt): a value's CI right after it (shown under it)
+WEB_COLS = [("rank", "rank"), ("model", "model"), ("rating", "rating"), ("rating CI", "rating_ci"),
+            ("win rate vs baseline", "win_rate"), ("CI", "win_rate_ci"), ("battles", "n_battles"),
+            ("opponents", "n_opponents"), ("mean credit", "mean_credit")]
+WEB_COLS_CONTROLLED = [
+    ("rank", "rank_controlled"), ("model", "model"), ("rating", "rating"), ("rating CI", "rating_ci"),
+    ("win rate vs baseline", "win_rate"), ("CI", "win_rate_ci"), ("rank uncontrolled", "rank_uncontrolled"),
+    ("change", "change"), ("rating uncontrolled", "rating_uncontrolled"), ("CI", "rating_uncontrolled_ci"),
+    ("win rate uncontrolled", "win_rate_uncontrolled"), ("CI", "win_rate_uncontrolled_ci"), ("battles", "n_battles"),
+    ("flags", "flag_codes")]
+
+
+def web_view(board: dict, evidence=None) -> dict:
+    """The board for a page (the shape of :func:`judgecal.report.boards_html.winrate_board_view`,
+    which the board partial reads): "heads" [(label, key, None)], "cells" (this module's cell
+    strings; a ``*_ci`` column right after its value), "links" (per row ``evidence(model)`` or
+    None), "caption" (:func:`title`), "footer" (:func:`footer_lines`), "coef_heads" / "coef_cells"
+    (the style coefficients, [] on a plain board), "coef_caption", "apart" [(model, battles, why,
+    link)]; "empty", "chart", "spreads", "spread_heads" empty."""
+    cols = WEB_COLS_CONTROLLED if board.get("style") else WEB_COLS
+    coef = coefficient_rows(board)
+    return {"heads": [(label, key, None) for label, key in cols],
+            "cells": [[_cell(k, r.get(k)) for _, k in cols] for r in board["rows"]],
+            "links": [evidence(r["model"]) if evidence else None for r in board["rows"]],
+            "caption": title(board), "footer": footer_lines(board), "empty": [], "chart": None, "spreads": [],
+            "spread_heads": [],
+            "coef_heads": [c.header for c in COEF_COLS], "coef_keys": [c.key for c in COEF_COLS],
+            "coef_cells": [[_cell(c.key, r.get(c.key)) for c in COEF_COLS] for r in coef],
+            "coef_caption": coef_title(board) if coef else None,
+            "apart": [(x["model"], x["n_battles"], x["why"], evidence(x["model"]) if evidence else None)
+                      for x in board["set_apart"]]}

@@ -71,6 +71,10 @@ def pick_scope(s, families: list[str], judge: str | None) -> tuple[m.Judge, int,
 
 
 def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
+    """(baseline, note) of a board: the one given, or the one model the verdicts name as the
+    baseline. NotFoundError for a baseline without a usable verdict; ChoiceError (the named
+    baselines, or the ten models with the most battles, each with its count) where none is
+    implied."""
     counts = np.bincount(np.concatenate([data.a, data.b]), minlength=len(data.models))
     by_battles = sorted(data.models, key=lambda n: (-counts[data.models.index(n)], n))
     if baseline is not None:
@@ -82,9 +86,12 @@ def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
     if len(named) == 1:
         return named[0], (f"baseline {named[0]!r}: the model the verdicts name as the baseline "
                           f"({data.baseline_side[named[0]]} verdicts)")
-    raise UsageError("give --baseline MODEL (the model anchored at 1000 and whose win rate is 50%): "
-                     + ("the verdicts name several baselines: " + ", ".join(sorted(named)) if named
-                        else "the verdicts name none; models with the most battles: " + ", ".join(by_battles[:10])))
+    offered = sorted(named) if named else by_battles[:10]
+    raise ChoiceError("give --baseline MODEL (the model anchored at 1000 and whose win rate is 50%): "
+                      + ("the verdicts name several baselines: " + ", ".join(offered) if named
+                         else "the verdicts name none; models with the most battles: " + ", ".join(offered)),
+                      [{"label": f"{n}: {counts[data.models.index(n)]} battles", "params": {"baseline": n}}
+                       for n in offered])
 
 
 def build_bt_board(families=None, judge: str | None = None, baseline: str | None = None, url: str | None = None, *,
@@ -109,8 +116,8 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     coefficients: [{feature, description, coef, coef_ci, odds_ratio, odds_ratio_ci, raw_mean, raw_sd,
     meaning}], left_out: [constant columns], source}).
 
-    Returns {task_family, judge, baseline, outcome, scale, n_battles, n_items, n_models, n_pairs,
-    n_bootstrap, seed, bootstrap: {set_apart, not_converged}, rows: [{rank, model, rating,
+    Returns {task_family, judge (label), judge_ref (what --judge and a URL name it by), baseline,
+    outcome, scale, n_battles, n_items, n_models, n_pairs, n_bootstrap, seed, bootstrap: {set_apart, not_converged}, rows: [{rank, model, rating,
     rating_ci, win_rate (%), win_rate_ci, coef, n_battles, n_opponents, n_items, mean_credit}] (a model's
     counts: the battles the fit used), set_apart: [{model, why, n_battles, codes}] (every battle of the
     model; codes "above" / "below" / "unlinked" for a model without a finite rating, or the guards'
@@ -131,6 +138,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             jrow, fid, fam, note = pick_scope(s, list(families or []), judge)
             data = bq.battles(s, fid, jrow.id)
             judge_label = q.judge_labels(s)[jrow.id]
+            jref = q.judge_reference(s, jrow)
     finally:
         engine.dispose()
     if control not in CONTROLS:
@@ -250,7 +258,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
                      f"(its CI bound is then infinite), {boot.n_not_converged} did not settle (left out of the CIs)")
     pairs = {(min(x, z), max(x, z)) for x, z in zip(data.a[keep].tolist(), data.b[keep].tolist())}
     return {
-        "task_family": fam, "judge": judge_label, "baseline": base, "outcome": outcome,
+        "task_family": fam, "judge": judge_label, "judge_ref": jref, "baseline": base, "outcome": outcome,
         "scale": {"scale": bt.SCALE, "base": bt.BASE, "init_rating": bt.INIT_RATING,
                   "source": "Arena-Hard-Auto show_result.py (compute_mle_elo, predict_win_rate)"},
         "n_battles": int(keep.sum()), "n_items": int(np.unique(data.item[keep]).size), "n_models": len(models), "n_pairs": len(pairs),

@@ -35,6 +35,7 @@ from judgecal.errors import ChoiceError, DatabaseError, JudgecalError, NotFoundE
 from judgecal.secrets import scrub
 from judgecal.web.cache import Page, PageCache
 from judgecal.web.pages.audit import AuditPage
+from judgecal.web.pages.bt import BtPage
 from judgecal.web.pages.calibration import CalibrationPage
 from judgecal.web.pages.judge import JudgePage
 from judgecal.web.pages.leaderboard import LeaderboardPage
@@ -55,8 +56,8 @@ SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-typ
                     (b"cache-control", b"no-store")]
 
 
-class App(OverviewPage, LeaderboardPage, WinratesPage, PublishPage, CalibrationPage, AuditPage, JudgePage, RatingsPage,
-          McPage):
+class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, CalibrationPage, AuditPage, JudgePage,
+          RatingsPage, McPage):
     """The pages (each a method of a :mod:`judgecal.web.pages` mixin) and what they share:
     rendering, error pages, the page and index caches. ``url``: the read-only database URL;
     ``shown``: the URL as pages show it (password masked)."""
@@ -182,7 +183,8 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, PublishPage, CalibrationP
         if as_json:
             return self.json({"choose": str(exc), "carried": carried,
                               "options": [{"label": text, "url": href} for text, href in links]})
-        title = {"/winrates": "Win rates", "/leaderboard": "Score leaderboard", "/publish": "Publish"}.get(
+        title = {"/winrates": "Win rates", "/leaderboard": "Score leaderboard", "/publish": "Publish",
+                 "/bt": "Bradley-Terry"}.get(
             request.url.path, "Choose")
         return self.render("choose.html.j2", title=title, nav=request.url.path.strip("/").split("/")[0], heading=heading,
                            options=links, carried=sorted((k, ", ".join(v)) for k, v in carried.items()),
@@ -444,7 +446,7 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
         from judgecal.web.warm import Warmer
 
         handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/winrates": pages.winrates,
-                    "/calibration": pages.calibration, "/audit": pages.audit, "/ratings": pages.ratings,
+                    "/bt": pages.bt, "/calibration": pages.calibration, "/audit": pages.audit, "/ratings": pages.ratings,
                     "/publish": pages.publish, "/judge": pages.judge,
                     "/mc": pages.mc, "/mc/compare": pages.mc_compare}
         warmer = pages.warmer = Warmer(cache, lambda: data_version(get_engine(ro)),
@@ -455,6 +457,7 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
         Route("/", pages.page(pages.overview), methods=get),
         Route("/leaderboard", pages.page(pages.leaderboard), methods=get),
         Route("/winrates", pages.page(pages.winrates), methods=get),
+        Route("/bt", pages.page(pages.bt), methods=get),
         Route("/calibration", pages.page(pages.calibration), methods=get),
         Route("/audit", pages.page(pages.audit), methods=get),
         Route("/publish", pages.page(pages.publish), methods=get),
