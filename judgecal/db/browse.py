@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import func, literal_column, select
+from sqlalchemy import func, literal_column, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from judgecal.db.models import as_utc, iso_utc
@@ -500,3 +500,24 @@ def search_family(s: Session, family_id: int, text: str) -> tuple[set[int], set[
     iq = select(m.Item.id).where(m.Item.task_family_id == family_id,
                                  _folded(m.Item.prompt, dialect).contains(needle, autoescape=True))
     return set(s.scalars(rq)), set(s.scalars(iq))
+
+
+def model_audit_scope(s: Session, model: str) -> tuple[set[int], set[tuple[int, int]]]:
+    """Where a judge audit holds an answer of ``model`` (exact name), as the audit builds its
+    pairs (:func:`judgecal.views.audit.compute_audit_index`): (the family ids whose
+    expert-labelled pairwise or concise/verbose pairs hold one of its answers: every judge's
+    audit of them holds it; {(family id, judge id)} whose sample-0 verdicts hold one). The
+    ``/audit`` choice page narrows its options with it."""
+    ids = select(m.Response.id).where(m.Response.model == model)
+    RA = aliased(m.Response)
+    EL, VP, PJ = m.ExpertLabel, m.VerbosityPair, m.PairwiseJudgment
+    expert = (select(m.Item.task_family_id).select_from(EL).join(RA, RA.id == EL.response_a_id)
+              .join(m.Item, m.Item.id == RA.item_id)
+              .where(EL.kind == "pairwise", or_(EL.response_a_id.in_(ids), EL.response_b_id.in_(ids))).distinct())
+    verbosity = (select(m.Item.task_family_id).select_from(VP).join(m.Item, m.Item.id == VP.item_id)
+                 .where(or_(VP.concise_response_id.in_(ids), VP.verbose_response_id.in_(ids))).distinct())
+    verdicts = (select(m.Item.task_family_id, PJ.judge_id).select_from(PJ).join(RA, RA.id == PJ.response_a_id)
+                .join(m.Item, m.Item.id == RA.item_id)
+                .where(PJ.sample_index == 0, or_(PJ.response_a_id.in_(ids), PJ.response_b_id.in_(ids))).distinct())
+    every_judge = set(s.scalars(expert)) | set(s.scalars(verbosity))
+    return every_judge, {(f, j) for f, j in s.execute(verdicts)}

@@ -110,12 +110,22 @@ def _family_judges(s, judges: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def family_judges(url: str | None = None) -> dict[str, list[dict]]:
+def family_judges(url: str | None = None, *, model: str | None = None) -> dict[str, list[dict]]:
     """{family: [{"ref", "label", "name", "kind": "pointwise" | "pairwise"}]}: the judges with ratings or
-    pairwise verdicts on each family's answers (:func:`judgecal.db.positions.judges_in_family`)."""
+    pairwise verdicts on each family's answers (:func:`judgecal.db.positions.judges_in_family`).
+    ``model``: only the family and judge pairs whose judge audit holds an answer of that model
+    (exact name; :func:`judgecal.db.browse.model_audit_scope`), families left without one dropped."""
     engine = get_engine(url)
     with session_scope(engine) as s:
-        out = _family_judges(s, browse.judges(s))
+        judges = browse.judges(s)
+        out = _family_judges(s, judges)
+        if model is not None:
+            every, pairs = browse.model_audit_scope(s, model)
+            fam_id = {name: q.family_id(s, name) for name in out}
+            id_of = {j["ref"]: j["id"] for j in judges}
+            out = {fam: [j for j in js if fam_id[fam] in every or (fam_id[fam], id_of[j["ref"]]) in pairs]
+                   for fam, js in out.items()}
+            out = {fam: js for fam, js in out.items() if js}
     engine.dispose()
     return out
 

@@ -35,10 +35,18 @@ class AuditPage:
         if family is None or judge is None:
             from judgecal.views.browse import family_judges
 
+            # a model given narrows the choices to the audits that hold its answers; every other
+            # parameter (model, q, filter, calibration...) is carried into each link
+            of = model if model is not None and model.strip() else None
             return self.choose(p, title="Judge audit", nav="audit", path="/audit", fmt_=fmt_,
-                               heading="Judge audit: choose a task family and a judge", chosen=("family", "judge"),
+                               heading="Judge audit: choose a task family and a judge"
+                                       + (f" (audits holding answers of model {of})" if of is not None else ""),
+                               chosen=("family", "judge"),
+                               empty=(f"No judge audit holds an answer of model {of!r} (the name exactly as stored)"
+                                      + ("" if family is None and judge is None else " with the family and judge given")
+                                      + "." if of is not None else None),
                                options=[(f"{fam} · {j['label']} ({j['kind']})", {"family": fam, "judge": j["ref"]})
-                                        for fam, js in family_judges(self.url).items() for j in js
+                                        for fam, js in family_judges(self.url, model=of).items() for j in js
                                         if (family is None or fam == family)
                                         and (judge is None or judge in (j["ref"], j["label"], j["name"]))])
         model, q = check_request(flt, model, q)  # before the index: a model filter without a model costs nothing
