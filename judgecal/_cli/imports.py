@@ -30,6 +30,8 @@ def _print_import(result: dict, fmt: str) -> None:
     for reason, s in (result.get("skipped") or {}).items():
         more = f" (first: {', '.join(s['where'][:3])})" if s["where"] else ""
         click.echo(f"  not imported: {s['count']} records: {reason}{more}")
+    for reason, s in (result.get("stored_unparsed") or {}).items():  # a score or verdict the file gave, not stored
+        click.echo(f"  stored unparsed: {s['count']} records: {reason} (first: {', '.join(s['where'][:3])})")
     for reason, s in (result.get("not_read") or {}).items():  # files and folders of the input not read
         for path in s["where"]:
             click.echo(f"  not read: {path} ({reason})")

@@ -63,6 +63,7 @@ from judgecal.judge.distribution import check as check_distribution
 from judgecal.judge.distribution import expected as expected_of
 from judgecal.judge.distribution import preference as dist_preference
 from judgecal.judge.distribution import swap as swap_distribution
+from judgecal.judge.distribution import MIN_IN_SCALE, too_little_on_scale
 from judgecal.importers.records import (
     DuplicateKey,
     unique_keys,
@@ -129,6 +130,24 @@ def _distribution(f: Fields, *, pairwise: bool, scale: tuple[float, float] | Non
     if why:
         raise f.fail(f"field 'distribution' {why}")
     return value
+
+
+#: the reason counted (``batch.unparsed``, the import's ``stored_unparsed``) for a rating or verdict
+#: given as ok whose distribution has less than MIN_IN_SCALE on the scale
+OFF_SCALE = (f"less than {MIN_IN_SCALE:g} of the distribution's probability on the scale: stored unparsed "
+             "(score or verdict dropped), as `rate --logprobs` stores such a judgment")
+
+
+def _off_scale(status: str, dist: dict | None, error: str | None) -> str | None:
+    """The error to store when a rating or verdict given as ``ok`` has a distribution with
+    less than :data:`judgecal.judge.distribution.MIN_IN_SCALE` on the scale (it is then stored
+    unparsed; the caller counts it in ``batch.unparsed`` under :data:`OFF_SCALE`), else None.
+    The stored error is the file's own error, if any, then the reason rate gives
+    (:func:`judgecal.judge.distribution.too_little_on_scale`)."""
+    why = too_little_on_scale(dist) if status == "ok" else None
+    if why is None:
+        return None
+    return f"{error}; {why}" if error else why
 
 
 def parse(path: Path, kind: str, *, fmt: str, family: str | None = None) -> ImportBatch:
@@ -304,6 +323,10 @@ def _rating(batch, f, fam, prompt, seen):
             expected = mean
         elif abs(expected - mean) > 1e-6 * max(1.0, abs(mean)):
             raise f.fail(f"expected_score {expected!r} contradicts the distribution, whose mean is {mean!r}")
+    error = f.text("error", required=False)
+    off = _off_scale(status, dist, error)
+    if off is not None:  # as rate --logprobs: no score from outside the scale
+        status, score, error = "unparsed", None, off
     row = {
         "judge": judge,
         "response": ref,
@@ -311,7 +334,7 @@ def _rating(batch, f, fam, prompt, seen):
         "status": status,
         "score": score,
         "raw_output": f.text("raw_output", required=False),
-        "error": f.text("error", required=False),
+        "error": error,
         "expected_score": expected,
         "distribution": dist,
         **_call_fields(f),
@@ -319,6 +342,8 @@ def _rating(batch, f, fam, prompt, seen):
     value = {k: row[k] for k in ("status", "score", "raw_output", "error", "expected_score", "distribution")}
     if seen.check(f, ("rating", ref, _judge_key(judge), row["sample_index"]), value, "rating"):
         batch.ratings.append(row)
+        if off is not None:
+            batch.unparsed.setdefault(OFF_SCALE, []).append(f"{f.source}:{f.line}")
 
 
 def _label(batch, f, fam, prompt, seen):
@@ -392,6 +417,10 @@ def _verdict(batch, f, fam, prompt, seen):
         implied = dist_preference(dist)
         if pref is not None and abs(pref - implied) > 1e-6:
             raise f.fail(f"preference {pref!r} contradicts the distribution, whose P(a) + P(tie)/2 is {implied!r}")
+    error = f.text("error", required=False)
+    off = _off_scale(status, dist, error)
+    if off is not None:  # as rate --pairwise --logprobs: no verdict from outside the scale
+        status, verdict, pref, error = "unparsed", None, None, off
     row = Verdict(
         judge, a, b, sample_index=f.integer("sample_index", required=False) or 0,
         position=f.choice("position", POSITION, required=False) or "na", status=status, verdict=verdict,
@@ -400,7 +429,7 @@ def _verdict(batch, f, fam, prompt, seen):
         # collected (source NULL, what `export verdicts` writes for it): kept so, not this file
         source=(f.name("source", required=False, max_len=SOURCE_MAX) or str(f.source)[:SOURCE_MAX]
                 if "source" not in f.obj or f.obj["source"] is not None else None),
-        raw_output=f.text("raw_output", required=False), error=f.text("error", required=False),
+        raw_output=f.text("raw_output", required=False), error=error,
         **_call_fields(f), distribution=dist,
     )
     value = {k: getattr(row, k) for k in ("status", "verdict", "preference", "baseline_side", "raw_output", "error",
@@ -408,3 +437,5 @@ def _verdict(batch, f, fam, prompt, seen):
     if seen.check_pair(f, "verdict", a, b, (_judge_key(judge), row.sample_index, row.position), value, "verdict",
                        swap=swap_verdict, swap_rest=lambda r: (r[0], r[1], SWAP[r[2]])):
         batch.verdicts.append(row)
+        if off is not None:
+            batch.unparsed.setdefault(OFF_SCALE, []).append(f"{f.source}:{f.line}")

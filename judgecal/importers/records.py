@@ -100,6 +100,9 @@ class ImportBatch:
     verdicts: list[Verdict] = field(default_factory=list)
     # calibrations (judgecal.importers.calibrations.record), written by judgecal.db.ingest_calibrations
     calibrations: list[dict[str, Any]] = field(default_factory=list)
+    # rows stored unparsed although the file gave them a score or verdict: {reason: [FILE:LINE, ...]}
+    # (the generic importer: a distribution with less than MIN_IN_SCALE on the scale), reported by every output
+    unparsed: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # rows of the input deliberately not imported: {reason: [FILE:LINE, ...]}, reported by every output
     skipped: dict[str, list[str]] = field(default_factory=dict)

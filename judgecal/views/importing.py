@@ -51,7 +51,8 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
     callable that takes the FileBook (to leave such files unparsed) and returns the batches.
 
     Returns {"added": {table: n}, "warnings": [...], "skipped": {reason: {count, where}} (records
-    left out), "not_read": {reason: {count, where}} (files and folders of the input not read:
+    left out), "stored_unparsed": {reason: {count, where}} (records stored unparsed although the
+    file gave a score or verdict: :attr:`ImportBatch.unparsed`; ``where`` the first 20 FILE:LINE), "not_read": {reason: {count, where}} (files and folders of the input not read:
     :attr:`ImportBatch.not_read`; ``where`` lists the first :data:`NOT_READ_SHOWN` paths),
     "source": ..., "files": [one dict per file: file, sha256, bytes, status (new | again |
     changed | duplicate), already_imported_as and earlier_in_this_import (duplicate), before
@@ -62,6 +63,7 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
     warnings: list[str] = []
     skipped_at: dict[str, list[str]] = {}
     not_read_at: dict[str, list[str]] = {}
+    unparsed_at: dict[str, list[str]] = {}
     held: list = []  # a Ctrl-C that came during the commit (the import then completed)
     # from the end of the writing to the return, Ctrl-C is held: once the commit has begun the
     # import completes, and it must not be reported as interrupted between the commit and here
@@ -81,6 +83,8 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
                         skipped_at.setdefault(reason, []).extend(where)
                     for reason, where in batch.not_read.items():
                         not_read_at.setdefault(reason, []).extend(where)
+                    for reason, where in batch.unparsed.items():
+                        unparsed_at.setdefault(reason, []).extend(where)
                 hold.enter_context(held_interrupts(held))
             commits += 1
         except SQLAlchemyError as exc:  # the transaction is rolled back: nothing was written
@@ -101,8 +105,9 @@ def import_batches(source: str, batches: Iterable[ImportBatch] | Callable[[FileB
             if n:  # an earlier import (or an earlier file of this one) stored them with the same values
                 skipped[f"already stored with the same values ({table} rows not added again)"] = {"count": n, "where": []}
         not_read = {reason: {"count": len(where), "where": where[:NOT_READ_SHOWN]} for reason, where in not_read_at.items()}
+        unparsed = {reason: {"count": len(where), "where": where[:20]} for reason, where in unparsed_at.items()}
         return {"source": source, "added": writer.added, "warnings": warnings, "skipped": skipped,
-                "not_read": not_read, "files": files}
+                "not_read": not_read, "stored_unparsed": unparsed, "files": files}
 
 
 def file_lines(result: dict) -> list[str]:
@@ -240,7 +245,7 @@ def import_generic(path: Path, kind: str, fmt: str, family: str | None = None, u
     batch = generic.parse(Path(path), kind, fmt=fmt, family=family)
     if batch.records == 0:
         result = {"source": batch.source, "added": dict.fromkeys(TABLES, 0), "warnings": batch.warnings,
-                  "skipped": {}, "not_read": {}, "files": []}
+                  "skipped": {}, "not_read": {}, "stored_unparsed": {}, "files": []}
     else:
         result = import_batch(batch, url, importer=f"{fmt}:{kind}", family=family)
     return {**result, "file": str(path), "records": batch.records}
