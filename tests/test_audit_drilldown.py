@@ -151,15 +151,20 @@ def test_a_model_filter_needs_a_model(demo, client, run_cli):
     from judgecal.errors import UsageError
 
     for flt in ("won", "lost", "won_longer"):
-        with pytest.raises(UsageError, match=f"filter {flt} needs model="):
+        with pytest.raises(UsageError, match=f"--filter {flt} needs --model NAME"):
             audit(demo["url"], "alpaca_eval", AE_JUDGE, filter=flt)
+    # the web: a choice page of the audit's models (URL parameters named, each link keeps the filter)
     r = client.get(f"/audit?family=alpaca_eval&judge={AE_JUDGE}&filter=won")
-    msg = re.findall(r'<p class="error-message">(.*?)</p>', r.text, re.S)
-    assert r.status_code == 400 and len(msg) == 1 and "filter won needs model=" in msg[0]
+    heading = re.findall(r"<h1>(.*?)</h1>", r.text, re.S)
+    assert r.status_code == 200 and len(heading) == 1 and "filter=won needs model=NAME" in heading[0]
+    assert "--" not in heading[0]
+    links = re.findall(r'<li><a href="([^"]*)"', r.text)
+    assert len(links) >= 2 and all("filter=won" in h and "model=" in h for h in links)
+    assert any(h.endswith("model=gpt4_1106_preview") for h in links)
     cli = run_cli("--database-url", demo["url"], "audit", "--task-family", "alpaca_eval", "--judge", AE_JUDGE,
                   "--filter", "won")
     assert cli.exit_code == 2 and cli.stdout == ""
-    assert cli.stderr.startswith("error: filter won needs model=") and cli.stderr.count("\n") == 1
+    assert cli.stderr.startswith("error: --filter won needs --model NAME") and cli.stderr.count("\n") == 1
 
 
 def test_an_unknown_model_says_so(demo, client, run_cli):

@@ -89,3 +89,48 @@ def test_audit_choice_page_narrows_by_model_and_keeps_every_parameter(client):
     r = client.get("/audit?model=nobody")
     assert r.status_code == 200 and _links(r.text) == []
     assert "No judge audit holds an answer of model &#39;nobody&#39;" in r.text
+
+
+# ---------------------------------------------------------------- item 4: URL parameters, not CLI options
+def test_error_page_names_url_parameters_and_the_cli_its_options(client, db, run_cli):
+    r = client.get(f"/winrates?baseline={BASE}&length_unit=tokens")
+    assert r.status_code == 400 and _message(r.text) == "length_unit=tokens needs tokenizer=NAME"
+    r = client.get(f"/winrates?baseline={BASE}&tokenizer=x")
+    assert r.status_code == 400
+    assert _message(r.text) == ("tokenizer=x applies to length_unit=tokens, not chars: give length_unit=tokens, "
+                                "or drop tokenizer=")
+    cli = run_cli("--database-url", db, "leaderboard", "--baseline", BASE, "--length-unit", "tokens")
+    assert cli.exit_code == 2 and cli.stderr == "error: --length-unit tokens needs --tokenizer NAME\n", cli
+    # a command to run, in backquotes, stays a command
+    r = client.get("/leaderboard?judge=GPT-4&calibration=99")
+    assert r.status_code == 404 and "`judgecal fit --list`" in _message(r.text)
+
+
+def test_one_family_at_a_time_is_a_choice_page(client, db, run_cli):
+    r = client.get(f"/publish?baseline={BASE}&family=alpaca_eval&family=llmbar/Natural&seed=3")
+    assert r.status_code == 200
+    assert _message(r.text) == ("Choose one: a win-rate board (baseline=) takes one family= at a time "
+                                "(given: alpaca_eval, llmbar/Natural)")
+    links = _links(r.text)
+    assert [p["family"] for _, p in links] == [["alpaca_eval"], ["llmbar/Natural"]]
+    assert all(p["baseline"] == [BASE] and p["seed"] == ["3"] and p["_path"] == "/publish" for _, p in links)
+    assert client.get("/publish?" + f"baseline={BASE}&family=alpaca_eval&seed=3").status_code == 200
+    cli = run_cli("--database-url", db, "publish", "--baseline", BASE, "--task-family", "alpaca_eval",
+                  "--task-family", "llmbar/Natural")
+    assert cli.exit_code == 2 and cli.stderr == ("error: a win-rate board (--baseline) takes one --task-family at a "
+                                                 "time (given: alpaca_eval, llmbar/Natural)\n"), cli
+
+
+def test_a_model_filter_without_a_model_offers_the_models(client, db, run_cli):
+    r = client.get(f"/audit?family=alpaca_eval&judge={AE}&filter=won&per_page=5")
+    assert r.status_code == 200
+    assert _message(r.text) == ("Choose one: filter=won needs model=NAME: won, lost, won_longer are said of one "
+                                "model's answers")
+    links = _links(r.text)
+    assert [label for label, _ in links] == ["model alpaca-7b", f"model {BASE}"]
+    for _, p in links:
+        assert p["filter"] == ["won"] and p["family"] == ["alpaca_eval"] and p["judge"] == [AE] and p["per_page"] == ["5"]
+    won = client.get(f"/audit?family=alpaca_eval&judge={AE}&filter=won&model=alpaca-7b&format=json").json()
+    assert won["filter"] == "won" and won["counts"]["won"] == won["total"] > 0
+    cli = run_cli("--database-url", db, "audit", "--task-family", "alpaca_eval", "--judge", AE, "--filter", "won")
+    assert cli.exit_code == 2 and cli.stderr.startswith("error: --filter won needs --model NAME: "), cli

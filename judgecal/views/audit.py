@@ -173,8 +173,7 @@ def _check_filter(filter: str, model: str | None = None) -> None:
     if filter not in ALL_FILTERS:
         raise UsageError(f"filter must be one of {', '.join(ALL_FILTERS)}, got {filter!r}")
     if filter in MODEL_FILTERS and model is None:
-        raise UsageError(f"filter {filter} needs model=... (--model on the command line): {', '.join(MODEL_FILTERS)} "
-                         "are said of one model's answers")
+        raise UsageError(f"--filter {filter} needs --model NAME: {', '.join(MODEL_FILTERS)} are said of one model's answers")
 
 
 def check_request(filter: str, model: str | None, q: str | None) -> tuple[str | None, str | None]:

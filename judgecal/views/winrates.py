@@ -60,13 +60,15 @@ def pick_scope(s, baseline: str, families: list[str], judge: str | None) -> tupl
     task family F: the only ones with verdicts against B"; None when everything was given). A
     judge name that several judges share resolves to the one with such verdicts.
 
-    Raises UsageError for several families given, :class:`~judgecal.errors.ChoiceError` (a
+    Raises :class:`~judgecal.errors.ChoiceError` for several families given (one option each), or (a
     UsageError listing each (judge, family) with its verdict count and the options that
     choose it) where several remain, NotFoundError where no verdict exists at all."""
     from judgecal.db.browse import baseline_models
 
     if len(families) > 1:
-        raise UsageError("win-rate mode takes one --task-family at a time")
+        given = list(dict.fromkeys(families))
+        raise ChoiceError(f"win-rate mode takes one --task-family at a time (given: {', '.join(given)})",
+                          [{"label": f"task family {f}", "params": {"family": f}} for f in given])
     scopes = [b for b in baseline_models(s) if b["model"] == baseline]
     if judge:
         jrow = q.judge_by_name(s, judge, {b["judge_id"] for b in scopes}, f"with verdicts against {baseline!r}")
@@ -314,7 +316,7 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     bad options, a regulariser that is not available, ``summary`` mean / risk-averse where a
     verdict has no stored distribution: :func:`judgecal.db.verdicts.baseline_verdicts`),
     InputError (bad --lc-weights / --compare-to file)."""
-    from judgecal.calibrate.summaries import check_summary, label, missing_message, summary_note
+    from judgecal.calibrate.summaries import check_summary, label, large_outside_note, missing_message, summary_note
 
     check_summary(summary, risk_k)
     if length_unit not in vq.LENGTH_UNITS:
@@ -378,6 +380,10 @@ def build_winrate_board(baseline: str, families=None, judge: str | None = None, 
     board["judge_ref"] = jref
     if chosen_note:  # said in every format: what the data implied was chosen, and named
         board["notes"].insert(0, f"chosen: {chosen_note}")
+    if data.large_outside:  # a mean over a sliver of the judgment is not ranked without a word
+        n_out = sum(data.large_outside.values())
+        board["notes"].insert(0, large_outside_note(n_out, data.n_ok, summary, risk_k, data.large_outside)
+                              .replace(" ok ratings", " ok verdicts"))
     if summary != "greedy":  # said in every format (notes: table footer, Markdown, JSON)
         board["notes"].insert(0, summary_note(summary, risk_k, pairwise=True))
     return board

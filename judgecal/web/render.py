@@ -26,6 +26,9 @@ def _environment():
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       finalize=finalize_html)
     env.globals.update(link=link, version=__version__, fmt=fmt, pct=pct)
+    from judgecal.web.wording import for_web
+
+    env.filters["web_words"] = for_web  # a view's message with the CLI's options named as URL parameters
     return env
 
 

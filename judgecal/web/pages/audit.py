@@ -49,7 +49,18 @@ class AuditPage:
                                         for fam, js in family_judges(self.url, model=of).items() for j in js
                                         if (family is None or fam == family)
                                         and (judge is None or judge in (j["ref"], j["label"], j["name"]))])
-        model, q = check_request(flt, model, q)  # before the index: a model filter without a model costs nothing
+        model, q = check_request("all", model, q)  # before the index: a bad model or q costs nothing
+        if flt in MODEL_FILTERS and model is None:  # a filter said of one model, none given: the audit's models, as links
+            from judgecal.errors import ChoiceError, UsageError
+
+            names = self._audit_index(family, judge, cal).models
+            try:
+                check_request(flt, None, q)
+            except UsageError as exc:
+                more = f" (the first {MAX_MODEL_OPTIONS} of {len(names)} models)" if len(names) > MAX_MODEL_OPTIONS else ""
+                raise ChoiceError(f"{exc}{more}", [{"label": f"model {name}", "params": {"model": name}}
+                                                   for name in names[:MAX_MODEL_OPTIONS]]) from None
+        model, q = check_request(flt, model, q)
         index = self._audit_index(family, judge, cal)
         a = judge_audit(family, judge, self.url, filter=flt, page=page, per_page=per_page, calibration=cal,
                         model=model, q=q, index=index)
