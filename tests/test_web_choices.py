@@ -104,6 +104,10 @@ def test_error_page_names_url_parameters_and_the_cli_its_options(client, db, run
     # a command to run, in backquotes, stays a command
     r = client.get("/leaderboard?judge=GPT-4&calibration=99")
     assert r.status_code == 404 and "`judgecal fit --list`" in _message(r.text)
+    r = client.get("/publish?family=llmbar/Natural&judge=GPT-4&publish=calibrated")
+    assert r.status_code == 400 and _message(r.text) == (
+        "publish=calibrated: llmbar/Natural has no calibration of judge 'GPT-4' "
+        "(run `judgecal fit --task-family llmbar/Natural`)")
 
 
 def test_one_family_at_a_time_is_a_choice_page(client, db, run_cli):

@@ -96,7 +96,7 @@ def _score_board(fam: str, judge_ref: str | None, judge_name: str | None, fit: d
     if fit is None:
         if publish == "calibrated":
             raise UsageError(f"--publish calibrated: {fam} has no calibration of judge {board['judge']!r} "
-                             f"(run judgecal fit --task-family {fam})")
+                             f"(run `judgecal fit --task-family {fam}`)")
         column, advice = "raw", (f"raw: no calibration of judge {board['judge']!r} in {fam} is stored, so none was "
                                  f"weighed against raw (judgecal fit --task-family {fam} weighs them out of sample)")
     else:
