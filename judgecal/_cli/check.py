@@ -39,18 +39,31 @@ from judgecal._cli.common import (CAL_OPT, FAMILIES_OPT, FMT_OPT, Ctx, Finite, c
               help="Which numbers are published, so that the gate checks those: recommended follows each calibration's "
                    "advice (the calibration where it is backed out of sample, raw where the advice is keep raw); raw "
                    "publishes the raw scores; calibrated the calibration everywhere (fails where the advice is keep raw).")
+@click.option("--max-style-coefficient", type=Finite(), default=None, metavar="X",
+              help="Also gate each family and judge with pairwise verdicts on how much the judge rewards style: the "
+                   "style-controlled Bradley-Terry fit (judgecal bt --control) gives each feature's coefficient (log-odds "
+                   "per sd) with a bootstrap CI; fail when a CI's lower bound is above X (e.g. 0.2). Refused where the "
+                   "families have no pairwise verdicts.")
+@click.option("--control", type=click.Choice(["length", "markdown", "both"]), default="both", show_default=True,
+              help="--max-style-coefficient: the style features gated (as judgecal bt --control).")
+@click.option("--length-unit", type=click.Choice(["tokens", "words", "chars", "bytes"]), default="tokens",
+              show_default=True, help="--max-style-coefficient: the length, and the unit of the Markdown densities.")
+@click.option("--tokenizer", default="smollm2", show_default=True, metavar="NAME",
+              help="--max-style-coefficient with --length-unit tokens: the tokenizer (lengths not stored yet are "
+                   "computed and stored, as judgecal lengths does).")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(20, 100000), default=1000, show_default=True,
-              help="Transfer targets: paired bootstrap resamples of the target's items first; a CI bound within Monte "
+              help="--max-style-coefficient: item resamples of the style coefficients' CIs. Transfer targets: paired bootstrap resamples of the target's items first; a CI bound within Monte "
                    "Carlo error of zero is resampled further (doubling, up to 32x); still undecided fails.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
-              help="Seed of the transfer resamples.")
+              help="Seed of the transfer and the style coefficients' resamples.")
 @summary_opts(extra=" A calibration fitted on another summary is refused.")
 @FMT_OPT
 @pass_ctx
 @click.pass_context
 def check(cctx: click.Context, ctx: Ctx, families, judge, calibration, max_verbosity_winrate, min_agreement_gain, max_unparsed,
           min_verbosity_winrate, allow_unidentified, fail_at_bound, max_baseline_gap, allow_degenerate_answers,
-          publish, n_bootstrap, seed, summary, risk_k, fmt) -> None:
+          publish, max_style_coefficient, control, length_unit, tokenizer, n_bootstrap, seed, summary, risk_k,
+          fmt) -> None:
     """Release gate: exit 0 when every threshold holds, 1 when one fails, 2 on a usage error.
 
     With --calibration ID, a --task-family other than the calibration's own is a transfer target:
@@ -60,20 +73,28 @@ def check(cctx: click.Context, ctx: Ctx, families, judge, calibration, max_verbo
     \b
     Examples:
       judgecal check --judge GPT-4
-      judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor"""
+      judgecal check --calibration 3 --task-family llmbar/Adversarial_Neighbor
+      judgecal check --task-family alpaca_eval --max-style-coefficient 0.2"""
     refuse_idle_risk_k(summary)
+    given = [p for p in ("control", "length_unit", "tokenizer") if cctx.get_parameter_source(p) == ParameterSource.COMMANDLINE]
+    if given and max_style_coefficient is None:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} applies to --max-style-coefficient")
+    if "tokenizer" in given and length_unit != "tokens":
+        raise click.UsageError(f"--tokenizer applies to --length-unit tokens (not {length_unit})")
     from judgecal.views.check import run_check
     from judgecal.report.board import check_table
 
     from judgecal.progress import steps
 
-    with steps(err, "check (transfers are evaluated with bootstrap CIs)"):
+    with steps(err, "check (transfers and style coefficients are evaluated with bootstrap CIs)"):
         result = run_check(list(families), judge, calibration, ctx.url, max_verbosity_winrate=max_verbosity_winrate,
                            min_agreement_gain=min_agreement_gain, max_unparsed=max_unparsed,
                            fail_at_bound=fail_at_bound, max_baseline_gap=max_baseline_gap,
                            min_verbosity_winrate=min_verbosity_winrate, allow_unidentified=allow_unidentified,
                            allow_degenerate_answers=allow_degenerate_answers, summary=summary, risk_k=risk_k,
                            publish=publish, transfer_bootstrap=n_bootstrap, seed=seed,
+                           max_style_coefficient=max_style_coefficient, style_control=control, length_unit=length_unit,
+                           tokenizer=tokenizer,
                            resampling_asked=any(cctx.get_parameter_source(n) == ParameterSource.COMMANDLINE
                                                 for n in ("n_bootstrap", "seed")))
     if fmt == "json":

@@ -33,7 +33,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
               fail_at_bound: bool = False, max_baseline_gap: float | None = None,
               allow_degenerate_answers: bool = False, min_verbosity_winrate: float = 0.45,
               allow_unidentified: bool = False, transfer_bootstrap: int = 1000, seed: int = 0, summary: str = "greedy",
-              risk_k: float = 1.0, publish: str = "recommended", resampling_asked: bool = False) -> dict:
+              risk_k: float = 1.0, publish: str = "recommended", resampling_asked: bool = False,
+              max_style_coefficient: float | None = None, style_control: str = "both", length_unit: str = "tokens",
+              tokenizer: str = "smollm2") -> dict:
     """{"ok": bool, "publish": the mode, "published": {"family / judge": "raw" | "calibrated"},
     "checks": [{"task_family", "judge", "check", "value", "threshold", "ok", "message"}]}.
 
@@ -59,6 +61,15 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     ``resampling_asked``: ``transfer_bootstrap`` or ``seed`` was given on purpose; without a
     transfer target it would change nothing, so it is refused (UsageError).
 
+    ``max_style_coefficient``: also gate each family and judge with pairwise verdicts (those
+    ``families`` and ``judge`` select) on its style coefficients
+    (:func:`judgecal.views.stylecheck.style_checks`: the style-controlled Bradley-Terry fit with
+    ``style_control``, lengths in ``length_unit`` under ``tokenizer``, ``transfer_bootstrap``
+    item resamples with ``seed``): fails when a coefficient's CI lower bound is above it. Rows
+    "style_coefficient" carry ``feature`` and ``ci`` besides the common keys. With it, a database
+    without calibrations is gated on the style rows alone; without pairwise verdicts it is
+    refused (UsageError).
+
     ``summary``/``risk_k``: the rating summary the gated ratings use (:mod:`judgecal.calibrate.summaries`);
     a calibration fitted on another summary is refused, and the check "rating_summary" reports
     what the fit's out-of-sample comparison of the summaries recommends (informational).
@@ -75,7 +86,12 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
     if publish not in PUBLISH_MODES:
         raise UsageError(f"--publish must be one of {', '.join(PUBLISH_MODES)}, got {publish!r}")
 
-    chosen = load_calibrations(families, judge, calibration, url)
+    try:
+        chosen = load_calibrations(families, judge, calibration, url)
+    except NotFoundError:
+        if max_style_coefficient is None or str(calibration) != "latest":
+            raise
+        chosen = []  # a pairwise judge without a calibration: gated on its style coefficients below
     targets: list[str] = []
     if str(calibration) != "latest":  # an id: --judge must agree with it; other --task-family values are transfers
         from judgecal.views.fitting import refuse_out_of_scope
@@ -83,9 +99,9 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         refuse_out_of_scope(chosen, None, judge, url)
         own = {fam for _, fam, _ in chosen}
         targets = [f for f in dict.fromkeys(families or []) if f not in own]
-    if not chosen:
+    if not chosen and max_style_coefficient is None:
         raise NotFoundError("no calibration to check: run `judgecal fit` first (see `judgecal fit --list`)")
-    if resampling_asked and not targets:  # never an option that changes nothing without a word
+    if resampling_asked and not targets and max_style_coefficient is None:  # never an option that changes nothing without a word
         raise UsageError("--bootstrap and --seed set the resampling of transfer targets (--calibration ID "
                          "--task-family OTHER); nothing is resampled here: drop them, or name a target")
     for row, fam, _ in chosen:
@@ -150,6 +166,11 @@ def run_check(families=None, judge: str | None = None, calibration: str = "lates
         if fail_at_bound:
             add(fam, jud, "at_bound", sorted(r["at_bound"]), [], not r["at_bound"],
                 f"{where}: parameters at a bound: {', '.join(sorted(r['at_bound'])) or 'none'}")
+    if max_style_coefficient is not None:
+        from judgecal.views.stylecheck import style_checks
+
+        checks += style_checks(families, judge, url, max_coefficient=max_style_coefficient, control=style_control,
+                               length_unit=length_unit, tokenizer=tokenizer, n_bootstrap=transfer_bootstrap, seed=seed)
     return {"ok": all(c["ok"] for c in checks), "publish": publish, "published": published, "checks": checks}
 
 
@@ -273,6 +294,9 @@ def _summary_advice(add, fam, jud, where, r: dict) -> None:
         msg = f"{where}: fitted on the {used} summary; the out-of-sample comparison recommends {label(rec, comp.get('risk_k') or 1.0)} ({comp.get('reason')})"
     else:
         msg = f"{where}: fitted on the {used} summary; summaries not compared ({comp.get('reason') or 'fitted before judgecal compared them'})"
+    outside = [w for w in r.get("warnings") or [] if "of their mass outside the scale" in w]
+    if outside:  # the fit's count of ratings read from a renormalised minority (judgecal.calibrate.summaries)
+        msg += f"; {outside[0]}"
     add(fam, jud, "rating_summary", used, None, True, msg)
 
 
