@@ -178,10 +178,12 @@ def _import_torch():
 
 class HFScorer:
     """A transformers causal LM loaded from ``folder`` on ``device`` ("cpu", "cuda") in
-    ``dtype`` ("float32", "bfloat16", "float16"). Raises ModelError when it cannot load."""
+    ``dtype`` ("float32", "bfloat16", "float16"); ``trust_remote_code`` is passed to
+    transformers' ``from_pretrained`` (lm-eval's model argument of that name). Raises ModelError
+    when it cannot load."""
 
     def __init__(self, folder: str | Path, *, device: str = "cpu", dtype: str = "float32",
-                 forward: str = "auto"):
+                 forward: str = "auto", trust_remote_code: bool = False):
         torch, transformers = _import_torch()
         self.torch = torch
         dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -196,9 +198,10 @@ class HFScorer:
         self.dtype_name = dtype
         try:
             transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar in CLI output
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder),
+                                                                        trust_remote_code=trust_remote_code)
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(folder), dtype=dtypes[dtype], attn_implementation="sdpa")
+                str(folder), dtype=dtypes[dtype], attn_implementation="sdpa", trust_remote_code=trust_remote_code)
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {folder}: {exc}") from exc
         self.model.to(self.device).eval()

@@ -43,21 +43,10 @@ from typing import Any
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from judgecal.loglik import lmeval_args
 from judgecal.loglik.split import EncodedGroup
 
 MAX_CONTS_PER_GROUP = 16  # continuations per packed group (keeps rows of many short choices batchable)
-
-
-def _batch_size(value: Any) -> int | str:
-    if value is None or value == "auto":
-        return "auto"
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"batch_size must be an integer >= 1 or 'auto', got {value!r}") from None
-    if n < 1:
-        raise ValueError(f"batch_size must be an integer >= 1 or 'auto', got {value!r}")
-    return n
 
 
 def hf_device(device: str | None) -> str:
@@ -76,6 +65,9 @@ def hf_device(device: str | None) -> str:
     if device in known:
         return str(device)
     chosen = "cuda" if torch.cuda.is_available() else "cpu"
+    if device is None:  # HFLM logs "Device not specified" at info level
+        logging.getLogger("judgecal").info("no device given: using %s, as lm-eval's hf model does", chosen)
+        return chosen
     logging.getLogger("judgecal").warning("device %r is not available (%d GPU(s) seen by torch): using %s, as "
                                           "lm-eval's hf model does", device, gpus, chosen)
     return chosen
@@ -85,10 +77,17 @@ def hf_device(device: str | None) -> str:
 class JudgecalLM(LM):
     """An lm-eval ``LM`` whose ``loglikelihood`` runs judgecal's scorer.
 
-    ``pretrained``: a transformers model folder (or ``scorer``: an already loaded
-    :class:`~judgecal.loglik.hf.HFScorer`); ``device`` ("cpu", "cuda", "cuda:N"), ``dtype``
-    ("float32", "bfloat16", "float16"), ``batch_size`` (items a forward pass, or "auto": a token
-    budget), ``forward`` ("auto", "fused", "transformers"; see :mod:`judgecal.loglik.fused`):
+    The keyword arguments are lm-eval's ``hf`` model arguments (:mod:`judgecal.loglik.lmeval_args`
+    refuses, in one line naming the key, every one judgecal cannot honour; the table in
+    docs/mc.md). ``pretrained``: a transformers model folder (or ``scorer``: an already loaded
+    :class:`~judgecal.loglik.hf.HFScorer`, whose device, dtype and forward are kept); ``device``
+    ("cpu", "cuda", "cuda:N"; None or a device torch lacks: the GPU, else the CPU, as hf),
+    ``dtype`` ("auto", hf's default: the config's dtype, else the weights'; "float32",
+    "bfloat16", "float16"), ``batch_size`` (items a forward pass, or "auto" / "auto:N": a token
+    budget), ``max_batch_size`` (with an integer batch_size only, unread there as in hf),
+    ``prefix_token_id`` (the empty context's token, default BOS else EOS), ``trust_remote_code``
+    (to transformers), ``chat_template_args`` / ``enable_thinking`` (to the chat template, as
+    hf), ``forward`` ("auto", "fused", "transformers"; see :mod:`judgecal.loglik.fused`):
     here "auto" is the model's own transformers forward, which rounds as lm-eval's HFLM does
     (per-choice log-likelihoods within ~3e-5 nats of HFLM's); judgecal's fused forward is about
     10% faster on a CPU but rounds further (up to ~1.4e-4 nats from HFLM's measured on
@@ -105,12 +104,28 @@ class JudgecalLM(LM):
     distinct_requests; summed over calls). Raises ModelError / UsageError (judgecal.errors)
     when the model cannot load or an option is bad."""
 
-    def __init__(self, pretrained: str | Path | None = None, *, scorer: Any = None, device: str = "cpu",
-                 dtype: str = "float32", batch_size: int | str | None = "auto", forward: str = "auto",
+    def __init__(self, pretrained: str | Path | None = None, *, scorer: Any = None, device: str | None = None,
+                 dtype: Any = "auto", batch_size: int | str | None = "auto", forward: str = "auto",
                  base_url: str | None = None, model: str | None = None, api_key: str | None = None,
-                 max_length: int | str | None = None) -> None:
+                 max_length: int | str | None = None, max_batch_size: int | None = None,
+                 prefix_token_id: int | str | None = None, trust_remote_code: bool | str = False,
+                 chat_template_args: dict | None = None, enable_thinking: bool | None = None,
+                 **hf_args: Any) -> None:
         super().__init__()
-        self.batch_size = _batch_size(batch_size)
+        lmeval_args.check_hf_args(hf_args)
+        self.batch_size = lmeval_args.batch_size(batch_size)
+        if max_batch_size is not None:
+            if self.batch_size == "auto":
+                raise ValueError(f"max_batch_size={max_batch_size!r} caps hf's batch-size search; judgecal's "
+                                 "batch_size=auto is a token budget a forward pass: give batch_size=N (N items a "
+                                 "pass) instead")
+            # with an integer batch_size hf does not read max_batch_size either
+        trust_remote_code = lmeval_args._same(trust_remote_code, (True,))
+        if enable_thinking and hf_args.get("think_end_token") is None:
+            raise ValueError("enable_thinking=True needs think_end_token=... (as lm-eval's hf model)")
+        self.chat_template_args = dict(chat_template_args or {})
+        if enable_thinking is not None:
+            self.chat_template_args["enable_thinking"] = enable_thinking
         if max_length is not None and max_length != "":
             try:
                 max_length = int(max_length)
@@ -120,6 +135,11 @@ class JudgecalLM(LM):
                 raise ValueError(f"max_length must be an integer >= 2, got {max_length!r}")
         else:
             max_length = None
+        if prefix_token_id is not None:
+            try:
+                prefix_token_id = int(prefix_token_id)
+            except (TypeError, ValueError):
+                raise ValueError(f"prefix_token_id must be a token id (an integer), got {prefix_token_id!r}") from None
         self.endpoint = None
         self.scorer = None
         if base_url is not None:
@@ -127,9 +147,17 @@ class JudgecalLM(LM):
 
             if not model:
                 raise ValueError("JudgecalLM(base_url=...) needs the served model name (model=...)")
-            if max_length is not None:
-                raise ValueError("JudgecalLM: max_length applies to a local model, not to base_url (the server sets "
-                                 "its context)")
+            local = {"pretrained": pretrained, "scorer": scorer, "max_length": max_length,
+                     "prefix_token_id": prefix_token_id, "max_batch_size": max_batch_size,
+                     "trust_remote_code": trust_remote_code or None, "chat_template_args": chat_template_args,
+                     "enable_thinking": enable_thinking,
+                     "dtype": None if lmeval_args._norm(dtype) in (None, "auto") else dtype,
+                     "forward": None if forward == "auto" else forward}
+            given = [k for k, v in local.items() if v is not None]
+            if given:
+                raise ValueError(f"JudgecalLM: {', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a local "
+                                 "model, not to base_url (the server "
+                                 "loads the model and sets its context)")
             self.endpoint = CompletionsScorer(base_url, model, api_key=api_key)
             self.tokenizer = None
             self.model_name = model
@@ -137,10 +165,15 @@ class JudgecalLM(LM):
             if scorer is None:
                 if pretrained is None:
                     raise ValueError("JudgecalLM needs pretrained=MODEL_FOLDER, scorer=HFScorer or base_url")
+                if not isinstance(pretrained, (str, Path)):
+                    raise ValueError(f"JudgecalLM: pretrained must be a model folder (a path), got a "
+                                     f"{type(pretrained).__name__}; pass a loaded model as scorer=HFScorer(...)")
                 from judgecal.loglik.hf import HFScorer
 
-                scorer = HFScorer(pretrained, device=hf_device(device), dtype=str(dtype),
-                                  forward="transformers" if forward == "auto" else forward)
+                dtype_name = lmeval_args.resolve_dtype(pretrained, dtype, trust_remote_code)
+                scorer = HFScorer(pretrained, device=hf_device(device), dtype=dtype_name,
+                                  forward="transformers" if forward == "auto" else forward,
+                                  trust_remote_code=trust_remote_code)
             # the model's positions as lm-eval's HFLM counts them (max_length=, else the config's
             # n_positions / max_position_embeddings / n_ctx, else the tokenizer's, else 2048): the
             # rolling windows' size and the left-truncation of loglikelihood requests
@@ -150,6 +183,14 @@ class JudgecalLM(LM):
             if positions != scorer.max_length:  # a copy: a scorer passed in is left as it was
                 scorer = copy.copy(scorer)
                 scorer.max_length = positions
+            if prefix_token_id is not None and prefix_token_id != scorer.encoder.prefix_token_id:
+                from judgecal.loglik.split import Encoder
+
+                if not 0 <= prefix_token_id < len(scorer.tokenizer):
+                    raise ValueError(f"prefix_token_id={prefix_token_id} is not a token id of the tokenizer "
+                                     f"(0..{len(scorer.tokenizer) - 1})")
+                scorer = copy.copy(scorer)  # as hf's prefix_token_id: the empty context's token
+                scorer.encoder = Encoder(scorer.tokenizer, prefix_token_id)
             self.scorer = scorer
             self.tokenizer = scorer.tokenizer
             self.model_name = str(pretrained) if pretrained is not None else "(loaded)"
@@ -288,10 +329,14 @@ class JudgecalLM(LM):
         return str(self.tokenizer.name_or_path).replace("/", "__")
 
     def chat_template(self, chat_template: bool | str = False) -> str | None:
-        """The tokenizer's chat template (None when ``chat_template`` is False or there is none)."""
+        """The chat template lm-eval's HFLM selects (its ``TemplateLM.chat_template``: the
+        tokenizer's template, or the one named ``chat_template`` among several); None when
+        ``chat_template`` is False or there is no tokenizer."""
         if not chat_template or self.tokenizer is None:
             return None
-        return getattr(self.tokenizer, "chat_template", None)
+        from lm_eval.api.model import TemplateLM
+
+        return TemplateLM.chat_template(self, chat_template)
 
     def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         """Render ``chat_history`` with the tokenizer's chat template, as lm-eval's HFLM does
@@ -302,7 +347,7 @@ class JudgecalLM(LM):
         import jinja2
 
         kwargs = dict(tokenize=False, add_generation_prompt=add_generation_prompt,
-                      continue_final_message=not add_generation_prompt)
+                      continue_final_message=not add_generation_prompt, **self.chat_template_args)
         try:
             return self.tokenizer.apply_chat_template(chat_history, **kwargs)
         except jinja2.exceptions.TemplateError:
