@@ -12,7 +12,9 @@ the whole LLMBar repository layout: one ``report`` of every judge x protocol (po
 agreement by order, the judge comparison with paired CIs) and ``report --length-position`` for
 the judges x protocols of :data:`LP_JUDGES` x :data:`LP_PROTOCOLS`. Every number of the Markdown
 written comes from those JSON outputs (or, for AlpacaEval's published figures, from its
-leaderboard.csv); a field the code does not give (any more) shows as a dash.
+leaderboard.csv); a field the code does not give (any more) shows as a dash. The style-control
+section (issue 34 item 5) is benchmarks/results_style.py's: ``bt --control`` and ``stats`` on
+the first database, the out-of-sample comparison on the second.
 
 Run: ``.venv/bin/python benchmarks/results.py [--out docs/results.md]`` (``make results``);
 ``--check docs/results.md`` regenerates and exits 1 with a diff when the file differs
