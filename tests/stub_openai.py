@@ -47,7 +47,9 @@ class StubServer:
     """The stub server; see the module doc. Attributes after start: ``port``, ``base_url``
     (``http://127.0.0.1:PORT/v1``). ``counts``: Counter of fault names served (``ok``
     included), ``requests``: total requests to the completion endpoints, ``bodies``: the last
-    JSON bodies received (up to ``keep_bodies``), ``auth``: Authorization headers seen."""
+    JSON bodies received (up to ``keep_bodies``), ``auth``: Authorization headers seen.
+    ``require_auth``: the Authorization header every completion call must carry (else 401,
+    counted in ``unauthorised``), for a server behind HTTP Basic auth."""
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class StubServer:
         verdict_top: dict[str, float] | None = None,
         keep_bodies: int = 50,
         port: int = 0,
+        require_auth: str | None = None,
     ):
         self.latency = latency
         self.answer = answer
@@ -69,6 +72,8 @@ class StubServer:
         self.verdict_top = verdict_top or {"7": math.log(0.6), "8": math.log(0.3), "x": math.log(0.1)}
         self.keep_bodies = keep_bodies
         self.port = port
+        self.require_auth = require_auth  # an Authorization header every call must carry, else 401
+        self.unauthorised = 0
         self.requests = 0
         self.counts: Counter[str] = Counter()
         self.bodies: list[dict] = []
@@ -107,6 +112,10 @@ class StubServer:
         except json.JSONDecodeError:
             return None, "bad", web.json_response({"error": {"message": "bad JSON"}}, status=400)
         self.auth.add(request.headers.get("Authorization", ""))
+        if self.require_auth is not None and request.headers.get("Authorization") != self.require_auth:
+            self.unauthorised += 1
+            return body, "401", web.json_response({"error": {"message": "authentication required"}}, status=401,
+                                                  headers={"WWW-Authenticate": 'Basic realm="stub"'})
         if len(self.bodies) < self.keep_bodies:
             self.bodies.append(body)
         _, fault = self._fault_for(raw)

@@ -144,3 +144,50 @@ def test_mc_base_url_is_stored_without_secrets():
     settings = {"batch_size": 4, "base_url": PLANTED}
     assert _without_secrets(settings) == {"batch_size": 4, "base_url": "http://127.0.0.1:1/v1"}
     assert _without_secrets({"batch_size": 4, "base_url": None}) == {"batch_size": 4, "base_url": None}
+
+
+def test_credentials_in_the_base_url_authenticate_the_calls_and_are_stored_nowhere(sqlite_url, tmp_path, run_cli):
+    """``rate --base-url http://user:pw@host/v1`` against a server that requires HTTP Basic
+    auth: every call succeeds (the SDK alone dropped the userinfo: every call failed 401), and
+    no table, export or output holds the password or its Basic token."""
+    import base64
+
+    url = sqlite_url
+    responses = [{"task_family": "secrets", "prompt": f"What is {i} + 2?", "model": "m", "response": str(i + 2)}
+                 for i in range(3)]
+    assert run_cli("--database-url", url, "import", "jsonl", _write(tmp_path / "r.jsonl", responses, "jsonl"),
+                   "--kind", "responses").exit_code == 0
+    token = base64.b64encode(f"user:{PASSWORD}".encode()).decode()
+    with StubServer(require_auth=f"Basic {token}") as s:
+        r = run_cli("--database-url", url, "rate", "--judge", "stub", "--base-url",
+                    f"http://user:{PASSWORD}@127.0.0.1:{s.port}/v1", "--task-family", "secrets", "--max-attempts", "1",
+                    "--format", "json")
+        assert s.unauthorised == 0 and s.auth == {f"Basic {token}"}
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout[r.stdout.index("{"):])
+    assert summary["this_run"]["ok"] == 3 and summary["this_run"]["failed"] == 0, summary["this_run"]
+    found = _scan_tables(url)
+    assert not found, found
+    engine = eng.create(url)
+    with engine.connect() as conn:
+        assert list(conn.execute(select(m.Judge.endpoint)).scalars()) == [f"http://127.0.0.1:{s.port}/v1"]
+        texts = [json.dumps(list(row), default=str) for table in m.Base.metadata.sorted_tables
+                 for row in conn.execute(select(table))]
+    engine.dispose()
+    assert not [t for t in texts if token in t]
+    outputs = [r.output]
+    for kind in ("ratings", "responses"):
+        out = tmp_path / f"export-{kind}.jsonl"
+        outputs.append(run_cli("--database-url", url, "export", kind, out).output + out.read_text(encoding="utf-8"))
+    assert not [t for t in outputs if PASSWORD in t or token in t]
+    # a wrong password is refused by the server: failed calls, the password in no message
+    with StubServer(require_auth=f"Basic {token}") as s:
+        r = run_cli("--database-url", url, "rate", "--judge", "stub2", "--base-url",
+                    f"http://user:wrong{PASSWORD}@127.0.0.1:{s.port}/v1", "--task-family", "secrets",
+                    "--max-attempts", "1", "--max-outage", "0")
+        assert s.unauthorised == 3
+    out = tmp_path / "failed.jsonl"
+    assert run_cli("--database-url", url, "export", "ratings", out, "--judge", "stub2").exit_code == 0
+    failed = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [x["status"] for x in failed] == ["failed"] * 3 and all("authentication required" in x["error"] for x in failed)
+    assert PASSWORD not in r.output + out.read_text(encoding="utf-8") and not _scan_tables(url)

@@ -9,6 +9,8 @@ for never losing a call.
   ~690 on the same stub (docs/performance.md); the JSON answer is checked by hand.
 - Endpoint and key follow the SDK's conventions: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``;
   ``base_url=`` overrides. No key at all -> the placeholder ``"EMPTY"`` (local servers).
+  Credentials in the URL (``http://user:pw@host/v1``) are sent as HTTP Basic auth
+  (:func:`url_credentials`), never stored.
 - The SDK's own retries are off (``max_retries=0``); :meth:`JudgeClient.complete` retries
   itself: up to ``max_attempts`` attempts (default 4) with exponential backoff and full jitter
   (``uniform(0, min(backoff_max, backoff_base * 2**(attempt-1)))``, the AWS "full jitter"
@@ -75,6 +77,29 @@ def public_endpoint(url: str) -> str:
     (credentials, query string and fragment dropped, trailing slash removed, an IPv6 host kept
     in brackets)."""
     return endpoint_without_secrets(url)
+
+
+def url_credentials(url: str) -> tuple[str, Optional[dict[str, str]]]:
+    """(``url`` without ``user:password@``, the HTTP headers that carry them) for an endpoint
+    URL such as ``http://user:pw@host/v1``: the credentials become HTTP Basic authentication
+    (RFC 7617: ``Authorization: Basic base64(user:password)``, percent-escapes decoded first),
+    as curl and httpx read them; the OpenAI SDK drops the userinfo of its base URL, so without
+    this every call went out unauthenticated. ``(url, None)`` when the URL holds none. The
+    header replaces the SDK's ``Bearer`` API key (one Authorization header per request). The
+    credentials are never stored: the stored endpoint is :func:`public_endpoint`'s."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return url, None
+    if user is None and password is None:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    token = base64.b64encode(f"{unquote(user or '')}:{unquote(password or '')}".encode("utf-8")).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), {"Authorization": f"Basic {token}"}
 
 
 def resolve_base_url(base_url: Optional[str] = None) -> str:
@@ -265,8 +290,17 @@ class JudgeClient:
         self.concurrency = int(concurrency)
         self._sem = asyncio.Semaphore(self.concurrency)
         http_client = openai.DefaultAioHttpClient() if transport == "aiohttp" else None
+        # credentials in the URL (http://user:pw@host/v1) go as HTTP Basic auth (url_credentials)
+        plain_url, auth_headers = url_credentials(self.base_url)
+        self._url_secrets: tuple[str, ...] = ()
+        if auth_headers:  # the password and its Basic token never reach a message
+            from urllib.parse import unquote, urlsplit
+
+            self._url_secrets = tuple(x for x in (auth_headers["Authorization"].split(" ", 1)[1],
+                                                  unquote(urlsplit(self.base_url).password or "")) if x)
         self._client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self._key, max_retries=0, timeout=self.timeout, http_client=http_client
+            base_url=plain_url, api_key=self._key, max_retries=0, timeout=self.timeout, http_client=http_client,
+            default_headers=auth_headers,
         )
         self.total_attempts = 0
 
@@ -281,7 +315,7 @@ class JudgeClient:
         await self._client.close()
 
     def _clean(self, text: str) -> str:
-        return sanitize(text, (self._key,))
+        return sanitize(text, (self._key, *self._url_secrets))
 
     def _backoff(self, attempt: int) -> float:
         return random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
