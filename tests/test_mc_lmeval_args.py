@@ -136,6 +136,13 @@ def test_trust_remote_code_reaches_from_pretrained(monkeypatch):
     with pytest.raises(Stop):
         JudgecalLM(pretrained="some/folder", trust_remote_code=True, device="cpu")  # lm-eval's --trust_remote_code
     assert seen == {"device": "cpu", "dtype": "float32", "forward": "transformers", "trust_remote_code": True}
+    for value, expected in ((1, True), ("true", True), (False, False), ("0", False), (None, False)):
+        seen.clear()
+        with pytest.raises(Stop):
+            JudgecalLM(pretrained="some/folder", trust_remote_code=value, device="cpu")
+        assert seen["trust_remote_code"] is expected, value
+    with pytest.raises(ValueError, match="trust_remote_code must be true or false, got 'maybe'"):
+        JudgecalLM(pretrained="some/folder", trust_remote_code="maybe")
 
 
 # ---------------------------------------------------------------- with the model

@@ -120,7 +120,11 @@ class JudgecalLM(LM):
                                  "batch_size=auto is a token budget a forward pass: give batch_size=N (N items a "
                                  "pass) instead")
             # with an integer batch_size hf does not read max_batch_size either
-        trust_remote_code = lmeval_args._same(trust_remote_code, (True,))
+        if not isinstance(trust_remote_code, bool):  # as hf reads it: truthy values trust
+            text = str(trust_remote_code).lower()
+            if text not in ("true", "1", "false", "0", "none", ""):
+                raise ValueError(f"trust_remote_code must be true or false, got {trust_remote_code!r}")
+            trust_remote_code = text in ("true", "1")
         if enable_thinking and hf_args.get("think_end_token") is None:
             raise ValueError("enable_thinking=True needs think_end_token=... (as lm-eval's hf model)")
         self.chat_template_args = dict(chat_template_args or {})
