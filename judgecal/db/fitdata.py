@@ -58,6 +58,9 @@ class FamilyRows:
     #: {summary: {response: mean over its ok ratings of that summary}} with ``with_summaries``
     #: and every ok rating carrying a distribution; None otherwise
     summaries: dict[str, dict[int, float]] | None = None
+    #: {model: ok ratings whose distribution puts at least LARGE_OUTSIDE of its mass outside the
+    #: scale} (:func:`judgecal.calibrate.summaries.large_outside`), counted under a summary other than greedy
+    large_outside: dict[str, int] = field(default_factory=dict)
 
 
 OUTCOME = {"a": 1.0, "b": 0.0, "tie": 0.5}
@@ -93,7 +96,7 @@ def load_family(
     distributions); ok ratings without one are counted in ``no_distribution`` and left out of
     ``score`` (the caller refuses them). ``with_summaries``: also fill ``summaries`` with every
     summary's per-response means (None when some ok rating lacks a distribution)."""
-    from judgecal.calibrate.summaries import SUMMARIES, rating_value
+    from judgecal.calibrate.summaries import SUMMARIES, large_outside, rating_value
 
     rows = FamilyRows(length_unit=length_unit, tokenizer=tokenizer if length_unit == "tokens" else None,
                       summary=summary)
@@ -122,6 +125,9 @@ def load_family(
             if status != "ok" or score is None:
                 continue
             vals = {name: rating_value(score, dist, name, risk_k) for name in SUMMARIES}
+            if summary != "greedy" and large_outside(dist):  # read from a renormalised minority: said
+                model = rows.model_of[rid]
+                rows.large_outside[model] = rows.large_outside.get(model, 0) + 1
             if vals["mean"] is None:
                 rows.no_distribution += 1
             for name, v in vals.items():

@@ -47,6 +47,9 @@ class BaselineVerdicts:
     #: ok verdicts without a stored distribution (counted only when a summary needs one)
     no_distribution: int = 0
     n_ok: int = 0
+    #: ok verdicts read under a summary whose distribution puts at least LARGE_OUTSIDE of its
+    #: mass outside a, b, tie (:func:`judgecal.calibrate.summaries.large_outside`), per model
+    large_outside: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.model.size)
@@ -112,11 +115,13 @@ def baseline_verdicts(s: Session, family_id: int, judge_id: int, baseline: str, 
     p = np.array(pref, dtype=float)  # None -> NaN
     ok = np.fromiter((x == "ok" for x in status), dtype=bool, count=n)
     if summary != "greedy":
-        from judgecal.calibrate.summaries import rating_value
+        from judgecal.calibrate.summaries import large_outside, rating_value
         from judgecal.judge.distribution import swap
 
         for i in np.flatnonzero(ok & ~np.isnan(p)).tolist():
             out.n_ok += 1
+            if large_outside(dists[i]):
+                out.large_outside[model[i]] = out.large_outside.get(model[i], 0) + 1
             # the model's credit under the summary (risk from the model's side), stored as P(a) the flip undoes
             v = rating_value(p[i], swap(dists[i]) if flip[i] and dists[i] else dists[i], summary, risk_k, pairwise=True)
             if v is None:

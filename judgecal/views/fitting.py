@@ -219,6 +219,12 @@ def evaluate_family(
     evaluation["data"]["left_out"] = left
     evaluation.setdefault("warnings", [])
     evaluation["warnings"] += [f"left out: {n} {reason}" for reason, n in left.items()]
+    if rows.large_outside:  # --summary mean / risk-averse over a sliver of the judgment: counted and said
+        from judgecal.calibrate.summaries import large_outside_note
+
+        evaluation["data"]["n_large_outside"] = sum(rows.large_outside.values())
+        evaluation["warnings"].append(large_outside_note(sum(rows.large_outside.values()), n_ok, summary, risk_k,
+                                                         rows.large_outside))
     ctx.update(summary=summary, risk_k=float(risk_k))
     ctx.update(objective=objective, length_unit=length_unit, tokenizer=tok if length_unit == "tokens" else None,
                p_bounds=tuple(p_bounds), folds=folds, n_bootstrap=n_bootstrap, seed=seed, density=density,
