@@ -23,7 +23,7 @@ from judgecal._cli.common import (Ctx, _enough_resamples, command, err, out, pas
 @click.option("--no-plots", is_flag=True, help="Leave the PNG plots out of the HTML page.")
 @click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100000), default=1000, show_default=True,
               callback=lambda ctx, param, v: _enough_resamples(v),
-              help="Bootstrap resamples for every figure computed at report time (0: no CIs; at least 20 otherwise): transfer and verbosity-only entries, the pairwise section's CIs (position consistency, first-position preference, agreements, the judge comparison's paired gaps) and the HTML report's boards.")
+              help="Bootstrap resamples for every figure computed at report time (0: no CIs; at least 20 otherwise): transfer and verbosity-only entries, the pairwise section's CIs (position consistency, first-position preference, agreements, the judge comparison's paired gaps), the Bradley-Terry boards with style control and the HTML report's boards.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--length-position", is_flag=True,
               help="Pairwise judges: also length and position together (one order or both, raw or with a cross-validated "

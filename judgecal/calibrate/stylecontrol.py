@@ -107,8 +107,14 @@ def meaning(feature: str, gamma: float) -> str:
     """One sentence reading a coefficient (log-odds per sd of the standardised column)."""
     what = {"length": "length difference", "headers": "header density difference",
             "lists": "list-item density difference", "bold": "bold density difference"}[feature]
-    return (f"+1 sd of the {what} (a minus b) multiplies a's odds of being preferred by {math.exp(gamma):.3f}"
-            if math.isfinite(gamma) else f"no finite coefficient for the {what}")
+    if not math.isfinite(gamma):
+        return f"no finite coefficient for the {what}"
+    if abs(gamma) > 700:  # exp overflows: the feature separates the verdicts, the fit runs off
+        return (f"the {what} (a minus b) all but separates the verdicts: coefficient {gamma:+.3g}, no finite odds "
+                "ratio (too few battles to estimate it)")
+    ratio = math.exp(gamma)
+    return (f"+1 sd of the {what} (a minus b) multiplies a's odds of being preferred by "
+            + (f"{ratio:.3f}" if ratio < 1e6 else f"{ratio:.3g}"))  # a fit that runs off: no 300-digit number
 
 
 #: the Markdown features whose density the stuffing guard compares across models

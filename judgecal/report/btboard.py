@@ -44,8 +44,12 @@ def cols_of(board: dict) -> list:
     return COLS_CONTROLLED if board.get("style") else COLS
 
 
-def _num(x: float, digits: int) -> str:
-    return "inf" if x == math.inf else "-inf" if x == -math.inf else f"{x:.{digits}f}"
+def _num(x: float | None, digits: int) -> str:
+    if x is None:  # a non-finite figure read back from strict JSON (the report's)
+        return "-"
+    if x == math.inf or x == -math.inf:
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}" if abs(x) < 1e7 else f"{x:.3g}"  # a fit that runs off (separation): short
 
 
 def _cell(key: str, value) -> str:

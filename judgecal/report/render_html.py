@@ -80,6 +80,7 @@ def _row_classes(entry: Mapping, rows: list[list[str]]) -> list[str]:
 from judgecal.report.pairwise import COLUMNS as PW_COLUMNS, rows as pw_rows  # noqa: E402
 from judgecal.report.pairwise import COMPARISON_COLUMNS, comparison_rows  # noqa: E402
 from judgecal.report.pairwise import LP_COLUMNS, length_position_rows  # noqa: E402
+from judgecal.report.btreport import html_views as bt_html_views, intro as bt_intro  # noqa: E402
 
 
 def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, plots: bool = True,
@@ -139,4 +140,7 @@ def render_html(report: Mapping, entries: Sequence[Mapping] | None = None, *, pl
         comparison_rows=comparison_rows(report.get("pairwise_judges") or []),
         length_position_columns=LP_COLUMNS,
         length_position_rows=length_position_rows(report.get("pairwise_judges") or []),
+        bt_section=report.get("bradley_terry"),
+        bt_boards=bt_html_views(report.get("bradley_terry")),
+        bt_intro=bt_intro(report["bradley_terry"]) if report.get("bradley_terry") else None,
     )

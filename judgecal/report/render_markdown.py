@@ -122,6 +122,9 @@ def render_markdown(report: Mapping) -> str:
                     "over the plain judge (a shown first, raw) in points with its 95% CI; recommendation: nested "
                     "selection, keep raw unless the gain's CI clears zero. See docs/report.md.", "",
                     md_table(LP_COLUMNS, lp_rows), ""]
+    from judgecal.report.btreport import markdown_lines
+
+    out += markdown_lines(report.get("bradley_terry"))  # the style-controlled boards (docs/style.md)
     return "\n".join(out).rstrip("\n") + "\n"
 
 

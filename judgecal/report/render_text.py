@@ -123,4 +123,7 @@ def render_table(report: Mapping, width: int = 120, *, wide: bool = False) -> Gr
         # report --length-position
         parts += _per_family("pairwise judges: length and position together (out of sample)", LP_COLS,
                              length_position_rows(pairwise), width, wide)
+    from judgecal.report.btreport import text_parts
+
+    parts += text_parts(report.get("bradley_terry"), width, wide)  # the style-controlled boards (docs/style.md)
     return Group(*parts)

@@ -70,11 +70,11 @@ def pick_scope(s, families: list[str], judge: str | None) -> tuple[m.Judge, int,
                       + "; ".join(o["label"] for o in options) + ": choose with --judge and --task-family", options)
 
 
-def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
+def _baseline(data: bq.Battles, baseline: str | None, any_baseline: bool = False) -> tuple[str, str | None]:
     """(baseline, note) of a board: the one given, or the one model the verdicts name as the
     baseline. NotFoundError for a baseline without a usable verdict; ChoiceError (the named
     baselines, or the ten models with the most battles, each with its count) where none is
-    implied."""
+    implied, unless ``any_baseline``: then the first of those, with a note saying so."""
     counts = np.bincount(np.concatenate([data.a, data.b]), minlength=len(data.models))
     by_battles = sorted(data.models, key=lambda n: (-counts[data.models.index(n)], n))
     if baseline is not None:
@@ -87,6 +87,10 @@ def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
         return named[0], (f"baseline {named[0]!r}: the model the verdicts name as the baseline "
                           f"({data.baseline_side[named[0]]} verdicts)")
     offered = sorted(named) if named else by_battles[:10]
+    if any_baseline:
+        return offered[0], (f"baseline {offered[0]!r}: " + ("the first of the baselines the verdicts name" if named else
+                                                             "the model with the most battles")
+                            + " (no single baseline implied; `judgecal bt --baseline MODEL` anchors another)")
     raise ChoiceError("give --baseline MODEL (the model anchored at 1000 and whose win rate is 50%): "
                       + ("the verdicts name several baselines: " + ", ".join(offered) if named
                          else "the verdicts name none; models with the most battles: " + ", ".join(offered)),
@@ -96,14 +100,16 @@ def _baseline(data: bq.Battles, baseline: str | None) -> tuple[str, str | None]:
 
 def build_bt_board(families=None, judge: str | None = None, baseline: str | None = None, url: str | None = None, *,
                    outcome: str = "preference", n_bootstrap: int = 1000, seed: int = 0, control: str = "none",
-                   length_unit: str = "tokens", tokenizer: str = "smollm2") -> dict:
+                   length_unit: str = "tokens", tokenizer: str = "smollm2", any_baseline: bool = False) -> dict:
     """The Bradley-Terry board of one family and judge (JSON-ready).
 
     ``outcome``: "preference" (the stored soft verdict P(a preferred): a tie 0.5, a judge's
     probability where it gave one) or "verdict" (a = 1, b = 0, tie = 0.5, as Arena-Hard-Auto
     counts hard verdicts). Every usable verdict is one battle of weight 1 (both orders of a pair
     shown are two battles, as Arena-Hard-Auto counts its two games). ``baseline``: anchored at
-    1000 (default: the one model the verdicts name as the baseline). Bootstrap: ``n_bootstrap``
+    1000 (default: the one model the verdicts name as the baseline; where none is implied, a
+    ChoiceError, or with ``any_baseline`` the first named baseline or the model with the most
+    battles, noted). Bootstrap: ``n_bootstrap``
     item resamples with ``seed`` (0: no CIs).
 
     ``control``: "none" (the plain board), or style control (:mod:`judgecal.calibrate.stylecontrol`,
@@ -154,7 +160,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
     if not keep.any():
         raise NotFoundError(f"no usable pairwise verdict of judge {judge_label!r} in {fam}")
     a, b, it, y = data.a[keep], data.b[keep], data.item[keep], y[keep]
-    base, bnote = _baseline(data, baseline)
+    base, bnote = _baseline(data, baseline, any_baseline)
     if bnote:
         notes.append(bnote)
     models = data.models
@@ -311,12 +317,17 @@ def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dic
         ci = bt.percentile_ci(boot_c.gamma[:, j]) if boot_c is not None else None
         coefs.append({
             "feature": c["feature"], "description": c["description"], "coef": g, "coef_ci": ci,
-            "odds_ratio": float(np.exp(g)), "odds_ratio_ci": None if ci is None else [float(np.exp(v)) for v in ci],
+            "odds_ratio": _exp(g), "odds_ratio_ci": None if ci is None else [_exp(v) for v in ci],
             "raw_mean": c["mean"], "raw_sd": c["sd"], "meaning": sc.meaning(c["feature"], g),
         })
     return {"control": control, "length_unit": unit, "tokenizer": tokenizer if unit == "tokens" else None,
             "coefficients": coefs, "left_out": constant, "source": STYLE_SOURCE,
             "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
+
+
+def _exp(x: float) -> float:
+    """exp(x), inf where it overflows (a coefficient that runs off: separation), without numpy's warning."""
+    return float(np.exp(x)) if x < 709 else float("inf")
 
 
 def _controlled_rows(rows: list[dict], models: list[str], fit, boot, fit_c, boot_c, stuffed: dict[str, str],

@@ -206,7 +206,9 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     ``out_dir`` (created). ``calibration``: "latest" or a list of ids (:func:`collect_entries`);
     ``n_bootstrap``/``seed``: the resamples of figures computed at report time (transfer and
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
-    together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`). The HTML page
+    together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`); where pairwise
+    verdicts exist, ``report["bradley_terry"]``: the style-controlled Bradley-Terry boards
+    (:func:`judgecal.views.bt_report.collect_bt`, ``n_bootstrap``/``seed``). The HTML page
     also shows the score and win-rate leaderboards (:func:`collect_boards`). Returns (report,
     entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
     ``summary``/``risk_k``: as :func:`collect_entries` (None: each calibration as fitted)."""
@@ -225,11 +227,16 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     step("pairwise judges: position consistency" + (", length and position together" if length_position else ""))
     report["pairwise_judges"] = collect_pairwise(families, judge, url, n_bootstrap=n_bootstrap, seed=seed,
                                                  length_position=length_position)
+    from judgecal.views.bt_report import collect_bt
+
+    bt_section = collect_bt(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step)
+    if bt_section is not None:  # only where pairwise verdicts exist
+        report["bradley_terry"] = bt_section
     boards = None
     if out_dir is not None and "html" in formats:
         boards = collect_boards(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step, summary=summary,
                                 risk_k=risk_k, calibration=calibration)
-    if not entries and not report["pairwise_judges"] and not (boards and (boards["score"] or boards["winrates"])):
+    if not entries and not report["pairwise_judges"] and not report.get("bradley_terry") and not (boards and (boards["score"] or boards["winrates"])):
         engine = get_engine(url)
         with session_scope(engine) as s:
             unusable = vq.unusable_verdicts(s)

@@ -18,7 +18,7 @@ from judgecal.db import battles as bq
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
-from judgecal.errors import ChoiceError, UsageError
+from judgecal.errors import UsageError
 
 CHECK = "style_coefficient"
 
@@ -75,15 +75,9 @@ def style_checks(families: list[str] | None, judge: str | None, url: str | None,
     rows: list[dict] = []
     for fam, jref in pairwise_scopes(families, judge, url):
         kw = dict(n_bootstrap=n_bootstrap, seed=seed, control=control, length_unit=length_unit, tokenizer=tokenizer)
-        try:
-            board = build_bt_board([fam], jref, None, url, **kw)
-            anchor = f"baseline {board['baseline']}"
-        except ChoiceError as exc:  # no single baseline: any anchor gives the same coefficients
-            if not exc.options or "baseline" not in exc.options[0]["params"]:
-                raise
-            base = exc.options[0]["params"]["baseline"]
-            board = build_bt_board([fam], jref, base, url, **kw)
-            anchor = f"anchored on {base}, the model with the most battles (the verdicts name no single baseline)"
+        # no single baseline: anchored on the model with the most battles (the coefficients do not depend on it)
+        board = build_bt_board([fam], jref, None, url, any_baseline=True, **kw)
+        anchor = f"baseline {board['baseline']}"
         st = board["style"]
         where = (f"{fam} / {board['judge']} (Bradley-Terry, style control {control}, lengths in {st['length_unit']}, "
                  f"{board['n_battles']} battles, {anchor})")
