@@ -224,7 +224,7 @@ def test_controlled_board_from_the_database(db_url, data_dir, run_cli):
     assert [c["feature"] for c in coef] == ["length", "headers", "lists", "bold"] and json.loads(coef[0]["coef_ci"])
     r = run_cli("--database-url", db_url, "bt", "--control", "markdown", "--length-unit", "words", "--bootstrap", "20",
                 "--format", "markdown")
-    assert r.exit_code == 0 and "rank uncontrolled" in r.stdout and "Style coefficients (markdown)" in r.stdout, r
+    assert r.exit_code == 0 and "rank uncontrolled" in r.stdout and "Style coefficients (markdown), " in r.stdout, r
     assert "| bold |" in r.stdout and "| length |" not in r.stdout
     r = run_cli("--database-url", db_url, "bt", "--control", "length", "--length-unit", "words", "--bootstrap", "20",
                 "--wide")

@@ -36,7 +36,7 @@ def test_the_section_is_the_bt_board_in_every_format(db_url, data_dir, run_cli, 
     md = run_cli("--database-url", db_url, "report", "--format", "markdown", "--bootstrap", "20", "--seed", "1")
     assert md.exit_code == 0, md
     text = md.stdout[md.stdout.index("## Bradley-Terry boards with style control"):]
-    assert "### Style coefficients (both)" in text and "| rank uncontrolled |" in text
+    assert "### Style coefficients (both), " in text and "| rank uncontrolled |" in text
     assert f"| length | {coefs[0]['coef']:.4f} | [{coefs[0]['coef_ci'][0]:.4f}, {coefs[0]['coef_ci'][1]:.4f}] |" in text
     table = run_cli("--database-url", db_url, "report", "--bootstrap", "20", "--seed", "1", "--wide")
     assert table.exit_code == 0 and "Bradley-Terry boards with style control" in table.stdout, table
@@ -82,3 +82,32 @@ def test_a_fit_that_runs_off_prints_short():
     assert meaning("bold", 690.0).endswith("by 4.6e+299") and meaning("bold", 0.0).endswith("by 1.000")
     assert _cell("rating_ci", [-1.58e161, 1070.25]) == "[-1.58e+161, 1070.2]"
     assert _cell("odds_ratio_ci", [0.0, float("inf")]) == "[0.0000, inf]" and _cell("rating", None) == "-"
+
+
+def test_a_report_of_calibration_ids_keeps_their_boards(tmp_path):
+    """A report of calibration ids (``report --calibration N``, the web view's calibration page)
+    shows the Bradley-Terry boards of those calibrations' families and judges only, not every
+    board of the database (a team database's 175 boards made each calibration page cost a minute)."""
+    from judgecal.db import models as m
+    from judgecal.db.engine import get_engine, session_scope
+    from judgecal.views.reporting import _calibration_scopes
+
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    rows = [{"task_family": fam, "prompt": f"question {i}", "model_a": a, "model_b": b,
+             "verdict": "a" if (i + len(fam)) % 3 else "b", "judge": "tiny-judge",
+             "response_a": f"answer {a} {i}" + " word" * (i % 4), "response_b": f"answer {b} {i}"}
+            for fam in ("first", "second") for i in range(12) for a, b in (("m1", "m2"), ("m2", "m3"), ("m1", "m3"))]
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    importing.import_generic(path, "verdicts", "jsonl", None, url)
+    everything = collect_bt(None, None, url, n_bootstrap=0)
+    assert [b["task_family"] for b in everything["boards"]] == ["first", "second"]
+    engine = get_engine(url)
+    with session_scope(engine) as s:
+        (jid,) = s.query(m.Judge.id).filter(m.Judge.name == "tiny-judge").one()
+    engine.dispose()
+    narrowed = collect_bt(None, None, url, n_bootstrap=0, pairs={("second", jid)})
+    assert [b["task_family"] for b in narrowed["boards"]] == ["second"]
+    assert narrowed["boards"][0] == everything["boards"][1]  # the same board, only fewer of them
+    assert collect_bt(None, None, url, n_bootstrap=0, pairs={("second", jid + 1)}) is None
+    assert _calibration_scopes("latest", [], url) is None and _calibration_scopes(["latest"], [], url) is None

@@ -114,7 +114,7 @@ def test_plain_board_and_downloads(client, demo, run_cli):
     md = client.get(f"/bt?{Q}&bootstrap=20&format=markdown")
     cli = run_cli(*args, "--format", "markdown")
     assert md.status_code == 200 and md.text == cli.stdout[:-1]  # click.echo adds a newline
-    assert "| rank uncontrolled |" in md.text and "Style coefficients (both)" in md.text
+    assert "| rank uncontrolled |" in md.text and "Style coefficients (both), " in md.text
 
 
 def test_linked_from_the_overview_and_the_win_rate_board(client):

@@ -23,6 +23,7 @@ import pytest
 from rich.console import Console
 
 import serve_data as sd
+from judgecal.report import btboard
 from judgecal.report import pairwise as pw
 from judgecal.report.build import SUMMARY_COLS, entry_title, method_table, summary_rows
 from judgecal.report.render_text import method_cols, render_table
@@ -121,7 +122,7 @@ def check_table(table: dict, cols: list[Col], cells: list[list[str]], width: int
         lines = table["columns"][pos]
         for row in cells:
             cell = row[i]
-            if cols[i].kind == "num" and cell != "-":
+            if cols[i].kind == "num" and cell not in ("-", ""):
                 assert cell in lines, (where, cols[i].header, cell, lines)
             if cols[i].kind == "name":
                 continue
@@ -144,6 +145,11 @@ def expected_tables(rep: dict) -> dict[str, tuple[list[Col], list[list[str]]]]:
                                (LENGTH_POSITION, pw.LP_COLS, pw.length_position_rows(section))):
         for fam in dict.fromkeys(r[0] for r in rows):
             out[prefix + fam] = (cols[1:], [r[1:] for r in rows if r[0] == fam])
+    for board in (rep.get("bradley_terry") or {}).get("boards", []):  # the style-controlled boards
+        out[btboard.title(board)] = (btboard.cols_of(board), btboard._cells(board))
+        if board.get("style"):
+            out[btboard.coef_title(board)] = (btboard.COEF_COLS, btboard._cells(board, btboard.COEF_COLS,
+                                                                                btboard.coefficient_rows(board)))
     return out
 
 
@@ -202,7 +208,10 @@ def test_report_tables_fit_and_the_summary_comes_first(team, team_report, width)
     assert titles[0] == "judgecal report: summary"
     assert titles[1:3] == [entry_title(e) for e in team_report["entries"]] == ["llmbar/Natural · ChatGPT",
                                                                                "llmbar/Natural · GPT-4"]
-    assert all(t.startswith(("pairwise judges: ",)) for t in titles[3:]) and len(titles) == 3 + 4 + 3
+    pairwise = [t for t in titles[3:] if t.startswith("pairwise judges: ")]
+    assert titles[3:3 + len(pairwise)] == pairwise and len(pairwise) == 4 + 3
+    boards = team_report["bradley_terry"]["boards"]  # then one board (and its coefficients) per family and judge
+    assert titles[3 + len(pairwise):] == [x for b in boards for x in (btboard.title(b), btboard.coef_title(b))]
     summary = tables[0]
     for head in ("task family", "judge", "raw (CV)", "recommended (nested CV)", "verdict"):  # always shown
         assert head in summary["headers"]

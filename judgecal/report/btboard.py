@@ -19,17 +19,18 @@ COLS = [
     Col("opponents", "n_opponents", 1, priority=3), Col("items", "n_items", 2),
     Col("mean credit", "mean_credit", 1, priority=4), Col("coef", "coef", 2),
 ]
-#: a style-controlled board's columns: the controlled fit first, the plain one beside it
+#: a style-controlled board's columns: the controlled fit first, the plain one beside it (at 80
+#: characters the rank change stands for the uncontrolled rank, shown first when there is room)
 COLS_CONTROLLED = [
     Col("rank", "rank_controlled", 0), Col("model", "model", 0, "name"), Col("rating", "rating", 0),
     Col("rating CI", "rating_ci", 1, priority=1), Col("win rate vs baseline", "win_rate", 0),
-    Col("CI", "win_rate_ci", 1, priority=1), Col("rank uncontrolled", "rank_uncontrolled", 0),
+    Col("CI", "win_rate_ci", 1, priority=1), Col("rank uncontrolled", "rank_uncontrolled", 1, priority=0),
     Col("change", "change", 0), Col("rating uncontrolled", "rating_uncontrolled", 1, priority=2),
     Col("win rate uncontrolled", "win_rate_uncontrolled", 1, priority=2),
     Col("CI uncontrolled", "win_rate_uncontrolled_ci", 2), Col("rating CI uncontrolled", "rating_uncontrolled_ci", 2),
     Col("battles", "n_battles", 1, priority=3), Col("opponents", "n_opponents", 2), Col("items", "n_items", 2),
     Col("mean credit", "mean_credit", 2), Col("coef", "coef", 2), Col("coef uncontrolled", "coef_uncontrolled", 2),
-    Col("flags", "flag_codes", 0),
+    Col("flags", "flag_codes", 0, "text"),
 ]
 #: the style coefficients' columns
 COEF_COLS = [
@@ -88,9 +89,10 @@ def title(board: dict) -> str:
 
 
 def coef_title(board: dict) -> str:
-    """One line naming the style coefficients' scale and source."""
+    """One line naming the style coefficients' board (family, judge: a report holds many), scale and source."""
     st = board["style"]
-    return (f"Style coefficients ({st['control']}): {st['scale']}; exp(coef) = odds ratio; "
+    return (f"Style coefficients ({st['control']}), {board['task_family']}, judge {board['judge']}: {st['scale']}; "
+            "exp(coef) = odds ratio; "
             f"{board['n_bootstrap']} item resamples, 95% CIs")
 
 

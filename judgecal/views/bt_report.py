@@ -24,7 +24,7 @@ MAX_BOOTSTRAP = 200
 
 
 def collect_bt(families=None, judge: str | None = None, url: str | None = None, *, n_bootstrap: int = 1000,
-               seed: int = 0, step=None) -> dict | None:
+               seed: int = 0, step=None, pairs: set[tuple[str, int]] | None = None) -> dict | None:
     """{"control", "length_unit", "boards": [board of :func:`build_bt_board` per task family and
     judge with usable pairwise verdicts, by family then judge, non-finite figures as None],
     "notes": [one line per board not built, saying why]}, or None where no family and judge
@@ -33,7 +33,8 @@ def collect_bt(families=None, judge: str | None = None, url: str | None = None, 
     resamples (at most :data:`MAX_BOOTSTRAP`) with ``seed``; its baseline the one the verdicts
     name, else (verdicts naming none: LLMBar's output_1 / output_2) the model with the most
     battles, which a note on the board names (the style coefficients do not depend on the
-    anchor)."""
+    anchor). ``pairs``: {(task family name, judge id)} to keep (a report of calibration ids:
+    their own families and judges, not every board of the database); None: all."""
     from judgecal.db import battles as bq
     from judgecal.db import models as m
     from judgecal.db import queries as q
@@ -48,6 +49,8 @@ def collect_bt(families=None, judge: str | None = None, url: str | None = None, 
             names = dict(s.execute(select(m.TaskFamily.id, m.TaskFamily.name)).all())
             if families:
                 scopes = [x for x in scopes if names[x[0]] in set(families)]
+            if pairs is not None:
+                scopes = [x for x in scopes if (names[x[0]], x[1]) in pairs]
             if judge and scopes:
                 try:
                     jid = q.judge_by_name(s, judge, {x[1] for x in scopes}, "with pairwise verdicts").id

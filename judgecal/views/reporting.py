@@ -198,6 +198,18 @@ def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
     return out
 
 
+def _calibration_scopes(calibration, families, url: str | None) -> set[tuple[str, int]] | None:
+    """{(task family, judge id)} a report of calibration ids covers (each calibration's family, or
+    the ``families`` it is transferred to); None for the newest calibrations (``"latest"``): the
+    whole database (narrowed by ``families`` / ``judge`` alone)."""
+    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
+    ids = list(dict.fromkeys(str(i) for i in ids))
+    if not ids or ids == ["latest"]:
+        return None
+    return {(target, row.judge_id) for row, fam, _ in load_calibrations(None, None, ids, url)
+            for target in (families or [fam])}
+
+
 def make_report(families=None, judge: str | None = None, calibration="latest", url: str | None = None,
                 out_dir: Path | None = None, formats: tuple[str, ...] = (), plots: bool = True,
                 n_bootstrap: int = 1000, seed: int = 0, length_position: bool = False,
@@ -208,7 +220,8 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
     verbosity-only entries); ``length_position``: the pairwise section's "length and position
     together" per judge (:func:`judgecal.views.pairwise_report.collect_pairwise`); where pairwise
     verdicts exist, ``report["bradley_terry"]``: the style-controlled Bradley-Terry boards
-    (:func:`judgecal.views.bt_report.collect_bt`, ``n_bootstrap``/``seed``). The HTML page
+    (:func:`judgecal.views.bt_report.collect_bt`, ``n_bootstrap``/``seed``; a report of
+    calibration ids: their families and judges only). The HTML page
     also shows the score and win-rate leaderboards (:func:`collect_boards`). Returns (report,
     entries, {format: path}). ``step(message)`` is called at each phase (:mod:`judgecal.progress`).
     ``summary``/``risk_k``: as :func:`collect_entries` (None: each calibration as fitted)."""
@@ -229,7 +242,8 @@ def make_report(families=None, judge: str | None = None, calibration="latest", u
                                                  length_position=length_position)
     from judgecal.views.bt_report import collect_bt
 
-    bt_section = collect_bt(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step)
+    bt_section = collect_bt(families, judge, url, n_bootstrap=n_bootstrap, seed=seed, step=step,
+                            pairs=_calibration_scopes(calibration, families, url))
     if bt_section is not None:  # only where pairwise verdicts exist
         report["bradley_terry"] = bt_section
     boards = None
