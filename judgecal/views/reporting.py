@@ -75,8 +75,7 @@ def collect_entries(families=None, judge: str | None = None, calibration="latest
     ``families``. A calibration is never silently reported for a family it was not asked for,
     and a requested family it cannot be applied to is an error, not an omission. A repeated id or
     family counts once (first occurrence order)."""
-    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
-    ids = list(dict.fromkeys(str(i) for i in ids))  # a repeated id or family is reported once (order kept)
+    ids = _calibration_ids(calibration)
     families = list(dict.fromkeys(families or []))
     if not ids or ids == ["latest"]:
         chosen = load_calibrations(families, judge, "latest", url)
@@ -198,12 +197,18 @@ def _with_freshness_warnings(entries: list[dict]) -> list[dict]:
     return out
 
 
+def _calibration_ids(calibration) -> list[str]:
+    """``calibration`` ("latest", an id, or a list of them) as a list of distinct strings, first
+    occurrence order (a repeated id is reported once)."""
+    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
+    return list(dict.fromkeys(str(i) for i in ids))
+
+
 def _calibration_scopes(calibration, families, url: str | None) -> set[tuple[str, int]] | None:
     """{(task family, judge id)} a report of calibration ids covers (each calibration's family, or
     the ``families`` it is transferred to); None for the newest calibrations (``"latest"``): the
     whole database (narrowed by ``families`` / ``judge`` alone)."""
-    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or [])
-    ids = list(dict.fromkeys(str(i) for i in ids))
+    ids = _calibration_ids(calibration)
     if not ids or ids == ["latest"]:
         return None
     return {(target, row.judge_id) for row, fam, _ in load_calibrations(None, None, ids, url)
