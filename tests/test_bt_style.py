@@ -304,3 +304,77 @@ def test_bootstrap_resamples_that_come_apart(with_covariate):
         assert np.allclose(boot.coef[r], g.coef, atol=1e-7)
         if with_covariate:
             assert np.allclose(boot.gamma[r], g.gamma, atol=1e-7)
+
+
+# ------------------------------------------------------------------ separation
+def _separated_battles(seed=3):
+    """Models 1 and 2 against the baseline 0 on 120 items; bold differs in 3 battles only, all won by the
+    side with more bold (separation: the bold coefficient has no finite maximum)."""
+    rng = np.random.default_rng(seed)
+    n = 240
+    a = np.repeat([1, 2], 120)
+    b = np.zeros(n, dtype=np.int64)
+    it = np.tile(np.arange(120), 2)
+    raw = np.zeros((n, 4))
+    raw[:, 0] = rng.uniform(-0.5, 0.5, n)
+    raw[:, 2] = rng.uniform(-0.2, 0.2, n)
+    y = (rng.random(n) < expit(0.3 + 1.5 * raw[:, 0])).astype(float)
+    raw[[5, 17, 130], 3] = [0.05, 0.04, 0.06]
+    y[[5, 17, 130]] = 1.0
+    return a, b, it, y, raw
+
+
+def test_a_separated_style_column_is_left_out_not_reported():
+    from types import SimpleNamespace
+
+    from judgecal.views.btboard import _controlled_fit
+
+    a, b, it, y, raw = _separated_battles()
+    data = SimpleNamespace(items=list(range(120)))
+    # the plain Newton fit with bold runs the bold coefficient off (what the board printed before)
+    Z, cols, _ = sc.style_matrix(raw, "both")
+    fit = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, 3, 120, features=Z), 0)
+    assert [c["feature"] for c in cols] == ["length", "lists", "bold"]
+    # Newton "converges" with bold at 7.3 per sd: its 3 battles stand 8 sd out, 58 log-odds each, where the
+    # likelihood is flat in float arithmetic; the coefficient alone looks finite, its share of the log-odds does not
+    assert fit.converged and 5 < fit.gamma[2] < sc.MAX_COEF
+    assert list(sc.separated(fit.gamma, Z)) == [False, False, True]
+    assert np.max(np.abs(Z[:, 2])) * fit.gamma[2] > sc.MAX_COEF
+    cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, "both", np.ones(a.size, dtype=bool),
+                                                               ["base", "m1", "m2"], data, 0, 100, 0)
+    assert constant == ["headers"] and separated == ["bold"]
+    assert [c["feature"] for c in cols] == ["length", "lists"] and fit_c.converged
+    # the fit left equals the fit without the bold column
+    ref = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, 3, 120, features=Z[:, :2]), 0)
+    assert np.allclose(fit_c.gamma, ref.gamma, atol=1e-9) and np.allclose(fit_c.coef, ref.coef, atol=1e-9)
+    assert 0.2 < fit_c.gamma[0] < 0.9  # the length effect put in: 1.5 per raw unit x sd 0.29 = 0.43 per sd
+    assert np.all(np.isfinite(boot_c.gamma)) and boot_c.n_style_separated == 0
+
+
+def test_resamples_that_run_off_count_as_infinite():
+    from types import SimpleNamespace
+
+    from judgecal.views.btboard import _controlled_fit
+
+    a, b, it, y, raw = _separated_battles()
+    raw[:, 3] = 0.0
+    raw[[5, 6], 1] = [0.1, 0.1]  # headers in two battles of two items, both won (separation of headers)
+    raw[[7], 1] = [-0.1]
+    y[[5, 6]], y[7] = 1.0, 0.0
+    data = SimpleNamespace(items=list(range(120)))
+    cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, "both", np.ones(a.size, dtype=bool),
+                                                               ["base", "m1", "m2"], data, 0, 200, 0)
+    assert separated == ["headers"] and constant == ["bold"]
+    ci = bt.percentile_ci(boot_c.gamma[:, 0])
+    assert all(math.isfinite(x) for x in ci)
+
+
+def test_percentile_ci_with_infinite_values():
+    assert bt.percentile_ci([1, 2, 3, 4]) == pytest.approx([1.075, 3.925])
+    # 10 of 200 at -inf: the 2.5% point (index 4.975) lies among them
+    assert bt.percentile_ci([-math.inf] * 10 + list(range(190))) == pytest.approx([-math.inf, 184.025])
+    # 3 of 205 at -inf, 5 at +inf: both points among the finite values, numpy's interpolation there
+    assert bt.percentile_ci([-math.inf] * 3 + list(range(197)) + [math.inf] * 5) == pytest.approx([2.1, 195.9])
+    # an infinite neighbour makes the bound infinite (not -2.4e307 interpolated from a clipped value)
+    assert bt.percentile_ci([-math.inf] * 5 + list(range(195)))[0] == -math.inf
+    assert bt.percentile_ci([math.nan]) is None

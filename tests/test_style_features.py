@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from judgecal.calibrate.style import StyleCounts, style_counts, without_code
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alpaca_eval"
 
 CASES = [
     # (answer, (headers, ordered, unordered, bold))
@@ -77,10 +75,8 @@ def test_cases_follow_the_definition(text, expected):
     assert _arena_hard(text) == expected
 
 
-def test_real_answers_follow_the_definition():
-    path = DATA / "gpt4_1106_preview.json"
-    if not path.exists():
-        pytest.skip(f"{path} absent (../shared/data)")
+def test_real_answers_follow_the_definition(data_dir):
+    path = data_dir / "alpaca_eval" / "gpt4_1106_preview.json"
     answers = [r["output"] for r in json.loads(path.read_text(encoding="utf-8"))]
     totals = [0, 0, 0, 0]
     for a in answers:

@@ -5,7 +5,6 @@ repository layout."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from judgecal.calibrate import stylecontrol as sc
 from judgecal.calibrate.resample import make_folds
 from judgecal.calibrate.style_oos import held_out_loglik, paired_gain, style_oos
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def _raw(n, rng):
@@ -103,8 +101,7 @@ def test_paired_gain_known_answer():
     assert g2["gain_ci"] == pytest.approx([0.25, 0.25], abs=1e-12) and g2["above"]
 
 
-@pytest.mark.skipif(not (DATA / "llmbar_repo").exists(), reason="needs ../shared/data/llmbar_repo")
-def test_llmbar_real_figures(tmp_path):
+def test_llmbar_real_figures(tmp_path, repo):
     from click.testing import CliRunner
 
     from judgecal.cli import cli
@@ -113,7 +110,7 @@ def test_llmbar_real_figures(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     r = CliRunner().invoke(cli, ["--database-url", url, "db", "upgrade"])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(cli, ["--database-url", url, "import", "llmbar", str(DATA / "llmbar_repo")])
+    r = CliRunner().invoke(cli, ["--database-url", url, "import", "llmbar", str(repo)])
     assert r.exit_code == 0, r.output
     out = {(e["task_family"], e["judge"]): e for e in style_oos_entries(families=["llmbar/Natural"],
                                                                         judges=["PaLM2/CoT", "LLaMA2/Vanilla"], url=url)}
@@ -127,6 +124,18 @@ def test_llmbar_real_figures(tmp_path):
     lv = out[("llmbar/Natural", "LLaMA2/Vanilla")]
     assert lv["length_vs_none"]["above"] and lv["length_vs_none"]["gain"] == pytest.approx(0.0909, abs=5e-5)
     assert lv["beats_length_only"] is False and lv["both_vs_length"]["gain"] == pytest.approx(-0.0337, abs=5e-5)
+    # the board on the same battles: GPT-4/CoT's headers and bold have no finite coefficient (the 1 and 3
+    # answers that have them all decide their battles); they are left out and named, not printed as a
+    # coefficient of -8.4 with a CI of [-inf, inf] and ratings with a CI of [-5e18, 2e23] as before
+    from judgecal.views.btboard import build_bt_board
+
+    b = build_bt_board(["llmbar/Natural"], "GPT-4/CoT", "llmbar/output_2", url, control="both", n_bootstrap=100,
+                       length_unit="words")
+    assert b["style"]["separated"] == ["headers", "bold"] and b["converged"]
+    assert [c["feature"] for c in b["style"]["coefficients"]] == ["length", "lists"]
+    assert all(math.isfinite(x) for c in b["style"]["coefficients"] for x in c["coef_ci"])
+    assert all(math.isfinite(x) for r in b["rows"] for x in r["rating_ci"])
+    assert any("left out of the control: headers, bold" in n for n in b["notes"])
 
 
 def test_one_answer_with_a_header_is_no_fit():

@@ -395,12 +395,15 @@ class Bootstrap:
     """Bootstrap refits: ``coef`` (B, n_models) (the anchor's 0; +inf / -inf / NaN where a
     resample leaves a model without a finite coefficient), ``gamma`` (B, k); ``n_set_apart``
     resamples refitted on fewer models (:func:`linked`); ``n_not_converged`` resamples whose
-    Newton steps did not settle (their coefficients NaN)."""
+    Newton steps did not settle (their coefficients NaN); ``n_style_separated`` resamples with a
+    covariate coefficient that ran off (set by the style-controlled board,
+    :func:`judgecal.views.btboard._controlled_fit`)."""
 
     coef: np.ndarray
     gamma: np.ndarray
     n_set_apart: int = 0
     n_not_converged: int = 0
+    n_style_separated: int = 0
 
 
 def bootstrap_bt(design: Design, anchor: int, fit: Fit, n_bootstrap: int, seed: int, chunk: int = CHUNK) -> Bootstrap:
@@ -517,12 +520,18 @@ def win_rate(rating, baseline_rating) -> np.ndarray:
 
 def percentile_ci(values) -> list | None:
     """[2.5, 97.5] percentiles (numpy's linear interpolation) of the values that are not NaN,
-    infinite values included (a bound is then infinite); None when none is left."""
-    v = np.asarray(values, dtype=float)
+    infinite values included: a bound whose interpolation touches an infinite value is that
+    infinity (never a finite number interpolated from one); None when none is left."""
+    v = np.sort(np.asarray(values, dtype=float).ravel())
     v = v[~np.isnan(v)]
     if v.size == 0:
         return None
-    big = np.finfo(float).max / 4
-    lo, hi = np.percentile(np.clip(v, -big, big), [2.5, 97.5])
-    fix = lambda x: math.inf if x >= big else -math.inf if x <= -big else float(x)  # noqa: E731
-    return [fix(lo), fix(hi)]
+    out = []
+    for q in (0.025, 0.975):
+        pos = q * (v.size - 1)
+        lo, hi = v[int(math.floor(pos))], v[int(math.ceil(pos))]
+        if math.isinf(lo) or math.isinf(hi):
+            out.append(float(lo if math.isinf(lo) and (q < 0.5 or not math.isinf(hi)) else hi))
+        else:
+            out.append(float(np.percentile(v, 100 * q)))
+    return out

@@ -47,10 +47,8 @@ from judgecal.calibrate.resample import item_codes, make_folds, percentile_ci, r
 #: the covariate sets compared, in order ("none": the plain two-player fit; "both": Arena-Hard-Auto's
 #: full style control, ``--control both``; "length+lists": length and the list-item density only, the
 #: one Markdown feature common enough in LLMBar's answers for its coefficient to exist)
-#: a fitted coefficient beyond this (log-odds per sd; odds ratio 1e13) is taken as a maximum at infinity: under
-#: separation Newton's steps grow a coefficient until the likelihood is flat in float arithmetic and stop there
-#: (seen: 5e14 on a header column that one answer of 200 has), which is no fit to predict with
-MAX_COEF = 30.0
+#: a fitted coefficient beyond this is a maximum at infinity (:data:`judgecal.calibrate.stylecontrol.MAX_COEF`)
+MAX_COEF = sc.MAX_COEF
 CONTROLS = {"none": (), "length": ("length",), "length+lists": ("length", "lists"), "both": sc.FEATURES}
 
 

@@ -181,8 +181,8 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             out_idx = [models.index(n) for n in stuffed]
             clean = ~(np.isin(a, out_idx) | np.isin(b, out_idx))
             try:
-                cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, clean, models, data, anchor,
-                                                                n_bootstrap, seed)
+                cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, clean, models,
+                                                                           data, anchor, n_bootstrap, seed)
                 lost = sorted(set(fit_c.set_apart) - set(fit.set_apart) - set(out_idx))
                 why = ", ".join(models[i] for i in lost) + " would have no rating"
             except UsageError:  # every column constant over the other battles
@@ -193,27 +193,35 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             else:
                 stuffed_fit = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data,
                                               anchor, n_bootstrap, seed)
-                fit_s, boot_s = stuffed_fit[2], stuffed_fit[3]
+                fit_s, boot_s = stuffed_fit[3], stuffed_fit[4]
                 notes.append("the style coefficients and the controlled ratings of the other models are fitted without "
                              "the battles of the style-outside models (" + ", ".join(sorted(stuffed)) + "); theirs come "
                              "from the fit with every battle, capped at their uncontrolled ratings")
             if stuffed_fit is None:
-                cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool),
-                                                                models, data, anchor, n_bootstrap, seed)
+                cols, constant, separated, fit_c, boot_c = _controlled_fit(
+                    a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data, anchor, n_bootstrap, seed)
                 fit_s, boot_s = fit_c, boot_c
         else:
-            cols, constant, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool),
-                                                            models, data, anchor, n_bootstrap, seed)
+            cols, constant, separated, fit_c, boot_c = _controlled_fit(
+                a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data, anchor, n_bootstrap, seed)
         if not fit_c.converged:
             notes.append(f"the style-controlled fit did not settle in {bt.MAX_ITER} Newton steps: its figures are the "
                          "last iterate")
         if constant:
             notes.append("style columns constant over the battles, left out of the control (no sd to standardise by): "
                          + ", ".join(constant))
+        if separated:
+            notes.append("style columns without a finite coefficient (separation: the battles where they differ are "
+                         "won by one side, so the fit runs off to infinity or does not settle), left out of the "
+                         "control: " + ", ".join(separated))
+        if boot_c is not None and boot_c.n_style_separated:
+            notes.append(f"bootstrap (style-controlled): {boot_c.n_style_separated} of {n_bootstrap} resamples gave a "
+                         f"coefficient that puts some battle beyond +-{sc.MAX_COEF:g} log-odds (separation within the "
+                         "resample): it counts as infinite there, so a CI bound may be infinite")
         if boot_c is not None and (boot_c.n_set_apart or boot_c.n_not_converged):
             notes.append(f"bootstrap (style-controlled): {boot_c.n_set_apart} of {n_bootstrap} resamples left some model "
                          f"without a finite rating, {boot_c.n_not_converged} did not settle (left out of the CIs)")
-        style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c)
+        style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c, separated)
     rating = bt.ratings(fit.coef)
     rows, apart = [], []
     n_all = np.bincount(np.concatenate([a, b]), minlength=len(models))
@@ -310,7 +318,7 @@ def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> tu
     return sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:]), feats
 
 
-def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dict:
+def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c, separated=()) -> dict:
     coefs = []
     for j, c in enumerate(cols):
         g = float(fit_c.gamma[j])
@@ -321,7 +329,7 @@ def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c) -> dic
             "raw_mean": c["mean"], "raw_sd": c["sd"], "meaning": sc.meaning(c["feature"], g),
         })
     return {"control": control, "length_unit": unit, "tokenizer": tokenizer if unit == "tokens" else None,
-            "coefficients": coefs, "left_out": constant, "source": STYLE_SOURCE,
+            "coefficients": coefs, "left_out": constant, "separated": list(separated), "source": STYLE_SOURCE,
             "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
 
 
@@ -436,14 +444,44 @@ def _stuffed(data: bq.Battles, keep: np.ndarray, models: list[str], feats: dict,
 
 
 def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_bootstrap, seed):
-    """(columns, constant columns, fit, bootstrap) of the style-controlled model on the battles
-    ``sel`` (bool mask), the columns standardised over those battles."""
+    """(columns, constant columns, separated columns, fit, bootstrap) of the style-controlled
+    model on the battles ``sel`` (bool mask), the columns standardised over those battles.
+
+    A column whose coefficient has no finite maximum (separation:
+    :func:`judgecal.calibrate.stylecontrol.separated`) is left out and the model refitted
+    without it, as a constant column is; a resample whose coefficient runs past
+    :data:`judgecal.calibrate.stylecontrol.MAX_COEF` holds +-inf there (its CI bound is then
+    infinite, never the last iterate of a run-off fit), counted in the bootstrap's
+    ``n_style_separated``."""
     Z, cols, constant = sc.style_matrix(raw[sel], control)
     if not cols:
         raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
                          "battles: nothing to control for")
-    d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
-                         features=Z)
-    fit_c = bt.fit_bt(d_c, anchor)
+    separated: list[str] = []
+    while True:
+        d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
+                             features=Z)
+        fit_c = bt.fit_bt(d_c, anchor)
+        off = sc.separated(fit_c.gamma, Z)
+        if not off.any() and not fit_c.converged and fit_c.gamma.size:
+            # quasi-separation: step halving keeps the run-off coefficient below the bound within MAX_ITER
+            # steps (seen: headers -8.4, bold 6.5, ratings CI [-5e18, 2e23] on LLMBar Natural, GPT-4/CoT):
+            # leave out the largest coefficient, the one running off
+            off = np.arange(fit_c.gamma.size) == int(np.argmax(np.abs(fit_c.gamma)))
+        if not off.any():
+            break
+        separated += [c["feature"] for c, o in zip(cols, off) if o]
+        cols = [c for c, o in zip(cols, off) if not o]
+        Z = Z[:, ~off]
+        if not cols:
+            raise UsageError(f"no style column of --control {control} has a finite coefficient (separation: "
+                             + ", ".join(separated) + "; constant: " + (", ".join(constant) or "none")
+                             + "): nothing to control for")
     boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
-    return cols, constant, fit_c, boot_c
+    if boot_c is not None:  # a resample whose fit ran off: its coefficients beyond the bound count as infinite
+        off = sc.separated(boot_c.gamma, Z) & np.isfinite(boot_c.gamma)
+        big = sc.separated(boot_c.coef) & np.isfinite(boot_c.coef)
+        boot_c.n_style_separated = int((off.any(axis=1) | big.any(axis=1)).sum())
+        boot_c.gamma = np.where(off, np.copysign(np.inf, boot_c.gamma), boot_c.gamma)
+        boot_c.coef = np.where(big, np.copysign(np.inf, boot_c.coef), boot_c.coef)
+    return cols, constant, separated, fit_c, boot_c
