@@ -13,11 +13,14 @@ export TRANSFORMERS_OFFLINE := 1
 venv: $(VENV)/.installed
 
 # torch 2.13.0 first: the CPU build on this machine's disk (no multi-GB CUDA download).
+# llama-cpp-python is compiled here (about 8 minutes on 2 cores) for any x86-64, never from pip's wheel
+# cache: a wheel built with -march=native on another CPU crashed here (AMX/AVX-512 kernels, SIGSEGV).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -qq --upgrade pip
 	$(PY) -m pip install -qq torch==2.13.0
-	$(PY) -m pip install -qq -e '.[local,test]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -qq --no-cache-dir 'llama-cpp-python[server]==0.3.36'
+	$(PY) -m pip install -qq -e '.[local,test,llamacpp]'
 	touch $@
 
 model: venv

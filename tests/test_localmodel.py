@@ -76,3 +76,14 @@ def test_fresh_pull_into_folder(tmp_path):
     assert pull_model(dest) == dest
     assert is_complete(dest) and has_chat_template(dest)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial folder left
+    # the GGUF itself is kept (llama.cpp serves it); a complete folder without it gets it back, untouched else
+    from judgecal.localmodel import gguf_path
+
+    g = gguf_path(dest)
+    assert g.read_bytes()[:4] == b"GGUF" and g.stat().st_size > 50_000_000
+    size = g.stat().st_size
+    g.unlink()
+    before = (dest / "model.safetensors").stat().st_mtime_ns
+    assert pull_model(dest) == dest and gguf_path(dest).stat().st_size == size
+    assert (dest / "model.safetensors").stat().st_mtime_ns == before
+    assert not [p for p in dest.iterdir() if p.name.startswith(".") and p.name != ".judgecal-complete"]

@@ -34,6 +34,8 @@ def _logprobs(prompt: str, mode: str) -> tuple[dict, int]:
     n_prompt = len(toks)
     if mode == "short":  # a server that drops the last prompt log-probability
         toks, offs, lps, top = toks[:-1], offs[:-1], lps[:-1], top[:-1]
+    if mode == "shifted":  # llama-cpp-python's echo: each position's top is the next token's distribution
+        top = [None] + [{t: lp} for t, lp in zip(toks[2:] + ["<eos>"], lps[1:])]
     if mode == "noecho":
         toks, offs, lps, top = [], [], [], []
     toks, offs, lps, top = toks + [" X"], offs + [len(prompt)], lps + [-0.1], top + [{" X": -0.1}]
@@ -57,6 +59,8 @@ class Stub:
     async def handle(self, request):
         body = await request.json()
         self.requests.append(body)
+        if self.mode == "single" and isinstance(body["prompt"], list) and len(body["prompt"]) > 1:
+            return web.json_response({"error": {"message": ""}}, status=500)  # llama-cpp-python's assert
         prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
         choices, total = [], 0
         for i, p in enumerate(prompts):
@@ -146,3 +150,31 @@ def test_unreachable_endpoint():
     sc = CompletionsScorer(f"http://127.0.0.1:{port}/v1", "m", api_key="k", max_retries=0, timeout=2)
     with pytest.raises(EndpointError, match="completions request failed"):
         sc.score_pairs([("Q:", " a")])
+
+
+def test_a_server_that_takes_one_prompt_a_request(stub):
+    # llama-cpp-python's server asserts len(prompt) <= 1 (HTTP 500 for a list): judgecal sends one a
+    # request from then on and says so in the run's notes and stats
+    s = stub("single")
+    task = McTask("t", [McItem("Q: a?\nAnswer:", ("no", "yes sir"), 1), McItem("Q: b?\nAnswer:", ("x", "y z"), 0)], " ")
+    res = score_task(task, base_url=s.url, endpoint_model="stub-model", null_context=None, api_key="k")
+    ch = res.items[0].choices
+    assert ch[0].ll == pytest.approx(-1.5) and ch[1].ll == pytest.approx(-4.0)
+    assert res.items[1].choices[1].ll == pytest.approx(-2.0)  # " y" + " z"
+    assert res.stats["prompts_per_request"] == 1 and res.stats["http_requests"] == 4 and res.stats["requests"] == 4
+    assert any("one prompt per request" in n and "HTTP 500" in n for n in res.diagnostics["notes"])
+    # the refused list (the client's own retries of an HTTP 500 included), then the 4 prompts one by one
+    lists = [r for r in s.requests if isinstance(r["prompt"], list)]
+    assert lists and s.requests[:len(lists)] == lists
+    assert [r["prompt"] for r in s.requests[len(lists):]] == lists[0]["prompt"]
+
+
+def test_an_echo_one_position_off_is_refused(stub):
+    s = stub("shifted")
+    sc = CompletionsScorer(s.url, "stub-model", api_key="k", max_retries=0)
+    pairs = [(f"Question number {i}: what colour is the sky at noon?\nAnswer:", " a deep blue colour") for i in range(3)]
+    with pytest.raises(EndpointError, match="one position off"):
+        sc.score_pairs(pairs)
+    # the same prompts from a server whose top tokens are their own positions' tokens score
+    ok = CompletionsScorer(stub().url, "stub-model", api_key="k", max_retries=0)
+    assert len(ok.score_pairs(pairs)) == 3 and ok.top_next == 0 and ok.top_same > 20

