@@ -125,6 +125,32 @@ def test_one_family_at_a_time_is_a_choice_page(client, db, run_cli):
                                                  "time (given: alpaca_eval, llmbar/Natural)\n"), cli
 
 
+@pytest.mark.parametrize("path,wording", [
+    ("/winrates", "win-rate mode takes one family= at a time"),
+    ("/bt", "a Bradley-Terry board takes one family= at a time"),
+])
+def test_every_board_offers_one_family_at_a_time(client, path, wording):
+    # /winrates and /bt answered 400 ("family given twice") where /publish offered the families
+    r = client.get(f"{path}?baseline={BASE}&family=alpaca_eval&family=llmbar/Natural&seed=3")
+    assert r.status_code == 200 and _message(r.text) == (f"Choose one: {wording} (given: alpaca_eval, llmbar/Natural)")
+    links = _links(r.text)
+    assert [p["family"] for _, p in links] == [["alpaca_eval"], ["llmbar/Natural"]]
+    assert all(p["baseline"] == [BASE] and p["seed"] == ["3"] and p["_path"] == path for _, p in links)
+    # the JSON form says the same in the web's words (it kept the CLI's "--task-family")
+    j = client.get(f"{path}?baseline={BASE}&family=alpaca_eval&family=llmbar/Natural&format=json").json()
+    assert j["choose"] == f"{wording} (given: alpaca_eval, llmbar/Natural)" and "--" not in j["choose"]
+    assert [o["url"] for o in j["options"]] == [f"{path}?baseline={BASE}&family=alpaca_eval&format=json",
+                                               f"{path}?baseline={BASE}&family=llmbar%2FNatural&format=json"]
+    first = client.get(j["options"][0]["url"]).json()
+    assert first["task_family"] == "alpaca_eval" and first["baseline"] == BASE
+
+
+def test_bt_cli_names_its_option(db, run_cli):
+    cli = run_cli("--database-url", db, "bt", "--task-family", "alpaca_eval", "--task-family", "llmbar/Natural")
+    assert cli.exit_code == 2 and cli.stderr == ("error: bt takes one --task-family (got alpaca_eval, llmbar/Natural): "
+                                                 "give it once\n"), cli
+
+
 def test_a_model_filter_without_a_model_offers_the_models(client, db, run_cli):
     r = client.get(f"/audit?family=alpaca_eval&judge={AE}&filter=won&per_page=5")
     assert r.status_code == 200

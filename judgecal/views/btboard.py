@@ -40,7 +40,9 @@ def pick_scope(s, families: list[str], judge: str | None) -> tuple[m.Judge, int,
     several families, NotFoundError where nothing fits, :class:`~judgecal.errors.ChoiceError`
     (listing each judge and family with its verdict count) where several do."""
     if len(families) > 1:
-        raise UsageError("judgecal bt takes one --task-family at a time")
+        given = list(dict.fromkeys(families))
+        raise ChoiceError(f"a Bradley-Terry board takes one --task-family at a time (given: {', '.join(given)})",
+                          [{"label": f"task family {f}", "params": {"family": f}} for f in given])
     scopes = bq.verdict_scopes(s)
     if families:
         fid = q.family_id(s, families[0])

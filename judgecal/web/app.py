@@ -180,8 +180,10 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, Cali
                  for o in exc.options]
         heading = str(exc).split(": ", 1)[0] if len(str(exc)) > 200 else str(exc)
         heading = f"Choose one: {heading}"
-        if as_json:
-            return self.json({"choose": str(exc), "carried": carried,
+        if as_json:  # the same words as the page: URL parameters, not the CLI's options
+            from judgecal.web.wording import for_web
+
+            return self.json({"choose": for_web(str(exc)), "carried": carried,
                               "options": [{"label": text, "url": href} for text, href in links]})
         title = {"/winrates": "Win rates", "/leaderboard": "Score leaderboard", "/publish": "Publish",
                  "/bt": "Bradley-Terry"}.get(

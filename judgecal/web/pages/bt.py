@@ -32,7 +32,9 @@ class BtPage:
 
         p = Params(request, ("family", "judge", "baseline", "control", "outcome", "bootstrap", "seed", "length_unit",
                              "tokenizer", "coefficients", "format"))
-        family, judge, baseline = p.text("family"), p.text("judge"), p.text("baseline")
+        families = p.texts("family")  # several: the board's choice page (one family at a time)
+        family = families[0] if len(families) == 1 else None
+        judge, baseline = p.text("judge"), p.text("baseline")
         control = p.choice("control", CONTROLS, DEFAULT_CONTROL)
         outcome = p.choice("outcome", OUTCOMES, "preference")
         n_boot = p.resamples(DEFAULT_BOOTSTRAP)
@@ -49,7 +51,7 @@ class BtPage:
             raise BadRequest("coefficients=1 applies to format=csv and format=markdown (the page and the JSON hold them)")
         if coefficients and control == "none":
             raise BadRequest("coefficients=1 applies to a style-controlled board: give control=length, markdown or both")
-        board = build_bt_board([family] if family else [], judge, baseline, self.url, outcome=outcome,
+        board = build_bt_board(families, judge, baseline, self.url, outcome=outcome,
                                n_bootstrap=n_boot, seed=seed, control=control, length_unit=unit,
                                tokenizer=tokenizer or "smollm2")
         if fmt_ == "json":

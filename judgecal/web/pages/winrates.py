@@ -19,7 +19,8 @@ class WinratesPage:
         p = Params(request, ("baseline", "family", "judge", "bootstrap", "seed", "length_unit", "tokenizer",
                              "short_floor", "lc_regulariser", "joint", "sort", "format"))
         baseline = p.text("baseline")
-        family = p.text("family")
+        families = p.texts("family")  # several: the board's choice page (one family at a time)
+        family = families[0] if len(families) == 1 else None
         judge = p.text("judge")
         n_boot = p.resamples(1000)
         seed = p.seed()
@@ -34,13 +35,13 @@ class WinratesPage:
             from judgecal.views.browse import baselines
 
             found = [b for b in baselines(self.url)
-                     if (family is None or b["task_family"] == family) and (judge is None or judge in (b["judge_ref"], b["judge"]))]
+                     if (not families or b["task_family"] in families) and (judge is None or judge in (b["judge_ref"], b["judge"]))]
             return self.choose(p, title="Win rates", nav="winrates", path="/winrates", fmt_=fmt_,
                                heading="Win rates: choose a baseline", chosen=("baseline", "family", "judge"),
                                options=[(f"{b['model']} ({b['task_family']}, judge {b['judge']}, {b['verdicts']} verdicts)",
                                          {"baseline": b["model"], "family": b["task_family"], "judge": b["judge_ref"]})
                                         for b in found])
-        board = build_winrate_board(baseline, [family] if family else [], judge, self.url, length_unit=unit,
+        board = build_winrate_board(baseline, families, judge, self.url, length_unit=unit,
                                     tokenizer=tokenizer, n_bootstrap=n_boot, seed=seed, short_floor=floor,
                                     lc_regulariser=reg, joint=joint, sort_by=sort)
         if fmt_ == "json":
