@@ -309,13 +309,13 @@ CHORD_ITER = 40
 REFIT_NEWTON_ITER = 30
 
 
-def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray, Hinv: np.ndarray,
-           tol: float = TOL, max_iter: int = CHORD_ITER) -> tuple[np.ndarray, np.ndarray]:
-    """The chord method: Newton's steps with one fixed inverse Hessian ``Hinv`` ((q, q) for every
-    resample, or (B, q, q) one per resample) for every step, without step halving (linear convergence, fast when each resample's
-    Hessian is close to it, as a bootstrap resample's is to the full data's). Returns (beta (B,
-    q), converged (B,)); a resample whose steps left the finite numbers is returned at ``beta0``,
-    not converged."""
+def _undamped(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray, direction, tol: float,
+              max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    """Steps ``beta += direction(act, p, g)`` without step halving for every row of W, S (B,
+    n_rows) from ``beta0`` (B, q): ``act`` the resamples still moving, ``p`` their fitted
+    probabilities, ``g`` their gradients. Returns (beta (B, q), converged (B,)): a resample has
+    converged when no coefficient moved by more than ``tol``; one whose step left the finite
+    numbers is returned at ``beta0``, not converged."""
     beta = np.array(beta0, dtype=float, copy=True)
     XT = X.T.tocsr()
     done = np.zeros(beta.shape[0], dtype=bool)
@@ -326,7 +326,7 @@ def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray
             break
         p = expit((X @ beta[act].T).T)
         g = (XT @ (S[act] - W[act] * p).T).T
-        d = g @ Hinv if Hinv.ndim == 2 else np.einsum("bq,bqr->br", g, Hinv[act])
+        d = direction(act, p, g)
         new = beta[act] + d
         finite = np.isfinite(new).all(axis=1)
         beta[act[finite]] = new[finite]
@@ -336,6 +336,18 @@ def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray
     return beta, done
 
 
+def _chord(X: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray, Hinv: np.ndarray,
+           tol: float = TOL, max_iter: int = CHORD_ITER) -> tuple[np.ndarray, np.ndarray]:
+    """The chord method: Newton's steps with one fixed inverse Hessian ``Hinv`` ((q, q) for every
+    resample, or (B, q, q) one per resample) for every step, without step halving (linear
+    convergence, fast when each resample's Hessian is close to it, as a bootstrap resample's is
+    to the full data's). Returns (beta (B, q), converged (B,)) as :func:`_undamped`."""
+    def direction(act, p, g):
+        return g @ Hinv if Hinv.ndim == 2 else np.einsum("bq,bqr->br", g, Hinv[act])
+
+    return _undamped(X, W, S, beta0, direction, tol, max_iter)
+
+
 #: undamped Newton steps tried on a chunk of resamples (own Hessians) before damped ones finish the rest
 UNDAMPED_ITER = 12
 
@@ -343,32 +355,19 @@ UNDAMPED_ITER = 12
 def _newton_undamped(X: sparse.csr_matrix, T: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray,
                      tol: float = TOL, max_iter: int = UNDAMPED_ITER) -> tuple[np.ndarray, np.ndarray]:
     """Newton's steps for every row of W, S (B, n_rows) from ``beta0`` (B, q), each with its
-    own Hessian and without step halving. Returns (beta (B, q), converged (B,)): a resample
-    has converged when no coefficient moved by more than ``tol``; one whose step left the
-    finite numbers or failed to solve is returned at ``beta0``, not converged (the damped
-    :func:`_newton` then takes it)."""
-    beta = np.array(beta0, dtype=float, copy=True)
-    B, q = beta.shape
-    XT = X.T.tocsr()
-    done = np.zeros(B, dtype=bool)
-    bad = np.zeros(B, dtype=bool)
-    for _ in range(max_iter):
-        act = np.flatnonzero(~done & ~bad)
-        if act.size == 0:
-            break
-        p = expit((X @ beta[act].T).T)
-        g = (XT @ (S[act] - W[act] * p).T).T
+    own Hessian and without step halving. Returns (beta (B, q), converged (B,)) as
+    :func:`_undamped`; a resample whose Hessian cannot be solved is returned at ``beta0``, not
+    converged (the damped :func:`_newton` then takes it)."""
+    q = beta0.shape[1]
+
+    def direction(act, p, g):
         H = _hessian(T, W[act] * p * (1.0 - p), q)
         try:
-            d = np.linalg.solve(H, g[:, :, None])[:, :, 0]
+            return np.linalg.solve(H, g[:, :, None])[:, :, 0]
         except np.linalg.LinAlgError:
-            d = np.full((act.size, q), np.nan)
-        ok = np.isfinite(d).all(axis=1)
-        beta[act[ok]] += d[ok]
-        bad[act[~ok]] = True
-        done[act[ok & (np.max(np.abs(d), axis=1) <= tol)]] = True
-    beta[bad] = beta0[bad]
-    return beta, done
+            return np.full((act.size, q), np.nan)
+
+    return _undamped(X, W, S, beta0, direction, tol, max_iter)
 
 
 def refit_many(X: sparse.csr_matrix, T: sparse.csr_matrix, W: np.ndarray, S: np.ndarray, beta0: np.ndarray,
