@@ -252,6 +252,11 @@ def test_links_and_filters(server, browser, shots):
     browser.get(f"{base}/ratings")
     Select(browser.find_element(By.NAME, "status")).select_by_value("unparsed")
     browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    # the click submits the form; the next page loads after it returns (under load the address was read
+    # before the navigation: CI red at stop 39's full run)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30).until(lambda b: "status=unparsed" in b.current_url)
     assert "status=unparsed" in browser.current_url
     rows = browser.find_elements(By.CSS_SELECTOR, "table.ratings tbody tr")
     assert len(rows) == 1 and "unparsed" in rows[0].text
