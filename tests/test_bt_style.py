@@ -378,3 +378,14 @@ def test_percentile_ci_with_infinite_values():
     # an infinite neighbour makes the bound infinite (not -2.4e307 interpolated from a clipped value)
     assert bt.percentile_ci([-math.inf] * 5 + list(range(195)))[0] == -math.inf
     assert bt.percentile_ci([math.nan]) is None
+
+
+def test_run_off_rules_known_answers():
+    Z = np.array([[1.0, 0.5], [-1.0, 2.0], [0.2, -0.1]])
+    # per-sd bound: 16.8 log-odds per sd is no fit even where its share of every battle stays small
+    assert list(sc.separated(np.array([16.8, 0.3]), Z)) == [True, False]
+    assert list(sc.separated(np.array([0.8, 0.3]), Z)) == [False, False]
+    # joint share: with gamma (9, 9) the battles reach 13.5, 9, 0.9 log-odds (none past 15); with (-6, 6)
+    # battle 2 reaches 6 + 12 = 18: the column with the larger share of it (the second, 12) is left out
+    assert list(sc.run_off(np.array([9.0, 9.0]), Z)) == [False, False]
+    assert list(sc.run_off(np.array([-6.0, 6.0]), Z)) == [False, True]

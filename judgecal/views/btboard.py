@@ -465,6 +465,8 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
                              features=Z)
         fit_c = bt.fit_bt(d_c, anchor)
         off = sc.separated(fit_c.gamma, Z)
+        if not off.any():
+            off = sc.run_off(fit_c.gamma, Z)
         if not off.any() and not fit_c.converged and fit_c.gamma.size:
             # quasi-separation: step halving keeps the run-off coefficient below the bound within MAX_ITER
             # steps (seen: headers -8.4, bold 6.5, ratings CI [-5e18, 2e23] on LLMBar Natural, GPT-4/CoT):
@@ -472,6 +474,8 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
             off = np.arange(fit_c.gamma.size) == int(np.argmax(np.abs(fit_c.gamma)))
         if not off.any():
             break
+        if off.sum() > 1:  # one at a time, the largest first: the others may settle once it is out
+            off = np.arange(off.size) == int(np.argmax(np.where(off, np.abs(np.nan_to_num(fit_c.gamma, nan=np.inf)), -1)))
         separated += [c["feature"] for c, o in zip(cols, off) if o]
         cols = [c for c, o in zip(cols, off) if not o]
         Z = Z[:, ~off]
@@ -482,6 +486,9 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
     if boot_c is not None:  # a resample whose fit ran off: its coefficients beyond the bound count as infinite
         off = sc.separated(boot_c.gamma, Z) & np.isfinite(boot_c.gamma)
+        fin = np.where(np.isfinite(boot_c.gamma), boot_c.gamma, 0.0)
+        far = np.abs(fin @ Z.T).max(axis=1) > sc.MAX_ETA if Z.shape[0] else np.zeros(fin.shape[0], dtype=bool)
+        off |= far[:, None] & np.isfinite(boot_c.gamma) & (np.abs(fin) * np.abs(Z).max(axis=0) > sc.MAX_ETA / Z.shape[1])
         big = sc.separated(boot_c.coef) & np.isfinite(boot_c.coef)
         boot_c.n_style_separated = int((off.any(axis=1) | big.any(axis=1)).sum())
         boot_c.gamma = np.where(off, np.copysign(np.inf, boot_c.gamma), boot_c.gamma)
