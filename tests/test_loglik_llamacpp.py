@@ -187,3 +187,17 @@ def test_the_same_gguf_in_process_beside_transformers(llm, arc):
     assert abs(acc_g - local.metrics["acc"]["value"]) <= 0.1
     print(json.dumps({"gguf_in_process_acc": acc_g, "transformers": {k: v["value"] for k, v in local.metrics.items()},
                       "ll_median_abs_diff": float(np.median(diff)), "ll_max_abs_diff": float(np.max(diff))}))
+
+
+def test_short_prompts_are_refused_or_noted(server):
+    # one short item gave the shift check too little evidence to refuse (a break-it run stored its wrong
+    # numbers); at the end of a run the next token winning twice suffices, and too little evidence is said
+    from judgecal.loglik.tasks import McItem, McTask
+
+    task = McTask("tiny", [McItem("Q: hi\nAnswer:", ("yes", "no"), 0), McItem("Q: sky colour?\nAnswer:", ("blue", "red"), 0)], " ")
+    try:
+        res = score_task(task, base_url=server, endpoint_model=ALIAS, api_key="unused", null_context=None)
+    except EndpointError as exc:
+        assert "one position off" in str(exc)
+    else:
+        assert any("could hardly be checked" in n for n in res.diagnostics.get("notes", [])), res.diagnostics

@@ -99,15 +99,29 @@ class CompletionsScorer:
                                     f"{usage.prompt_tokens} prompt tokens")
             self.requests += 1
             s += len(chunk)
+        self._check_alignment(final=True)
         return out
 
 
-    def _check_alignment(self) -> None:
+    def alignment_note(self) -> str | None:
+        """A note where the echo's alignment could hardly be checked (fewer than :data:`SHIFT_MIN`
+        positions whose top token is the position's own or the next: short prompts, or no top
+        log-probabilities); None where it was."""
+        seen = self.top_same + self.top_next
+        if seen >= SHIFT_MIN:
+            return None
+        return (f"the echoed log-probabilities' alignment could hardly be checked ({seen} echoed positions with a "
+                f"top token that is their own or the next prompt token; {SHIFT_MIN} wanted): a server that scores "
+                "each token one position off (llama-cpp-python's echo) would not be caught")
+
+    def _check_alignment(self, final: bool = False) -> None:
         """EndpointError when the echoed top log-probabilities name the *next* prompt token far
         more often than their own (:func:`top_alignment`): the server reports log p(token | the
         tokens up to and including it), one position off, as llama-cpp-python 0.3's echo does
-        (abetlen/llama-cpp-python#1983, #1276); every score from it would be wrong."""
-        if self.top_next >= SHIFT_MIN and self.top_next > SHIFT_RATIO * self.top_same:
+        (abetlen/llama-cpp-python#1983, #1276); every score from it would be wrong. ``final`` (the
+        end of a run): the next token winning at 2 positions or more suffices."""
+        if (self.top_next >= SHIFT_MIN and self.top_next > SHIFT_RATIO * self.top_same) or \
+                (final and self.top_next >= 2 and self.top_next > self.top_same):
             raise EndpointError(
                 f"{self.base_url}: the echoed log-probabilities are one position off: at {self.top_next} echoed "
                 f"positions the top log-probability names the next prompt token, at {self.top_same} its own token "

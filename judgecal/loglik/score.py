@@ -188,8 +188,10 @@ def score_task(task: McTask, model_folder: str | Path | None = None, *, device: 
     results, metrics, diags = _finish(task, items_ll, null_ll)
     diags["boundary_fixes"] = stats.get("boundary_fixes", 0)
     diags["truncated_requests"] = stats.get("truncated_requests", 0)
-    if base_url is not None and ep.fallback:
-        diags.setdefault("notes", []).append(ep.fallback)
+    if base_url is not None:
+        for note in (ep.fallback, ep.alignment_note()):
+            if note:
+                diags.setdefault("notes", []).append(note)
     settings = {"device": device, "dtype": dtype, "batch_size": batch_size, "null_context": null_context,
                 "forward": getattr(scorer, "forward_name", None) if base_url is None else None,
                 "limit": limit, "target_delimiter": delim, "task_format": task.format}
