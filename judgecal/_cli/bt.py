@@ -79,7 +79,7 @@ def bt(ctx: Ctx, family, judge, baseline, outcome, n_bootstrap, seed, control, l
                                seed=seed, control=control, length_unit=length_unit, tokenizer=tokenizer)
     if coefficients:
         _print_board({**board, "rows": btboard.coefficient_rows(board)}, fmt, btboard.coef_tables, btboard.coef_markdown,
-                     lambda b: [], btboard.COEF_COLS, wide=wide, columns=columns)
+                     btboard.footer_lines, btboard.COEF_COLS, wide=wide, columns=columns)  # the notes too
         return
     _print_board(board, fmt, btboard.bt_tables, btboard.bt_markdown, btboard.footer_lines, btboard.cols_of(board),
                  wide=wide, columns=columns)
