@@ -486,9 +486,6 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     boot_c = bt.bootstrap_bt(d_c, anchor, fit_c, n_bootstrap, seed) if n_bootstrap else None
     if boot_c is not None:  # a resample whose fit ran off: its coefficients beyond the bound count as infinite
         off = sc.separated(boot_c.gamma, Z) & np.isfinite(boot_c.gamma)
-        fin = np.where(np.isfinite(boot_c.gamma), boot_c.gamma, 0.0)
-        far = np.abs(fin @ Z.T).max(axis=1) > sc.MAX_ETA if Z.shape[0] else np.zeros(fin.shape[0], dtype=bool)
-        off |= far[:, None] & np.isfinite(boot_c.gamma) & (np.abs(fin) * np.abs(Z).max(axis=0) > sc.MAX_ETA / Z.shape[1])
         big = sc.separated(boot_c.coef) & np.isfinite(boot_c.coef)
         boot_c.n_style_separated = int((off.any(axis=1) | big.any(axis=1)).sum())
         boot_c.gamma = np.where(off, np.copysign(np.inf, boot_c.gamma), boot_c.gamma)
