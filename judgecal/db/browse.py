@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, aliased
 
 from judgecal.db.models import as_utc, iso_utc
 from judgecal.db import models as m
+from judgecal.db.contentkey import family_range
 from judgecal.db.queries import judge_labels
 
 #: the most characters of one text (prompt, answer, judge output) a page receives
@@ -115,11 +116,16 @@ class RatingFilter:
     until: dt.datetime | None = None
 
 
-def _rating_where(q, f: RatingFilter, postgresql: bool = False):
+def _rating_where(q, f: RatingFilter, postgresql: bool = False, family: str | None = None):
+    """``q`` narrowed to the ratings matching ``f``; ``family``: the name of ``f.family_id``, whose
+    ratings are then cut as a range of the stored content key (no join with the items)."""
     R = m.Rating
     if postgresql and (f.score_min is not None or f.score_max is not None):
         q = q.where(R.score != literal_column("'NaN'::float8"))  # PostgreSQL sorts NaN above every number
-    if f.family_id is not None:
+    if family is not None:
+        low, high = family_range(family)
+        q = q.where(R.content_key >= low, R.content_key < high)
+    elif f.family_id is not None:
         q = q.where(m.Item.task_family_id == f.family_id)
     if f.judge_id is not None:
         q = q.where(R.judge_id == f.judge_id)
@@ -140,35 +146,28 @@ def _rating_where(q, f: RatingFilter, postgresql: bool = False):
 
 def rating_page(s: Session, f: RatingFilter, *, limit: int, offset: int) -> tuple[list[dict], int]:
     """(one page of ratings matching ``f``, how many match). Rows in content order (family,
-    item prompt SHA-256, model, answer SHA-256, judge key, sample index); texts cut to
-    :data:`TEXT_LIMIT` characters in SQL.
+    item prompt SHA-256, model, answer SHA-256, judge key, sample index; texts by code point):
+    the order of the stored ``rating.content_key`` (:mod:`judgecal.db.contentkey`), read by
+    walking its index. Texts cut to :data:`TEXT_LIMIT` characters in SQL.
 
-    The page is chosen on the sort keys and the rating id alone (a narrow sort), and only its
-    rows' texts are then read: sorting every matching row with its texts attached cost seconds
-    on a million ratings. The count joins the answers and items only when a family or model
-    filter needs them (every rating has exactly one answer and one item). Texts are ordered by
-    code point on both dialects (PostgreSQL: ``COLLATE "C"``, whatever the database's
-    collation), as :class:`RatingIndex` orders them."""
+    The page is chosen on the key and the rating id alone, and only its rows' texts are then
+    read. A family filter is a range of the key; only a model filter joins the answers. Raises
+    nothing for an unknown family id: the page is empty."""
     limit = max(1, min(int(limit), MAX_PAGE))
     R = m.Rating
     pg = s.get_bind().dialect.name == "postgresql"
-    if f.family_id is None and f.model is None:
-        counted = _rating_where(select(R.id), f, pg)
-    else:
-        counted = _rating_where(select(R.id).join(m.Response, m.Response.id == R.response_id)
-                                .join(m.Item, m.Item.id == m.Response.item_id), f, pg)
+    family = None
+    if f.family_id is not None:
+        family = s.scalar(select(m.TaskFamily.name).where(m.TaskFamily.id == f.family_id))
+        if family is None:
+            return [], 0
+    counted = select(R.id)
+    if f.model is not None:
+        counted = counted.join(m.Response, m.Response.id == R.response_id)
+    counted = _rating_where(counted, f, pg, family)
     total = s.scalar(select(func.count()).select_from(counted.subquery())) or 0
-    keys = (m.TaskFamily.name, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.Judge.judge_key,
-            R.sample_index)
-    if pg:  # code-point order whatever the database's collation
-        keys = tuple(k.collate("C") if i < 5 else k for i, k in enumerate(keys))
-    page = (select(R.id, *[k.label(f"k{i}") for i, k in enumerate(keys)])
-            .join(m.Response, m.Response.id == R.response_id)
-            .join(m.Item, m.Item.id == m.Response.item_id)
-            .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
-            .join(m.Judge, m.Judge.id == R.judge_id))
-    page = _rating_where(page, f, pg).order_by(*keys).limit(limit).offset(max(0, int(offset)))
-    return rating_rows(s, [rid for rid, *_ in s.execute(page)]), int(total)
+    page = counted.order_by(R.content_key).limit(limit).offset(max(0, int(offset)))
+    return rating_rows(s, list(s.scalars(page))), int(total)
 
 
 def rating_rows(s: Session, ids: list[int]) -> list[dict]:
@@ -210,7 +209,8 @@ def _utc_us(value: dt.datetime) -> int:
 @dataclass
 class RatingIndex:
     """Every rating's filter columns, in content order (family name, item prompt SHA-256, model,
-    answer SHA-256, judge key, sample index; texts compared by code point, on every database):
+    answer SHA-256, judge key, sample index; texts compared by code point, on every database:
+    the stored ``rating.content_key``, :mod:`judgecal.db.contentkey`):
     what ``judgecal serve``'s ratings list cuts any filter and page from without a query over
     the ratings (:func:`rating_index`). One entry per rating: ``id`` (int64), ``family_id``,
     ``judge_id`` (int64), ``model`` (int32 code into ``models``), ``status`` (int8 code into
@@ -270,61 +270,34 @@ def rating_index_bytes_at_most(s: Session) -> int:
     return int(s.scalar(select(func.max(m.Rating.id))) or 0) * RATING_INDEX_BYTES
 
 
-def _lookup(table: dict[int, int], keys: np.ndarray) -> np.ndarray:
-    """``table[k]`` for each ``k`` of ``keys`` (ids of a few families or judges)."""
-    known = np.array(sorted(table), dtype=np.int64)
-    values = np.array([table[k] for k in known], dtype=np.int64)
-    return values[np.searchsorted(known, keys)]
-
-
 def rating_index(s: Session, chunk: int = 50_000) -> RatingIndex:
-    """The :class:`RatingIndex` of every rating in the database: one streamed query, texts
-    coded as they arrive (each distinct key kept once), sorted here by code point. Takes
-    seconds on a million ratings (docs/performance.md)."""
+    """The :class:`RatingIndex` of every rating in the database: one streamed query in the
+    order of the stored content key (the order :func:`rating_page` reads), model names coded
+    as they arrive (each kept once). Takes seconds on a million ratings (docs/performance.md)."""
     R = m.Rating
     statuses = {st: i for i, st in enumerate(m.RATING_STATUSES)}
-    q = (select(R.id, m.Item.task_family_id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256,
-                R.judge_id, R.sample_index, R.status, R.score, R.created_at)
+    q = (select(R.id, m.Item.task_family_id, m.Response.model, R.judge_id, R.status, R.score, R.created_at)
          .join(m.Response, m.Response.id == R.response_id)
-         .join(m.Item, m.Item.id == m.Response.item_id))
-    prompts: dict[str, int] = {}
+         .join(m.Item, m.Item.id == m.Response.item_id)
+         .order_by(R.content_key))
     models: dict[str, int] = {}
-    texts: dict[str, int] = {}
-    cols: list[list] = [[] for _ in range(10)]
+    cols: list[list] = [[] for _ in range(7)]
     for part in s.connection().execute(q).partitions(chunk):
-        ids, fams, ps, ms, ts, js, ks, sts, scores, created = zip(*part)
+        ids, fams, ms, js, sts, scores, created = zip(*part)
         cols[0].append(np.array(ids, dtype=np.int64))
         cols[1].append(np.array(fams, dtype=np.int64))
-        cols[2].append(np.array([prompts.setdefault(x, len(prompts)) for x in ps], dtype=np.int64))
-        cols[3].append(np.array([models.setdefault(x, len(models)) for x in ms], dtype=np.int32))
-        cols[4].append(np.array([texts.setdefault(x, len(texts)) for x in ts], dtype=np.int64))
-        cols[5].append(np.array(js, dtype=np.int64))
-        cols[6].append(np.array(ks, dtype=np.int64))
-        cols[7].append(np.array([statuses[x] for x in sts], dtype=np.int8))
-        cols[8].append(np.array([np.nan if x is None else x for x in scores], dtype=np.float64))
-        cols[9].append(np.array([_utc_us(x) for x in created], dtype=np.int64))
+        cols[2].append(np.array([models.setdefault(x, len(models)) for x in ms], dtype=np.int32))
+        cols[3].append(np.array(js, dtype=np.int64))
+        cols[4].append(np.array([statuses[x] for x in sts], dtype=np.int8))
+        cols[5].append(np.array([np.nan if x is None else x for x in scores], dtype=np.float64))
+        cols[6].append(np.array([_utc_us(x) for x in created], dtype=np.int64))
     if not cols[0]:
         empty = np.zeros(0, dtype=np.int64)
         return RatingIndex(empty, empty, empty, empty.astype(np.int32), {}, empty.astype(np.int8),
                            empty.astype(np.float64), empty)
-    ids, fams, ps, ms, ts, js, ks, sts, scores, created = (np.concatenate(c) for c in cols)
-
-    def rank(codes: dict[str, int]) -> np.ndarray:
-        """code -> rank of its text in code-point order."""
-        out = np.empty(len(codes), dtype=np.int64)
-        for r, key in enumerate(sorted(codes)):
-            out[codes[key]] = r
-        return out
-
-    fam_names = dict(s.execute(select(m.TaskFamily.id, m.TaskFamily.name)).all())
-    fam_rank = {fid: r for r, fid in enumerate(sorted(fam_names, key=lambda i: (fam_names[i], i)))}
-    judge_keys = dict(s.execute(select(m.Judge.id, m.Judge.judge_key)).all())
-    judge_rank = {jid: r for r, jid in enumerate(sorted(judge_keys, key=lambda i: (judge_keys[i], i)))}
-    fam_r = _lookup(fam_rank, fams)
-    judge_r = _lookup(judge_rank, js)
-    order = np.lexsort((ks, judge_r, rank(texts)[ts], rank(models)[ms], rank(prompts)[ps], fam_r))
-    return RatingIndex(id=ids[order], family_id=fams[order], judge_id=js[order], model=ms[order], models=dict(models),
-                       status=sts[order], score=scores[order], created_us=created[order])
+    ids, fams, ms, js, sts, scores, created = (np.concatenate(c) for c in cols)
+    return RatingIndex(id=ids, family_id=fams, judge_id=js, model=ms, models=dict(models), status=sts,
+                       score=scores, created_us=created)
 
 
 # ---------------------------------------------------------------- judge audit

@@ -33,6 +33,8 @@ _REFILLED = ("status = 'ok' AND verdict IS NOT NULL AND preference = CASE verdic
              "WHEN 'b' THEN 0.0 WHEN 'tie' THEN 0.5 END")
 
 LOSSES: dict[str, list[Loss]] = {
+    # 0008 (rating.content_key, its index and triggers): computed from the rows, computed again by the next upgrade
+    "0008": [],
     # 0007 (response.md_headers, md_list_ordered, md_list_unordered, md_bold): computed from the texts,
     # computed again by the next upgrade
     "0007": [],

@@ -179,6 +179,7 @@ class Rating(Base):
         UniqueConstraint("response_id", "judge_id", "sample_index"),
         CheckConstraint("status IN ('pending','running','ok','unparsed','failed')", name="status"),
         Index("ix_rating_judge_status", "judge_id", "status"),
+        Index("ix_rating_content_key", "content_key"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     response_id: Mapped[int] = mapped_column(ForeignKey("response.id", ondelete="CASCADE"), index=True)
@@ -199,6 +200,9 @@ class Rating(Base):
     claimed_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[Optional[dt.datetime]] = mapped_column(DateTime(timezone=True))
+    # the ratings list's content order (judgecal.db.contentkey), filled by the database's own
+    # trigger (migration 0008) whoever writes the row: never set it here
+    content_key: Mapped[Optional[str]] = mapped_column(Text().with_variant(Text(collation="C"), "postgresql"))
 
 
 class PairwiseJudgment(Base):
