@@ -145,6 +145,34 @@ def test_every_board_offers_one_family_at_a_time(client, path, wording):
     assert first["task_family"] == "alpaca_eval" and first["baseline"] == BASE
 
 
+@pytest.mark.parametrize("path", ["/winrates", "/bt", "/publish"])
+def test_a_choice_never_offers_a_family_that_does_not_exist(client, path):
+    # the choice page linked to families that do not exist: each link answered 404
+    r = client.get(f"{path}?baseline={BASE}&family=alpaca_eval&family=nosuch&family=nope")
+    assert r.status_code == 404 and _message(r.text) == (
+        "task families 'nosuch', 'nope' do not exist (see `judgecal stats`)")
+    j = client.get(f"{path}?baseline={BASE}&family=nosuch&family=alpaca_eval&format=json")
+    assert j.status_code == 404 and j.headers["content-type"] == "application/json"
+    assert j.json() == {"error": "task family 'nosuch' does not exist (see `judgecal stats`)", "status": 404}
+
+
+@pytest.mark.parametrize("url,status", [
+    ("/winrates?baseline=nosuch&format=json", 404),
+    ("/winrates?baseline=x&bootstrap=many&format=json", 400),
+    ("/leaderboard?judge=GPT-4&calibration=99&format=json", 404),
+    ("/bt?family=alpaca_eval&fresh=maybe&format=json", 400),
+])
+def test_an_error_of_a_json_request_is_json(client, url, status):
+    # errors of format=json requests came back as HTML pages
+    r = client.get(url)
+    assert r.status_code == status and r.headers["content-type"] == "application/json", r.text[:200]
+    body = r.json()
+    assert set(body) == {"error", "status"} and body["status"] == status and "\n" not in body["error"]
+    assert body["error"] and "<" not in body["error"]
+    html = client.get(url.replace("&format=json", "").replace("?format=json", ""))
+    assert html.status_code == status and _message(html.text) == body["error"]
+
+
 def test_bt_cli_names_its_option(db, run_cli):
     cli = run_cli("--database-url", db, "bt", "--task-family", "alpaca_eval", "--task-family", "llmbar/Natural")
     assert cli.exit_code == 2 and cli.stderr == ("error: bt takes one --task-family (got alpaca_eval, llmbar/Natural): "

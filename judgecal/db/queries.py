@@ -216,6 +216,23 @@ def family_id(session: Session, name: str, *, create: bool = False, l_ref: float
     return session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == name))
 
 
+def one_family(session: Session, families: list[str], board: str) -> None:
+    """Nothing when at most one family is given; else raises NotFoundError naming the families
+    that do not exist (a choice must never link to a missing one), or
+    :class:`~judgecal.errors.ChoiceError` with one option per family, in the order given
+    (``board``: what takes one family at a time, e.g. "win-rate mode")."""
+    if len(families) <= 1:
+        return
+    given = list(dict.fromkeys(families))
+    known = set(session.scalars(select(m.TaskFamily.name).where(m.TaskFamily.name.in_(given))))
+    missing = [f for f in given if f not in known]
+    if missing:
+        raise NotFoundError(f"task famil{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))} "
+                            f"do{'es' if len(missing) == 1 else ''} not exist (see `judgecal stats`)")
+    raise ChoiceError(f"{board} takes one --task-family at a time (given: {', '.join(given)})",
+                      [{"label": f"task family {f}", "params": {"family": f}} for f in given])
+
+
 def family_ids(session: Session, names: Iterable[str] | None) -> list[int]:
     """Ids of the named families (all families when ``names`` is empty or None)."""
     names = list(names or [])

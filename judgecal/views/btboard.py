@@ -39,10 +39,7 @@ def pick_scope(s, families: list[str], judge: str | None) -> tuple[m.Judge, int,
     only ones with usable pairwise verdicts (``note`` then names them). Raises UsageError for
     several families, NotFoundError where nothing fits, :class:`~judgecal.errors.ChoiceError`
     (listing each judge and family with its verdict count) where several do."""
-    if len(families) > 1:
-        given = list(dict.fromkeys(families))
-        raise ChoiceError(f"a Bradley-Terry board takes one --task-family at a time (given: {', '.join(given)})",
-                          [{"label": f"task family {f}", "params": {"family": f}} for f in given])
+    q.one_family(s, families, "a Bradley-Terry board")
     scopes = bq.verdict_scopes(s)
     if families:
         fid = q.family_id(s, families[0])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from judgecal.calibrate.guards import NO_GAIN_CODES, SHORT_CODES
 from judgecal.calibrate.ranking import SCORE_DECIMALS, WIN_RATE_DECIMALS, shown_ranks
-from judgecal.errors import ChoiceError, NotFoundError, UsageError
+from judgecal.errors import NotFoundError, UsageError
 from judgecal.views.check import PUBLISH_MODES, advice_line, published_column
 
 #: ``--publish`` of a win-rate board: raw (AlpacaEval's win_rate), lc (AlpacaEval 2.0's
@@ -59,9 +59,11 @@ def build_publish(families=None, judge: str | None = None, url: str | None = Non
         if publish not in WINRATE_PUBLISH_MODES:
             raise UsageError(f"--publish must be one of {', '.join(WINRATE_PUBLISH_MODES)} with --baseline, got {publish!r}")
         if families and len(families) > 1:
-            given = list(dict.fromkeys(families))
-            raise ChoiceError(f"a win-rate board (--baseline) takes one --task-family at a time (given: {', '.join(given)})",
-                              [{"label": f"task family {f}", "params": {"family": f}} for f in given])
+            from judgecal.db import queries
+            from judgecal.db.engine import get_engine, session_scope
+
+            with session_scope(get_engine(url)) as s:
+                queries.one_family(s, list(families), "a win-rate board (--baseline)")
         return {"publish": publish, "baseline": baseline,
                 "boards": [_winrate_board(baseline, list(families or []), judge, url, publish, n_bootstrap, seed)]}
     if publish not in PUBLISH_MODES:

@@ -65,10 +65,7 @@ def pick_scope(s, baseline: str, families: list[str], judge: str | None) -> tupl
     choose it) where several remain, NotFoundError where no verdict exists at all."""
     from judgecal.db.browse import baseline_models
 
-    if len(families) > 1:
-        given = list(dict.fromkeys(families))
-        raise ChoiceError(f"win-rate mode takes one --task-family at a time (given: {', '.join(given)})",
-                          [{"label": f"task family {f}", "params": {"family": f}} for f in given])
+    q.one_family(s, families, "win-rate mode")
     scopes = [b for b in baseline_models(s) if b["model"] == baseline]
     if judge:
         jrow = q.judge_by_name(s, judge, {b["judge_id"] for b in scopes}, f"with verdicts against {baseline!r}")

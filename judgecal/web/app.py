@@ -80,9 +80,15 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, Cali
         html = self.env.get_template(template).render(database=self.shown, **ctx)
         return HTMLResponse(html, status_code=status_code)
 
-    def error(self, status: int, message: str) -> HTMLResponse:
+    def error(self, status: int, message: str, *, as_json: bool = False) -> Response:
+        """The error page: one line, never a traceback; with ``as_json`` (a ``format=json``
+        request) the same line as ``{"error": ..., "status": ...}`` with the same status code."""
         titles = {400: "Bad request", 401: "Token required", 403: "Refused", 404: "Not found",
                   405: "Method not allowed", 500: "Error", 503: "Database unavailable"}
+        if as_json:
+            line = scrub(message.splitlines()[0] if message else titles.get(status, "error"))
+            return Response(json_text({"error": line, "status": status}) + "\n", status_code=status,
+                            media_type="application/json")
         return self.render("error.html.j2", status_code=status, title=titles.get(status, "Error"), status=status, nav="",
                            message=scrub(message.splitlines()[0] if message else titles.get(status, "error")))
 
@@ -104,7 +110,7 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, Cali
             try:  # checked before the cache: the key leaves it out, so a cached page must not hide a bad value
                 fresh = Params(request, tuple(q.keys())).flag("fresh")
             except BadRequest as exc:
-                return _computed(self.error(400, str(exc)))
+                return _computed(self.error(400, str(exc), as_json=q.get("format") == "json"))
             waits = q.get("format") == "json" or fresh
             if self.warmer is not None and not waits and not self.cache.fresh(key, version):
                 held = self.cache.peek(key)
@@ -126,22 +132,23 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, Cali
 
     def _respond(self, fn):
         def endpoint(request: Request):
+            as_json = request.query_params.get("format") == "json"  # an error answers in the format asked for
             try:
                 return fn(request)
             except BadRequest as exc:
-                return self.error(400, str(exc))
+                return self.error(400, str(exc), as_json=as_json)
             except NotFoundError as exc:
-                return self.error(404, str(exc))
+                return self.error(404, str(exc), as_json=as_json)
             except ChoiceError as exc:  # the data leaves a choice open: a page of links, never a dead end
                 return self.choice_page(request, exc)
             except ReadOnlyError as exc:  # the page would write (token lengths): the command to run
-                return self.error(403, str(exc))
+                return self.error(403, str(exc), as_json=as_json)
             except DatabaseError as exc:
-                return self.error(503, str(exc))
+                return self.error(503, str(exc), as_json=as_json)
             except JudgecalError as exc:
-                return self.error(400, str(exc))
+                return self.error(400, str(exc), as_json=as_json)
             except Exception as exc:  # noqa: BLE001 - never a traceback for users
-                return self.error(*_unexpected(exc))
+                return self.error(*_unexpected(exc), as_json=as_json)
         return endpoint
 
     def json(self, data) -> Response:
