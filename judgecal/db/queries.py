@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from operator import itemgetter
 from typing import Any
@@ -275,14 +275,17 @@ def response_ids(session: Session, keys: Iterable[tuple[int, str, str]]) -> dict
     return out
 
 
-def judge_by_name(session: Session, name: str, among: Iterable[int] | None = None, scope: str = "") -> m.Judge:
+def judge_by_name(session: Session, name: str, among: Iterable[int] | Callable[[], Iterable[int]] | None = None,
+                  scope: str = "") -> m.Judge:
     """The judge called ``name``: ``id:N`` (its id), ``name:X`` (its name or model, never an
     id), or a plain name, model or numeric id (digits 0-9 only: '²' is a name). A plain number that is both a judge's name (or
     model) and another judge's id is refused as ambiguous (``id:N`` or ``name:N`` chooses).
 
     Several judges may share a name (a name is not part of a judge's identity: model, endpoint,
     prompt, mode, parameters, scale). ``among``: the ids of the judges that have data where the
-    caller looks (``scope`` says where, e.g. "with ratings in alpaca_eval"); a shared name
+    caller looks, or a function returning them, called only when several judges share the name
+    (finding them reads every rating of the place: :func:`judges_with_data`), (``scope`` says
+    where, e.g. "with ratings in alpaca_eval"); a shared name
     resolves to the one judge of that name among them. Raises NotFoundError when none matches
     (or, with ``among`` and ``scope``, when several share the name and none is among them) and :class:`~judgecal.errors.ChoiceError` (a UsageError) when several still do: its message
     and options list each one's id and what tells them apart."""
@@ -313,7 +316,7 @@ def judge_by_name(session: Session, name: str, among: Iterable[int] | None = Non
         known = ", ".join(sorted(set(session.scalars(select(m.Judge.name))))) or "none"
         raise NotFoundError(f"no judge named {name!r} (known judges: {known})")
     if len(found) > 1 and among is not None:
-        inside = set(among)
+        inside = set(among() if callable(among) else among)
         hits = [j for j in found if j.id in inside]
         if len(hits) == 1:
             return hits[0]

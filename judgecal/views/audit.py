@@ -269,7 +269,7 @@ def compute_audit_index(family: str, judge: str, url: str | None = None, *, cali
     engine = get_engine(url)
     with session_scope(engine) as s:
         fam_id = q.family_id(s, family)
-        jrow = q.judge_by_name(s, judge, q.judges_with_data(s, [fam_id]), f"with ratings or verdicts in {family}")
+        jrow = q.judge_by_name(s, judge, lambda: q.judges_with_data(s, [fam_id]), f"with ratings or verdicts in {family}")
         jinfo = {"judge": jrow.name, "judge_id": jrow.id, "judge_mode": jrow.mode,
                  "scale": [jrow.scale_min, jrow.scale_max]}
     engine.dispose()

@@ -189,7 +189,7 @@ def ratings(url: str | None = None, *, family: str | None = None, judge: str | N
     with session_scope(engine) as s:
         f = browse.RatingFilter(
             family_id=q.family_id(s, family) if family else None,
-            judge_id=q.judge_by_name(s, judge, q.judges_with_data(s, [q.family_id(s, family)] if family else None),
+            judge_id=q.judge_by_name(s, judge, lambda: q.judges_with_data(s, [q.family_id(s, family)] if family else None),
                                      "with ratings" + (f" in {family}" if family else "")).id if judge else None,
             model=model or None, status=status, score_min=score_min, score_max=score_max, since=_day(since),
             until=_day(until + dt.timedelta(days=1)) if until is not None and until < dt.date.max else None)

@@ -99,7 +99,7 @@ def judge_profile(judge: str, url: str | None = None, *, n_bootstrap: int = 1000
 
     engine = get_engine(url)
     with session_scope(engine) as s:
-        jrow = q.judge_by_name(s, judge, q.judges_with_data(s), "with ratings or verdicts")
+        jrow = q.judge_by_name(s, judge, lambda: q.judges_with_data(s), "with ratings or verdicts")
         labels = q.judge_labels(s)
         names = dict(s.execute(select(m.Judge.id, m.Judge.name)).all())
         head = {"id": jrow.id, "name": jrow.name, "label": labels[jrow.id], "ref": judge_ref(labels, names, jrow.id),

@@ -65,7 +65,7 @@ def repository_figures(family: str, judge: str, url: str | None = None) -> dict:
     try:
         with session_scope(engine) as s:
             fid = q.family_id(s, family)
-            j = q.judge_by_name(s, judge, q.judges_with_data(s, [fid]), f"with ratings or verdicts in {family}")
+            j = q.judge_by_name(s, judge, lambda: q.judges_with_data(s, [fid]), f"with ratings or verdicts in {family}")
             if j.mode == "pairwise":
                 return repository_figures_of_verdicts(pq.labelled_verdict_pairs(s, fid, j.id))
             return repository_figures_of_ratings(pq.labelled_rating_pairs(s, fid, j.id))

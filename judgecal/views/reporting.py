@@ -35,7 +35,7 @@ def _unfitted_families(families, judge: str | None, have: set[tuple[str, str]], 
     out = []
     with session_scope(engine) as s:
         fam_ids = q.family_ids(s, families)
-        judge_ids = [q.judge_by_name(s, judge, q.judges_with_data(s, fam_ids), "with ratings or verdicts").id] if judge else None
+        judge_ids = [q.judge_by_name(s, judge, lambda: q.judges_with_data(s, fam_ids), "with ratings or verdicts").id] if judge else None
         for fid in fam_ids:
             fam = s.get(m.TaskFamily, fid)
             has_pairs = s.scalar(select(m.VerbosityPair.id).join(m.Item, m.Item.id == m.VerbosityPair.item_id)
@@ -152,7 +152,7 @@ def collect_boards(families=None, judge: str | None = None, url: str | None = No
     if judge is not None:
         engine = get_engine(url)
         with session_scope(engine) as s:
-            judge_id = q.judge_by_name(s, judge, q.judges_with_data(s, q.family_ids(s, families)),
+            judge_id = q.judge_by_name(s, judge, lambda: q.judges_with_data(s, q.family_ids(s, families)),
                                        "with ratings or verdicts").id
         engine.dispose()
     out: dict = {"score": [], "winrates": [], "notes": []}
