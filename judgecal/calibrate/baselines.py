@@ -97,6 +97,8 @@ class Fitted:
     per_response: bool = True
     _apply: object = field(default=None, repr=False)
     _pair: object = field(default=None, repr=False)
+    #: pair methods that read the answers' Markdown counts too (lc_glm_style: judgecal.calibrate.lc_style)
+    _pair_md: object = field(default=None, repr=False)
 
     def calibrate(self, score, length, density=None) -> np.ndarray | None:
         """Calibrated scores, shape (n,); None for pair-only methods (lc_glm)."""
@@ -105,8 +107,16 @@ class Fitted:
         return self._apply(np.asarray(score, dtype=float), np.asarray(length, dtype=float), density)
 
     def predict_pair(self, score_a, score_b, len_a, len_b, density_a=None, density_b=None,
-                     *, length_term: bool = True) -> np.ndarray:
-        """P(a preferred), shape (n,). Score methods: 1 / 0.5 / 0 from calibrated scores."""
+                     *, length_term: bool = True, md_a=None, md_b=None) -> np.ndarray:
+        """P(a preferred), shape (n,). Score methods: 1 / 0.5 / 0 from calibrated scores.
+        ``md_a``/``md_b`` (n, 3): the answers' Markdown counts, read by the methods that need them
+        (``lc_glm_style``; UsageError without them)."""
+        if self._pair_md is not None:
+            if md_a is None or md_b is None:
+                raise UsageError(f"{self.name} needs the answers' Markdown counts")
+            return self._pair_md(np.asarray(score_a, dtype=float), np.asarray(score_b, dtype=float),
+                                 np.asarray(len_a, dtype=float), np.asarray(len_b, dtype=float),
+                                 np.asarray(md_a, dtype=float), np.asarray(md_b, dtype=float))
         if self._pair is not None:
             return self._pair(np.asarray(score_a, dtype=float), np.asarray(score_b, dtype=float),
                               np.asarray(len_a, dtype=float), np.asarray(len_b, dtype=float),

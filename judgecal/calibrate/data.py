@@ -47,7 +47,9 @@ class PairData:
     """Expert-labelled pairs (a, b) of responses to the same item, shape (n,) each.
 
     ``outcome``: 1.0 = the expert prefers a, 0.0 = b, 0.5 = tie. ``density_a/_b``: optional
-    unique-token entropies in bits (for the density exemption).
+    unique-token entropies in bits (for the density exemption). ``md_a/_b``: optional Markdown
+    counts of each answer, shape (n, 3): headers, list items (ordered + unordered), bold spans
+    (docs/style.md; the ``lc_glm_style`` candidate's covariates).
     """
 
     item_ids: np.ndarray
@@ -58,6 +60,8 @@ class PairData:
     outcome: np.ndarray
     density_a: np.ndarray | None = field(default=None)
     density_b: np.ndarray | None = field(default=None)
+    md_a: np.ndarray | None = field(default=None)
+    md_b: np.ndarray | None = field(default=None)
 
     def __post_init__(self):
         sa = _float_array("score_a", self.score_a)
@@ -77,6 +81,14 @@ class PairData:
         for name in ("density_a", "density_b"):
             if getattr(self, name) is not None:
                 set_(self, name, _float_array(name, getattr(self, name), n))
+        if (self.md_a is None) != (self.md_b is None):
+            raise InputError("fields md_a, md_b: give both or neither")
+        for name in ("md_a", "md_b"):
+            if getattr(self, name) is not None:
+                counts = _float_array(name, getattr(self, name), 3 * n)
+                if np.any(counts < 0):
+                    raise InputError(f"field {name}: negative count at position {int(np.argmax(counts < 0)) // 3}")
+                set_(self, name, counts.reshape(n, 3))
 
     @property
     def n(self) -> int:
@@ -86,7 +98,8 @@ class PairData:
         """The pairs at integer positions ``idx`` (repeats allowed, e.g. for a bootstrap)."""
         opt = lambda a: None if a is None else a[idx]  # noqa: E731
         return PairData(self.item_ids[idx], self.score_a[idx], self.score_b[idx], self.len_a[idx],
-                        self.len_b[idx], self.outcome[idx], opt(self.density_a), opt(self.density_b))
+                        self.len_b[idx], self.outcome[idx], opt(self.density_a), opt(self.density_b),
+                        opt(self.md_a), opt(self.md_b))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ Candidates (in this order; ``unit`` ranges over the length units given, the fit'
 ``raw``; per unit: ``linear``, ``polylog`` with the fit's bounds (gamma in [0, G], the fit's p
 bounds), ``polylog`` with a tight gamma bound (gamma <= 1 x width; only when that is below G),
 ``polylog`` with wide p bounds [0.5, 2.0], ``polylog`` signed (gamma in [-G, G]; only when the
-fit is signed), ``lowess`` and (pairs only) ``lc_glm``. G is the fit's ``gamma_max`` (the user's
+fit is signed), ``lowess``, (pairs only) ``lc_glm`` and (pairs whose answers carry Markdown
+counts) ``lc_glm_style`` (:mod:`judgecal.calibrate.lc_style`: lc_glm plus Arena-Hard-Auto's
+header, list and bold densities). G is the fit's ``gamma_max`` (the user's
 ``--gamma-max``), else 10 x width: no candidate goes beyond the user's bound, and without
 ``--signed`` no candidate has gamma < 0. Each unit's L_ref is the median labelled length in that
 unit (the fit's own L_ref for its unit).
@@ -46,6 +48,7 @@ from judgecal.calibrate import metrics as M
 from judgecal.calibrate.baselines import FitContext, LcGlm, Linear, Lowess, PolyLog, Raw
 from judgecal.calibrate.data import PairData
 from judgecal.calibrate.fit import default_l_ref, map_expert_scale, scale_width
+from judgecal.calibrate.lc_style import LcGlmStyle
 from judgecal.calibrate.resample import item_codes, make_folds, percentile_ci, resample_counts
 from judgecal.errors import FitError
 
@@ -89,12 +92,17 @@ def candidates(variants: dict, unit: str, ctx: FitContext, kind: str) -> list[di
         if kind == "pairwise":
             out.append({"name": f"lc_glm[{u}]", "method": LcGlm(), "unit": u, "ctx": c,
                         "description": f"length-controlled GLM, {u}"})
+            if variants[u].md_a is not None:
+                out.append({"name": f"lc_glm_style[{u}]", "method": LcGlmStyle(), "unit": u, "ctx": c,
+                            "description": f"length- and style-controlled GLM (Arena-Hard-Auto's Markdown "
+                                           f"densities: headers, lists, bold), {u}"})
     return out
 
 
 def _predict(fitted, test, kind):
     if kind == "pairwise":
-        return fitted.predict_pair(test.score_a, test.score_b, test.len_a, test.len_b, test.density_a, test.density_b)
+        return fitted.predict_pair(test.score_a, test.score_b, test.len_a, test.len_b, test.density_a, test.density_b,
+                                   md_a=test.md_a, md_b=test.md_b)
     return fitted.calibrate(test.score, test.length, test.density)
 
 

@@ -177,8 +177,11 @@ def evaluate_transfer(
             t = recommended["target"]
             if t.n != d.n or not np.array_equal(np.asarray(t.item_ids).astype(str), np.asarray(d.item_ids).astype(str)):
                 rec_out["error"] = "the target's pairs differ between length units"
+            elif recommended["fitted"]._pair_md is not None and t.md_a is None:
+                rec_out["error"] = "the target's answers have no stored Markdown counts (run `judgecal db upgrade`)"
             else:
-                pred = recommended["fitted"].predict_pair(t.score_a, t.score_b, t.len_a, t.len_b, t.density_a, t.density_b)
+                pred = recommended["fitted"].predict_pair(t.score_a, t.score_b, t.len_a, t.len_b, t.density_a, t.density_b,
+                                                          md_a=t.md_a, md_b=t.md_b)
                 credit = M.agreement_credit(pred, 1.0 - pred, d.outcome)
                 diff = credit - credits["raw"]
                 rec_out.update(agreement=float(credit.mean()), agreement_ci=ci(credit), gain=float(diff.mean()),

@@ -44,6 +44,9 @@ class FamilyRows:
     family_of: dict[int, str] = field(default_factory=dict)
     model_of: dict[int, str] = field(default_factory=dict)
     text: dict[int, str] = field(default_factory=dict)
+    #: the answer's Markdown counts (headers, list items ordered + unordered, bold spans: docs/style.md);
+    #: None where a count is NULL (a row written by another client than judgecal after migration 0007)
+    md: dict[int, tuple[int, int, int] | None] = field(default_factory=dict)
     ratings: list[tuple[int, int, str, float | None]] = field(default_factory=list)
     pairs: list[tuple[str, int, int, float]] = field(default_factory=list)  # item, a, b, outcome
     points: list[tuple[str, int, float, float, float]] = field(default_factory=list)  # item, resp, score, min, max
@@ -102,12 +105,14 @@ def load_family(
                       summary=summary)
     fams = {family_id} | ({verbosity_family_id} if verbosity_family_id else set())
     base = (
-        select(m.Response.id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.TaskFamily.name)
+        select(m.Response.id, m.Item.prompt_sha256, m.Response.model, m.Response.text_sha256, m.TaskFamily.name,
+               m.Response.md_headers, m.Response.md_list_ordered, m.Response.md_list_unordered, m.Response.md_bold)
         .join(m.Item, m.Item.id == m.Response.item_id)
         .join(m.TaskFamily, m.TaskFamily.id == m.Item.task_family_id)
         .where(m.Item.task_family_id.in_(fams))
     )
-    for rid, item_sha, model, text_sha, fam in s.execute(base):
+    for rid, item_sha, model, text_sha, fam, h, lo, lu, b in s.execute(base):
+        rows.md[rid] = None if None in (h, lo, lu, b) else (int(h), int(lo) + int(lu), int(b))
         rows.item_of[rid] = item_sha
         rows.key_of[rid] = (item_sha, model, text_sha)
         rows.model_of[rid] = model

@@ -45,6 +45,15 @@ def left_out(info: dict, status_counts: dict[str, int]) -> dict[str, int]:
     return {k: int(v) for k, v in out.items() if v}
 
 
+def _markdown(rows: FamilyRows, kept: list) -> dict:
+    """{md_a, md_b} of the kept pairs (n, 3 Markdown counts each), or {} where an answer has no
+    stored counts (the ``lc_glm_style`` candidate is then not offered)."""
+    md = rows.md
+    if not md or any(md.get(p[1]) is None or md.get(p[2]) is None for p in kept):
+        return {}
+    return {"md_a": [md[p[1]] for p in kept], "md_b": [md[p[2]] for p in kept]}
+
+
 def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | None, PointData | None, VerbosityData | None, dict]:
     """Arrays for the calibrate layer from loaded rows; pairs/labels/verbosity pairs whose
     responses lack an ok rating are dropped and counted in the returned info dict."""
@@ -58,6 +67,7 @@ def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | N
             item_ids=[p[0] for p in kept], score_a=[sc[p[1]] for p in kept], score_b=[sc[p[2]] for p in kept],
             len_a=[ln[p[1]] for p in kept], len_b=[ln[p[2]] for p in kept], outcome=[p[3] for p in kept],
             density_a=[ent(p[1]) for p in kept] if ent else None, density_b=[ent(p[2]) for p in kept] if ent else None,
+            **_markdown(rows, kept),
         )
     pts = [p for p in rows.points if p[1] in sc]
     point = None
@@ -149,7 +159,7 @@ def evaluate_family(
     with session_scope(engine) as s:
         fam_id = q.family_id(s, family)
         fam = s.get(m.TaskFamily, fam_id)
-        jrow = q.judge_by_name(s, judge, q.judges_with_data(s, [fam_id]), f"with ratings or verdicts in {family}")
+        jrow = q.judge_by_name(s, judge, lambda: q.judges_with_data(s, [fam_id]), f"with ratings or verdicts in {family}")
         vfam_id = q.family_id(s, verbosity_family) if verbosity_family else None
         fixed_l_ref = l_ref if l_ref is not None else fam.l_ref
         ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
@@ -702,7 +712,7 @@ def _fit_query(family: str | None, judge: str | None, s):
         among = set(s.scalars(fitted))
         where = "with a calibration" + (f" of {family}" if family else "")
         if not among:  # no judge of the name has a calibration there: the one with data there is meant
-            among = q.judges_with_data(s, [fid] if fid is not None else None)
+            among = lambda: q.judges_with_data(s, [fid] if fid is not None else None)  # noqa: E731
             where = "with ratings or verdicts" + (f" in {family}" if family else "")
         jrow = q.judge_by_name(s, judge, among, where)
         stmt = stmt.where(m.Calibration.judge_id == jrow.id)
