@@ -146,6 +146,40 @@ def test_the_database_fills_the_key_and_pages_follow_it(db_url):
     stored = _stored(db_url)
     assert all(row[-1] == rating_content_key(*row[:-1]) for row in stored)
     assert sum(row[5] == 70 for row in stored) == sum(t[5] == 7 for t in expected)
+    # another client renames a family, a model, moves an answer, changes a judge key: the keys follow
+    # (a break-it run found a renamed family's ratings gone from its filter)
+    with session(db_url) as s:
+        s.execute(text("UPDATE task_family SET name = 'ZZ-renamed' WHERE name = 'Z'"))
+        s.execute(text("UPDATE response SET model = 'm-renamed' WHERE model = 'mé'"))
+        s.execute(text("UPDATE judge SET judge_key = :k WHERE name = 'J0'"), {"k": sha("judge0-new")})
+        s.execute(text("UPDATE item SET task_family_id = (SELECT id FROM task_family WHERE name = 'ab') "
+                       "WHERE prompt = 'a-0'"))
+    stored = _stored(db_url)
+    assert all(row[-1] == rating_content_key(*row[:-1]) for row in stored)
+    assert {row[0] for row in stored} == {"a", "a\x01", "ab", "a b", "é", "ZZ-renamed"}
+    with session(db_url) as s:
+        fid = s.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == "ZZ-renamed"))
+        rows, total = browse.rating_page(s, browse.RatingFilter(family_id=fid), limit=200, offset=0)
+    assert total == sum(t[0] == "Z" for t in expected) and {r["task_family"] for r in rows} == {"ZZ-renamed"}
+    assert sum(row[0] == "ab" for row in _stored(db_url)) == sum(t[0] in ("ab", "a") and (t[0] == "ab" or t[1] == sha("a-0"))
+                                                                 for t in expected)
+    assert _page_tuples(db_url, browse.RatingFilter()) == sorted(row[:-1] for row in _stored(db_url))
+
+
+@pytest.mark.postgres
+def test_the_key_does_not_depend_on_the_writer_s_search_path(pg_url):
+    engine = eng.create(pg_url)
+    migrate.upgrade(engine, "head")
+    engine.dispose()
+    _fill(pg_url, ["f"], ["m"], samples=(0,))
+    with session(pg_url) as s:  # a client whose search_path does not hold the tables (a break-it run: the insert failed)
+        s.execute(text("SET search_path = pg_catalog"))
+        s.execute(text("INSERT INTO public.rating (response_id, judge_id, sample_index, status, attempts, created_at) "
+                       "SELECT response_id, judge_id, 5, 'ok', 0, now() FROM public.rating LIMIT 1"))
+        s.execute(text("UPDATE public.task_family SET name = 'g'"))
+    stored = _stored(pg_url)
+    assert len(stored) == 5 and all(row[-1] == rating_content_key(*row[:-1]) for row in stored)
+    assert {row[0] for row in stored} == {"g"} and sorted(row[5] for row in stored) == [0, 0, 0, 0, 5]
 
 
 @pytest.mark.parametrize("db_url", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True)
@@ -169,3 +203,46 @@ def test_the_upgrade_fills_the_ratings_stored_before_it(db_url):
     stored = sorted(_stored(db_url))
     assert [row[-1] for row in stored] == [rating_content_key("f\x01", sha("p"), "mod", sha("t"), sha("j"), k)
                                            for k in (-3, 2)]
+
+
+def test_a_family_with_a_control_character_has_its_pages(tmp_path):
+    # an import accepts a family named "a\x01" (only its ends are trimmed); the pages refused it with 400
+    # "family holds a control character" while the overview linked to it (a break-it run)
+    from starlette.testclient import TestClient
+
+    from judgecal.web.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    engine = eng.create(url)
+    migrate.upgrade(engine, "head")
+    engine.dispose()
+    expected = _fill(url, ["a", "a\x01", "a\x01\x01x"], ["m"], samples=(0,))
+    c = TestClient(create_app(url, cache_mb=0))
+    for fam in ("a", "a\x01", "a\x01\x01x"):
+        r = c.get("/ratings", params={"family": fam, "per_page": 50})
+        assert r.status_code == 200, r.text[:300]
+        assert f"{sum(t[0] == fam for t in expected)} ratings" in r.text
+    assert c.get("/ratings", params={"family": "a\x00"}).status_code == 400  # NUL never
+
+
+def test_the_ratings_export_is_the_same_file_whatever_the_import_order(tmp_path, run_cli):
+    # it was in row-id order: two databases holding the same ratings, imported in two orders, exported two files
+    import json
+
+    rows = [{"task_family": fam, "prompt": f"q{i}", "model": mod, "response": f"{mod} answers q{i}", "judge": "J",
+             "scale_min": 1, "scale_max": 10, "sample_index": k, "score": (i + k) % 10 + 1}
+            for fam in ("f2", "f1") for i in range(4) for mod in ("mb", "ma") for k in (1, 0)]
+    files = []
+    for name, order in (("fwd", rows), ("rev", rows[::-1])):
+        src = tmp_path / f"{name}.jsonl"
+        src.write_text("".join(json.dumps(r) + "\n" for r in order), encoding="utf-8")
+        url = f"sqlite:///{tmp_path / (name + '.db')}"
+        r = run_cli("--database-url", url, "import", "jsonl", str(src), "--kind", "ratings", "--no-refresh")
+        assert r.exit_code == 0, r.stderr
+        out = tmp_path / f"{name}.out.jsonl"
+        r = run_cli("--database-url", url, "export", "ratings", str(out))
+        assert r.exit_code == 0, r.stderr
+        files.append(out.read_text(encoding="utf-8"))
+    assert files[0] == files[1]
+    got = [(json.loads(line)["task_family"], json.loads(line)["sample_index"]) for line in files[0].splitlines()]
+    assert len(got) == len(rows) and [f for f, _ in got] == sorted(f for f, _ in got)  # family by family

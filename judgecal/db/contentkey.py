@@ -14,7 +14,8 @@ digits each; the sample index is written as ``sample_index + 2**31`` in 10 decim
 32-bit integer, negative ones included, in numeric order). PostgreSQL stores the column with
 ``COLLATE "C"`` (byte order of UTF-8 = code-point order), SQLite compares it with BINARY.
 
-The database fills the column itself, whoever writes the rating (a trigger of migration 0008,
+The database fills the column itself, whoever writes the rating, and computes it again when
+another client renames a family or a model (triggers of migration 0008,
 ``migrations/versions/0008_rating_content_key.py``): :func:`rating_content_key` is the same
 definition in Python, which the tests hold the trigger's keys to on both dialects.
 """

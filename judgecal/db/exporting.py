@@ -89,7 +89,8 @@ def _judges(s: Session) -> dict[int, dict]:
 
 
 def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every finished rating (ok, unparsed, failed) with its judge's identity (model,
+    """Every finished rating (ok, unparsed, failed), in content order (``rating.content_key``:
+    the same file from the same data in every database, whatever the import order), with its judge's identity (model,
     endpoint, prompt name and SHA-256, parameters, scale), its expected score, its judgment
     distribution (None where none was read) and the call's provenance: attempts, latency_s,
     prompt_tokens, completion_tokens (as for verdicts)."""
@@ -98,7 +99,7 @@ def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional
     q = (select(*_item_cols(), R.model, R.text, T.judge_id, T.sample_index, T.status, T.score, T.expected_score,
                 T.distribution, T.raw_output, T.error, T.attempts, T.latency_s, T.prompt_tokens, T.completion_tokens)
          .select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id).join(T, T.response_id == R.id)
-         .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.id))
+         .where(T.status.in_(("ok", "unparsed", "failed"))).order_by(T.content_key))
     q = _scope(q, families, T.judge_id, judge_id)
     for (fam, prompt, ext, ref, model, text, jid, sample, status, score, expected, dist, raw, error, attempts, latency, pt,
          ct) in _stream(s, q):
