@@ -156,11 +156,26 @@ def test_a_choice_never_offers_a_family_that_does_not_exist(client, path):
     assert j.json() == {"error": "task family 'nosuch' does not exist (see `judgecal stats`)", "status": 404}
 
 
+def test_no_choice_of_baselines_or_pairs_for_what_does_not_exist(client):
+    # /winrates without a baseline answered an empty choice for an unknown family and dropped one beside a
+    # known family; /bt?baseline=nope offered 175 judge/family pairs whose links all ended on a 404
+    j = client.get("/winrates?family=nope&format=json")
+    assert j.status_code == 404 and j.json()["error"] == "task family 'nope' does not exist (see `judgecal stats`)"
+    r = client.get("/winrates?family=alpaca_eval&family=nope")
+    assert r.status_code == 404 and _message(r.text) == "task family 'nope' does not exist (see `judgecal stats`)"
+    r = client.get("/bt?baseline=nope")
+    assert r.status_code == 404 and _message(r.text) == "no answer of model 'nope' (the baseline) in the database"
+    ok = client.get("/winrates?family=alpaca_eval&format=json").json()
+    assert ok["options"] and all("family=alpaca_eval" in o["url"] for o in ok["options"])
+
+
 @pytest.mark.parametrize("url,status", [
     ("/winrates?baseline=nosuch&format=json", 404),
     ("/winrates?baseline=x&bootstrap=many&format=json", 400),
     ("/leaderboard?judge=GPT-4&calibration=99&format=json", 404),
     ("/bt?family=alpaca_eval&fresh=maybe&format=json", 400),
+    (f"/winrates?baseline={BASE}&length_unit=tokens&format=json", 400),  # the CLI's words came back in JSON
+    ("/publish?publish=sometimes&format=json", 400),
 ])
 def test_an_error_of_a_json_request_is_json(client, url, status):
     # errors of format=json requests came back as HTML pages
@@ -168,7 +183,10 @@ def test_an_error_of_a_json_request_is_json(client, url, status):
     assert r.status_code == status and r.headers["content-type"] == "application/json", r.text[:200]
     body = r.json()
     assert set(body) == {"error", "status"} and body["status"] == status and "\n" not in body["error"]
-    assert body["error"] and "<" not in body["error"]
+    import re
+
+    # URL parameters, not the CLI's options (a command to run, in backticks, keeps its options)
+    assert body["error"] and "<" not in body["error"] and " --" not in re.sub(r"`[^`]*`", "", body["error"])
     html = client.get(url.replace("&format=json", "").replace("?format=json", ""))
     assert html.status_code == status and _message(html.text) == body["error"]
 

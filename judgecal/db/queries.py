@@ -216,6 +216,17 @@ def family_id(session: Session, name: str, *, create: bool = False, l_ref: float
     return session.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == name))
 
 
+def families_exist(session: Session, families: Iterable[str]) -> None:
+    """Nothing when every named task family exists; else NotFoundError naming the missing ones
+    (in the order given)."""
+    given = list(dict.fromkeys(families))
+    known = set(session.scalars(select(m.TaskFamily.name).where(m.TaskFamily.name.in_(given)))) if given else set()
+    missing = [f for f in given if f not in known]
+    if missing:
+        raise NotFoundError(f"task famil{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))} "
+                            f"do{'es' if len(missing) == 1 else ''} not exist (see `judgecal stats`)")
+
+
 def one_family(session: Session, families: list[str], board: str) -> None:
     """Nothing when at most one family is given; else raises NotFoundError naming the families
     that do not exist (a choice must never link to a missing one), or
@@ -224,11 +235,7 @@ def one_family(session: Session, families: list[str], board: str) -> None:
     if len(families) <= 1:
         return
     given = list(dict.fromkeys(families))
-    known = set(session.scalars(select(m.TaskFamily.name).where(m.TaskFamily.name.in_(given))))
-    missing = [f for f in given if f not in known]
-    if missing:
-        raise NotFoundError(f"task famil{'y' if len(missing) == 1 else 'ies'} {', '.join(map(repr, missing))} "
-                            f"do{'es' if len(missing) == 1 else ''} not exist (see `judgecal stats`)")
+    families_exist(session, given)
     raise ChoiceError(f"{board} takes one --task-family at a time (given: {', '.join(given)})",
                       [{"label": f"task family {f}", "params": {"family": f}} for f in given])
 

@@ -225,11 +225,16 @@ def rating_index(url: str | None = None) -> browse.RatingIndex:
     return out
 
 
-def baselines(url: str | None = None) -> list[dict]:
-    """The models that win rates can be read against: :func:`judgecal.db.browse.baseline_models`."""
+def baselines(url: str | None = None, families=None) -> list[dict]:
+    """The models that win rates can be read against: :func:`judgecal.db.browse.baseline_models`
+    (of the task families ``families`` when given; NotFoundError naming one that does not exist)."""
     engine = get_engine(url)
     with session_scope(engine) as s:
+        if families:
+            q.families_exist(s, families)
         out = browse.baseline_models(s)
+        if families:
+            out = [b for b in out if b["task_family"] in families]
     engine.dispose()
     return out
 

@@ -85,8 +85,10 @@ class App(OverviewPage, LeaderboardPage, WinratesPage, BtPage, PublishPage, Cali
         request) the same line as ``{"error": ..., "status": ...}`` with the same status code."""
         titles = {400: "Bad request", 401: "Token required", 403: "Refused", 404: "Not found",
                   405: "Method not allowed", 500: "Error", 503: "Database unavailable"}
-        if as_json:
-            line = scrub(message.splitlines()[0] if message else titles.get(status, "error"))
+        if as_json:  # the words of the HTML page (URL parameters, not the CLI's options)
+            from judgecal.web.wording import for_web
+
+            line = for_web(scrub(message.splitlines()[0] if message else titles.get(status, "error")))
             return Response(json_text({"error": line, "status": status}) + "\n", status_code=status,
                             media_type="application/json")
         return self.render("error.html.j2", status_code=status, title=titles.get(status, "Error"), status=status, nav="",

@@ -9,6 +9,12 @@ import math
 from starlette.requests import Request
 
 MAX_BOOTSTRAP = 100000
+#: parameters that name a model or judge as stored: matched exactly, spaces around them kept (an
+#: import stores a model's name as given)
+EXACT_NAMES = ("model", "judge", "baseline")
+#: parameters that name something an import stored (a family's name is trimmed at import, its
+#: inside kept): the control characters an import accepted are allowed in them, NUL never
+STORED_NAMES = EXACT_NAMES + ("family",)
 
 
 class BadRequest(Exception):
@@ -38,15 +44,10 @@ class Params:
         vals = self.q.getlist(name)
         if len(vals) > 1:
             raise BadRequest(f"{name} is given {len(vals)} times: give it once")
-        stored_name = name in ("model", "judge")  # names stored as given: matched exactly
+        stored_name = name in EXACT_NAMES  # names stored as given: matched exactly
         v = (vals[0] if stored_name else vals[0].strip()) if vals else ""
         if not v.strip():
             return default
-        if stored_name:
-            if len(v) > max_len or "\x00" in v:
-                raise BadRequest(f"{name} is {len(v)} characters long: at most {max_len}" if len(v) > max_len
-                                 else f"{name} holds a control character (NUL)")
-            return v
         return self._check(name, v, max_len)
 
     def given(self, name: str) -> str | None:
@@ -56,7 +57,7 @@ class Params:
         vals = self.q.getlist(name)
         if not vals or not vals[0].strip():
             return None
-        return vals[0] if name in ("model", "judge") else vals[0].strip()
+        return vals[0] if name in EXACT_NAMES else vals[0].strip()
 
     def texts(self, name: str, max_n: int = 20, max_len: int = 500) -> list[str]:
         vals = [v.strip() for v in self.q.getlist(name) if v.strip()]
@@ -66,9 +67,14 @@ class Params:
 
     @staticmethod
     def _check(name: str, v: str, max_len: int) -> str:
+        """``v`` when it fits ``max_len``; a name stored by an import (:data:`STORED_NAMES`) may hold
+        the control characters the import accepted (not NUL), any other value none."""
         if len(v) > max_len:
             raise BadRequest(f"{name} is {len(v)} characters long: at most {max_len}")
-        if any(ord(c) < 32 for c in v):
+        if name in STORED_NAMES:
+            if "\x00" in v:
+                raise BadRequest(f"{name} holds a control character (NUL)")
+        elif any(ord(c) < 32 for c in v):
             raise BadRequest(f"{name} holds a control character")
         return v
 

@@ -34,8 +34,8 @@ class WinratesPage:
         if baseline is None:
             from judgecal.views.browse import baselines
 
-            found = [b for b in baselines(self.url)
-                     if (not families or b["task_family"] in families) and (judge is None or judge in (b["judge_ref"], b["judge"]))]
+            found = [b for b in baselines(self.url, families)  # a family that does not exist: 404 naming it
+                     if judge is None or judge in (b["judge_ref"], b["judge"])]
             return self.choose(p, title="Win rates", nav="winrates", path="/winrates", fmt_=fmt_,
                                heading="Win rates: choose a baseline", chosen=("baseline", "family", "judge"),
                                options=[(f"{b['model']} ({b['task_family']}, judge {b['judge']}, {b['verdicts']} verdicts)",
