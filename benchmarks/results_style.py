@@ -21,6 +21,8 @@ DASH = "-"
 CONTROLS = ("length", "markdown", "both")
 BOOTSTRAP, SEED = 200, 0
 LENGTH_UNIT = "words"
+#: the pointwise judges' comparison uses the fits' own unit (SmolLM2 tokens)
+POINTWISE_UNIT = "tokens"
 FOLDS = 5
 JUDGE = "weighted_alpaca_eval_gpt4_turbo"
 FAMILY = "alpaca_eval"
@@ -38,7 +40,7 @@ def collect(run, llmbar_repo_url: str, baseline: str, judges: list[str], log=sys
     """``run``: results.py's Runner on the database holding the AlpacaEval annotations and the
     gpt4_1106_preview pair files; ``llmbar_repo_url``: the database holding the LLMBar repository
     layout; ``judges``: the pairwise judges (name/protocol) of part (b)."""
-    from judgecal.views.styleoos import style_oos_entries
+    from judgecal.views.styleoos import pointwise_style_entries, style_oos_entries
 
     t0 = time.perf_counter()
     boards = {}
@@ -57,16 +59,21 @@ def collect(run, llmbar_repo_url: str, baseline: str, judges: list[str], log=sys
     oos = style_oos_entries(judges=judges, url=llmbar_repo_url, length_unit=LENGTH_UNIT, folds=FOLDS, seed=SEED,
                             n_bootstrap=BOOTSTRAP)
     t2 = time.perf_counter()
-    print(f"results: style control: AlpacaEval boards {t1 - t0:.1f} s, LLMBar out of sample {t2 - t1:.1f} s",
-          file=log, flush=True)
-    return {"boards": boards, "styles": styles, "oos": oos, "baseline": baseline, "commands": [
+    pointwise = pointwise_style_entries(url=run.url, length_unit=POINTWISE_UNIT, tokenizer="smollm2", folds=FOLDS,
+                                        seed=SEED, n_bootstrap=BOOTSTRAP)
+    t3 = time.perf_counter()
+    print(f"results: style control: AlpacaEval boards {t1 - t0:.1f} s, LLMBar out of sample {t2 - t1:.1f} s, "
+          f"pointwise judges {t3 - t2:.1f} s", file=log, flush=True)
+    return {"boards": boards, "styles": styles, "oos": oos, "pointwise": pointwise, "baseline": baseline, "commands": [
         "# style control (issue 34 item 5), first database:",
         f"judgecal bt --task-family {FAMILY} --judge {JUDGE} --baseline {baseline} --control <length|markdown|both> "
         f"--length-unit {LENGTH_UNIT} --bootstrap {BOOTSTRAP} --seed {SEED}",
         "judgecal stats",
         f"# second database, no command yet: judgecal.views.styleoos.style_oos_entries(judges=<the {len(judges)} "
         f"judge/protocols of the length-position section>, length_unit=\"{LENGTH_UNIT}\", folds={FOLDS}, seed={SEED}, "
-        f"n_bootstrap={BOOTSTRAP})"]}
+        f"n_bootstrap={BOOTSTRAP})",
+        f"# first database, no command yet: judgecal.views.styleoos.pointwise_style_entries(length_unit=\"{POINTWISE_UNIT}\", "
+        f"tokenizer=\"smollm2\", folds={FOLDS}, seed={SEED}, n_bootstrap={BOOTSTRAP})"]}
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -125,6 +132,57 @@ def render(res: dict | None, families: list[str], judges: list[str]) -> list[str
     L += _alpaca(res)
     L += _variants(res)
     L += _oos(res.get("oos") or [], families, judges, res["boards"])
+    L += _pointwise(res.get("pointwise") or [], families)
+    return L
+
+
+def _pointwise(entries: list[dict], families: list[str]) -> list[str]:
+    L = ["### LLMBar pointwise judges: does the style candidate beat length-only out of sample?", ""]
+    if not entries:
+        return L + ["Not collected.", ""]
+    fo = {f: i for i, f in enumerate(families)}
+    entries = sorted(entries, key=lambda e: (fo.get(e.get("task_family"), 99), e.get("judge") or ""))
+    L += ["The pointwise judges of the first table (GPT-4 and ChatGPT scoring each answer), on the pairs a fit uses. "
+          "**The measure** (`judgecal.calibrate.lc_style_oos`; docs/calibration.md, \"lc_glm_style\"): AlpacaEval "
+          "2.0's length-controlled GLM (`lc_glm`) and its style extension (`lc_glm_style`: the same GLM plus "
+          "Arena-Hard-Auto's standardised header, list and bold density differences) are each refitted on 4 of 5 "
+          "folds of items (the nested selection's outer folds) and predict the expert's choice on the fifth; the "
+          "figure is the out-of-sample expert agreement (ties half), the gain the paired difference with its 95% CI "
+          f"over item resamples ({BOOTSTRAP} resamples). Lengths in SmolLM2 {POINTWISE_UNIT}. The style "
+          "coefficients (log-odds per sd, fitted on every pair) say how the judge's score and the expert's choice "
+          "part ways on each feature: negative means the judge rewards it more than the experts do. "
+          "`lc_glm_style` is also a candidate of every pointwise fit's nested selection (the first table's "
+          "\"recommended\" column).", ""]
+    rows, beats, worse = [], [], []
+    for e in entries:
+        fam = (e.get("task_family") or DASH).split("/", 1)[-1]
+        fig = {k: (e.get(k) or {}).get("figure") for k in ("raw", "lc_glm", "lc_glm_style")}
+        fit = e.get("fit") or {}
+        gam = fit.get("gamma") or {}
+        coefs = ", ".join(f"{k} {fmt(v, sign=True, digits=2)}" + (" (at bound)" if k in (fit.get("at_bound") or []) else "")
+                          for k, v in gam.items()) or DASH
+        if fit.get("left_out"):
+            coefs += "; left out (constant): " + ", ".join(fit["left_out"])
+        verdict = e.get("verdict") or DASH
+        if verdict == "style beats length-only":
+            beats.append(f"{fam} / {e.get('judge')}")
+        elif verdict == "worse than length-only":
+            worse.append(f"{fam} / {e.get('judge')}")
+        rows.append([fam, e.get("judge", DASH), e.get("n_pairs", DASH),
+                     " / ".join(fmt(fig[k]) for k in ("raw", "lc_glm", "lc_glm_style")),
+                     DASH if e.get("gain") is None else fmt(100 * e["gain"], [100 * x for x in e["gain_ci"]] if e.get(
+                         "gain_ci") else None, digits=1, sign=True), coefs, verdict])
+    L += table(["set", "judge", "pairs", "agreement out of sample: raw / lc_glm / lc_glm_style",
+                "style over length-only (points)", "style coefficients (log-odds per sd)", "verdict"], rows,
+               right={2, 3, 4})
+    L.append("")
+    L.append(f"- **Answer:** the style candidate beats length-only out of sample in {len(beats)} of {len(entries)} "
+             "judge/set cells" + (f" ({listing(beats)})" if beats else "") + "; worse (CI below zero) in "
+             f"{len(worse)}" + (f" ({listing(worse)})" if worse else "") + ". "
+             + ("Keep length-only for LLMBar's pointwise judges: " if len(beats) <= len(entries) / 10 else "")
+             + "LLMBar's answers carry little Markdown (the counts in the section above), so the extra "
+               "coefficients have little to learn from.")
+    L.append("")
     return L
 
 

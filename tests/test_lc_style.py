@@ -11,6 +11,7 @@ from scipy.special import expit, log_expit
 from judgecal.calibrate.baselines import FitContext
 from judgecal.calibrate.data import PairData
 from judgecal.calibrate.lc_style import LcGlmStyle, markdown_columns
+from judgecal.calibrate.resample import item_codes
 from judgecal.calibrate.select import candidates, nested_selection
 from judgecal.errors import FitError, InputError, UsageError
 
@@ -101,3 +102,44 @@ def test_the_selection_recommends_it_only_on_out_of_sample_evidence():
     fair = nested_selection({"chars": _pairs(500, 5, 0.0)}, "chars", CTX, kind="pairwise", n_bootstrap=300)
     assert fair["recommended"] != "lc_glm_style[chars]"  # no style bias: nothing to correct, no gain to show
     assert "lc_glm_style[chars]" in fair["candidates"]
+
+
+def test_llmbar_pointwise_judges_keep_length_only(tmp_path, data_dir, run_cli):
+    """Real data: LLMBar Natural's GPT-4 and ChatGPT scores; the raw figure is the judges' known
+    agreement on the set's 100 labelled pairs (docs/results.md), the style candidate does not beat lc_glm."""
+    from judgecal.views.styleoos import pointwise_style_entries
+
+    url = f"sqlite:///{tmp_path / 'n.db'}"
+    r = run_cli("--database-url", url, "import", "llmbar", str(data_dir / "llmbar" / "Natural"), "--no-refresh")
+    assert r.exit_code == 0, r.stderr
+    got = {e["judge"]: e for e in pointwise_style_entries(url=url, length_unit="words", n_bootstrap=200)}
+    assert sorted(got) == ["ChatGPT", "GPT-4"]
+    assert got["GPT-4"]["raw"]["figure"] == pytest.approx(0.92) and got["ChatGPT"]["raw"]["figure"] == pytest.approx(0.685)
+    for e in got.values():
+        assert e["task_family"] == "llmbar/Natural" and e["n_pairs"] == 100 and e["folds"] == 5 and not e["errors"]
+        assert e["verdict"] == "keep length-only" and e["gain_ci"][0] < 0 < e["gain_ci"][1]
+        assert set(e["fit"]["gamma"]) <= {"headers", "lists", "bold"} and e["fit"]["theta"] > 0
+    with pytest.raises(Exception, match="no pointwise ratings of expert-labelled pairs by judges nobody"):
+        pointwise_style_entries(url=url, judges=["nobody"], length_unit="words")
+
+
+def test_the_style_candidate_stands_only_where_it_beats_lc_glm_out_of_sample():
+    # on LLMBar Adversarial_Neighbor the inner choice on all the data picked lc_glm_style (0.932 out of sample)
+    # over lc_glm (0.944): more coefficients must earn their place, so the simpler one stands in
+    from judgecal.calibrate.resample import make_folds
+    from judgecal.calibrate.select import _simpler_unless_better
+
+    for seed, bias, kept in ((4, 1.2, True), (6, 0.0, False)):
+        d = _pairs(500, seed, bias)
+        cands = candidates({"chars": d}, "chars", CTX, "pairwise")
+        style = next(c for c in cands if c["name"] == "lc_glm_style[chars]")
+        assert style["extends"] == "lc_glm[chars]"
+        codes, n_items = item_codes(d.item_ids)
+        outer, k = make_folds(d.item_ids, 5, 3)
+        chosen, ext = _simpler_unless_better(style, cands, {"chars": d}, d, outer, k, "pairwise", None, codes, n_items,
+                                             300, 5)
+        assert ext["kept"] is kept and chosen["name"] == ("lc_glm_style[chars]" if kept else "lc_glm[chars]")
+        assert (ext["gain_ci"][0] > 0) is kept
+    plain = next(c for c in cands if c["name"] == "polylog[chars]")
+    assert _simpler_unless_better(plain, cands, {"chars": d}, d, outer, k, "pairwise", None, codes, n_items, 300,
+                                  5) == (plain, None)

@@ -94,6 +94,7 @@ def candidates(variants: dict, unit: str, ctx: FitContext, kind: str) -> list[di
                         "description": f"length-controlled GLM, {u}"})
             if variants[u].md_a is not None:
                 out.append({"name": f"lc_glm_style[{u}]", "method": LcGlmStyle(), "unit": u, "ctx": c,
+                            "extends": f"lc_glm[{u}]",
                             "description": f"length- and style-controlled GLM (Arena-Hard-Auto's Markdown "
                                            f"densities: headers, lists, bold), {u}"})
     return out
@@ -173,6 +174,31 @@ def _figure_ci(pred_by_name: dict, data, kind, target, codes, n_items, n_bootstr
     return out
 
 
+def _simpler_unless_better(cand, cands, variants, main, outer, k, kind, target, codes, n_items, n_bootstrap,
+                           seed) -> tuple[dict, dict | None]:
+    """(the candidate to weigh against raw, what was decided about an extension or None).
+
+    A candidate that extends a simpler one (``extends``: ``lc_glm_style[u]`` adds style
+    covariates to ``lc_glm[u]``) stands only where its own out-of-sample figure beats the simpler
+    one's on the same outer folds, paired 95% CI above zero (the item resamples of the decision,
+    ``seed``); otherwise the simpler candidate is weighed against raw in its place: the inner
+    choice on all the data is optimistic, and more coefficients must earn their place out of
+    sample. Returns {"name", "over", "gain", "gain_ci", "kept"} for such a candidate."""
+    base_name = cand.get("extends")
+    base = next((c for c in cands if c["name"] == base_name), None) if base_name else None
+    if base is None:
+        return cand, None
+    try:
+        own = _oof(cand, variants[cand["unit"]], outer, k, kind)
+        simpler = _oof(base, variants[base["unit"]], outer, k, kind)
+    except FitError:
+        return base, {"name": cand["name"], "over": base_name, "gain": None, "gain_ci": None, "kept": False}
+    ext = _figure_ci({"raw": simpler, "ext": own}, main, kind, target, codes, n_items, n_bootstrap, seed)["ext"]
+    kept = _ci_above_zero(ext["gain_ci"])
+    return (cand if kept else base), {"name": cand["name"], "over": base_name, "gain": ext["gain"],
+                                      "gain_ci": ext["gain_ci"], "kept": kept}
+
+
 def _ci_above_zero(ci) -> bool:
     return ci is not None and ci[0] is not None and ci[0] > 0
 
@@ -236,6 +262,8 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
     all_idx = np.arange(main.n)
     best, figs = _inner_choice(cands, variants, all_idx, folds, seed + 4, kind, target)
     cand = cands[best]
+    cand, extension = _simpler_unless_better(cand, cands, variants, main, outer, k, kind, target, codes, n_items,
+                                             n_bootstrap, seed + 5)
     own = None
     try:  # the candidate's own out-of-sample predictions on the outer folds
         own = _oof(cand, variants[cand["unit"]], outer, k, kind)
@@ -284,6 +312,9 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
         decision, reason = "calibrate", (f"out-of-sample gain over raw {_fmt_gain(cown['gain'], cown['gain_ci'], kind)} "
                                          f"(paired 95% CI above zero; "
                                          f"chosen in {n_chosen} of {k} outer folds)")
+    if extension is not None and not extension["kept"]:
+        reason += (f"; the inner choice {extension['name']} does not beat the simpler {extension['over']} out of "
+                   f"sample ({_fmt_gain(extension['gain'], extension['gain_ci'], kind)}), which stands in for it")
     rec = cand if decision == "calibrate" else cands[0]
     rec_fig = cown if decision == "calibrate" else raw
     out = {"metric": metric, "units": sorted(variants, key=lambda u: u != unit), "folds": k,
@@ -300,7 +331,7 @@ def nested_selection(variants: dict, unit: str, ctx: FitContext, *, kind: str, f
            "candidate_gain": None if cown is None else cown["gain"],
            "candidate_gain_ci": None if cown is None else cown["gain_ci"],
            "candidate_chosen_in": n_chosen,
-           "candidate_theta": theta, "reverses_judge": reverses,
+           "candidate_theta": theta, "reverses_judge": reverses, "extension": extension,
            "procedure": proc["figure"], "procedure_ci": proc["ci"], "procedure_gain": proc["gain"],
            "procedure_gain_ci": proc["gain_ci"], "raw": raw["figure"], "raw_ci": raw["ci"],
            "recommended_cv": figs[cand["name"]], "chosen_in_outer_folds": chosen,

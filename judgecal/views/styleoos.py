@@ -100,3 +100,58 @@ def style_oos_entries(families=None, judges=None, url: str | None = None, *, len
         raise NotFoundError("no pairwise verdicts on expert-labelled pairs" + (
             f" for judges {', '.join(judges)}" if judges else "") + (f" in {', '.join(families)}" if families else ""))
     return out
+
+
+def pointwise_style_entries(families=None, judges=None, url: str | None = None, *, length_unit: str = "tokens",
+                            tokenizer: str = "smollm2", folds: int = 5, seed: int = 0,
+                            n_bootstrap: int = 200) -> list[dict]:
+    """One dict per (task family, pointwise judge) with ratings on expert-labelled pairs, by name
+    (``families``/``judges``: only these names; None: all): {task_family, judge, length_unit,
+    **:func:`judgecal.calibrate.lc_style_oos.style_over_length`} on the pairs whose two answers
+    the judge rated (the pairs a fit uses), lengths in ``length_unit`` (token lengths missing
+    under ``tokenizer`` are computed and stored first, as ``judgecal fit`` does). The judge's
+    scale bounds the fits; L_ref is the median length. Raises NotFoundError when nothing
+    matches."""
+    from sqlalchemy import select
+
+    from judgecal.calibrate.baselines import FitContext
+    from judgecal.calibrate.fit import default_l_ref
+    from judgecal.calibrate.lc_style_oos import style_over_length
+    from judgecal.tokens import canonical_name
+    from judgecal.views.fitting import _load_inputs
+
+    tok = canonical_name(tokenizer) if length_unit == "tokens" else None
+    engine = get_engine(url)
+    out = []
+    try:
+        with session_scope(engine) as s:
+            labels = q.judge_labels(s)
+            fams = sorted(s.execute(select(m.TaskFamily.id, m.TaskFamily.name)).all(), key=lambda r: r[1])
+            scopes = []
+            for fid, fname in fams:
+                if families is not None and fname not in families:
+                    continue
+                if not s.scalar(select(m.ExpertLabel.id).join(m.Response, m.Response.id == m.ExpertLabel.response_a_id)
+                                .join(m.Item, m.Item.id == m.Response.item_id)
+                                .where(m.Item.task_family_id == fid, m.ExpertLabel.kind == "pairwise").limit(1)):
+                    continue
+                rated = s.scalars(select(m.Rating.judge_id).distinct()
+                                  .join(m.Response, m.Response.id == m.Rating.response_id)
+                                  .join(m.Item, m.Item.id == m.Response.item_id).where(m.Item.task_family_id == fid))
+                for jrow in sorted((s.get(m.Judge, jid) for jid in rated), key=lambda j: (labels[j.id], j.id)):
+                    if judges is None or labels[jrow.id] in judges:
+                        scopes.append((fid, fname, jrow.id, labels[jrow.id], (jrow.scale_min, jrow.scale_max)))
+        for fid, fname, jid, label, scale in scopes:
+            _, pair, _, _, _ = _load_inputs(engine, fid, jid, length_unit=length_unit, tokenizer=tok, density=False,
+                                            verbosity_family_id=None, url=url)
+            if pair is None:
+                continue
+            ctx = FitContext(l_ref=default_l_ref(pair.len_a, pair.len_b), scale=scale)
+            out.append({"task_family": fname, "judge": label, "length_unit": length_unit,
+                        **style_over_length(pair, ctx, folds=folds, seed=seed, n_bootstrap=n_bootstrap)})
+    finally:
+        engine.dispose()
+    if not out:
+        raise NotFoundError("no pointwise ratings of expert-labelled pairs" + (
+            f" by judges {', '.join(judges)}" if judges else "") + (f" in {', '.join(families)}" if families else ""))
+    return out
