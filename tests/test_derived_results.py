@@ -36,7 +36,8 @@ PAGES = ["/", "/leaderboard?judge=id%3A2", "/leaderboard?judge=id%3A2&format=jso
          f"/winrates?baseline={BASE}", f"/winrates?baseline={BASE}&format=json", f"/winrates?baseline={BASE}&joint=1",
          f"/publish?baseline={BASE}", f"/publish?baseline={BASE}&format=json",
          f"/audit?family=alpaca_eval&judge={AE_JUDGE}", f"/audit?family=alpaca_eval&judge={AE_JUDGE}&format=json",
-         f"/audit?family=alpaca_eval&judge={AE_JUDGE}&model=claude-2&filter=won_longer&format=json"]
+         f"/audit?family=alpaca_eval&judge={AE_JUDGE}&model=claude-2&filter=won_longer&format=json",
+         f"/bt?judge={AE_JUDGE}", f"/bt?judge={AE_JUDGE}&format=json"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     try:
         pages = App(ro, url)
         handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/calibration": pages.calibration, "/judge": pages.judge, "/winrates": pages.winrates,
-                    "/publish": pages.publish, "/audit": pages.audit}
+                    "/publish": pages.publish, "/audit": pages.audit, "/bt": pages.bt}
         from judgecal.web.app import page_key
         from urllib.parse import parse_qsl, urlsplit
 
@@ -86,7 +87,7 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
         eng.unpin_engine(ro)
     kinds = {kind for kind, _ in records.values()}
     assert kinds == {"overview", "score_board", "report_entries", "pairwise_summary", "report_plots", "judge_profile", "winrate_board",
-                     "audit_index"}
+                     "audit_index", "bt_board"}
     # each stored value decodes to the value computed, value for value (types, NaN, arrays, tuples)
     for key, (kind, value) in records.items():
         assert derived.encode(derived.decode(value)) == value, kind
@@ -103,6 +104,11 @@ def test_stored_results_equal_fresh_ones_on_the_team_fixture(team_copy):
     assert derived.same(collect_pairwise(None, None, url), collect_pairwise.compute(None, None, url))
     assert derived.same(judge_profile("GPT-4/Vanilla", url), judge_profile.compute("GPT-4/Vanilla", url))
     assert derived.same(build_winrate_board(BASE, [], None, url), build_winrate_board.compute(BASE, [], None, url))
+    from judgecal.views.btboard import build_bt_board
+
+    bt_args = dict(n_bootstrap=20, control="both", length_unit="chars")
+    assert derived.same(build_bt_board([], AE_JUDGE, None, url, **bt_args), build_bt_board.compute([], AE_JUDGE, None, url,
+                                                                                                  **bt_args))
     from judgecal.views.browse import overview
     from judgecal.views.leaderboard import build_leaderboard
 

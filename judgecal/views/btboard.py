@@ -21,6 +21,7 @@ from judgecal.db import guarddata
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.browse import judge_ref
+from judgecal.db.derived import stored
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.errors import ChoiceError, NotFoundError, UsageError
 
@@ -97,6 +98,7 @@ def _baseline(data: bq.Battles, baseline: str | None, any_baseline: bool = False
                        for n in offered])
 
 
+@stored("bt_board")
 def build_bt_board(families=None, judge: str | None = None, baseline: str | None = None, url: str | None = None, *,
                    outcome: str = "preference", n_bootstrap: int = 1000, seed: int = 0, control: str = "none",
                    length_unit: str = "tokens", tokenizer: str = "smollm2", any_baseline: bool = False) -> dict:

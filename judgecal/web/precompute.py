@@ -4,8 +4,9 @@ and the CLI read it back while the data has not changed.
 
 The pages computed are those ``judgecal serve --warm`` computes first (the entry pages, each
 judge's score board, each stored baseline's win rates, the calibrations' reports, publish and
-judge pages, the audits: :func:`judgecal.web.app._seeds`, uncapped), plus every judge's page, each baseline's win
-rates with ``joint=1`` and its publish board, each calibration's report and every audit (of
+judge pages, the audits: :func:`judgecal.web.app._seeds`, uncapped), plus every judge's page and
+Bradley-Terry board (the overview's link), each baseline's win
+rates with ``joint=1``, its publish board and its Bradley-Terry board, each calibration's report and every audit (of
 each task family and judge); every stored function they call (:func:`judgecal.db.derived.stored`:
 the report's pairwise-judge summary and plots, a judge's profile, a win-rate board, an audit's
 pair index) records its result, and the results are written in one
@@ -24,8 +25,13 @@ def refresh_keys(ro_url: str) -> list[tuple]:
     from judgecal.web.app import _seeds, page_key
 
     keys = list(_seeds(ro_url, cap=10**6, audit_cap=10**6, calibration_cap=10**6))
-    keys += [page_key("/judge", [("judge", j["ref"])]) for j in choices(ro_url)["judges"]]
+    judges = choices(ro_url)["judges"]
+    keys += [page_key("/judge", [("judge", j["ref"])]) for j in judges]
+    # the Bradley-Terry board each judge with verdicts links to from the overview (a choice where its
+    # verdicts span several families: computed at once), and the one each win-rate board links to
+    keys += [page_key("/bt", [("judge", j["ref"])]) for j in judges if j.get("verdicts")]
     for b in baselines(ro_url):
+        keys.append(page_key("/bt", [("baseline", b["model"]), ("family", b["task_family"]), ("judge", b["judge_ref"])]))
         keys.append(page_key("/winrates", [("baseline", b["model"])]))
         keys.append(page_key("/winrates", [("baseline", b["model"]), ("joint", "1")]))
         keys.append(page_key("/publish", [("baseline", b["model"])]))
