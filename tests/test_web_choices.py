@@ -164,7 +164,8 @@ def test_no_choice_of_baselines_or_pairs_for_what_does_not_exist(client):
     r = client.get("/winrates?family=alpaca_eval&family=nope")
     assert r.status_code == 404 and _message(r.text) == "task family 'nope' does not exist (see `judgecal stats`)"
     r = client.get("/bt?baseline=nope")
-    assert r.status_code == 404 and _message(r.text) == "no answer of model 'nope' (the baseline) in the database"
+    assert r.status_code == 404 and _message(r.text) == ("baseline 'nope' has no usable verdict here: no answer of "
+                                                         "that model in the database")
     ok = client.get("/winrates?family=alpaca_eval&format=json").json()
     assert ok["options"] and all("family=alpaca_eval" in o["url"] for o in ok["options"])
 

@@ -144,7 +144,8 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
         with session_scope(engine) as s:
             if baseline is not None and s.scalar(select(m.Response.id).where(m.Response.model == baseline).limit(1)) is None:
                 # before any choice of judge or family: a choice whose every link ends on this error is a dead end
-                raise NotFoundError(f"no answer of model {baseline!r} (the baseline) in the database")
+                raise NotFoundError(f"baseline {baseline!r} has no usable verdict here: no answer of that model "
+                                    "in the database")
             jrow, fid, fam, note = pick_scope(s, list(families or []), judge)
             data = bq.battles(s, fid, jrow.id)
             judge_label = q.judge_labels(s)[jrow.id]
