@@ -96,9 +96,14 @@ def style_oos_entries(families=None, judges=None, url: str | None = None, *, len
                     out.append(entry)
     finally:
         engine.dispose()
+    return _found(out, "no pairwise verdicts on expert-labelled pairs", "for", judges, families)
+
+
+def _found(out: list[dict], nothing: str, by: str, judges, families) -> list[dict]:
+    """``out``, or NotFoundError ``nothing`` naming the judges and families asked for."""
     if not out:
-        raise NotFoundError("no pairwise verdicts on expert-labelled pairs" + (
-            f" for judges {', '.join(judges)}" if judges else "") + (f" in {', '.join(families)}" if families else ""))
+        raise NotFoundError(nothing + (f" {by} judges {', '.join(judges)}" if judges else "")
+                            + (f" in {', '.join(families)}" if families else ""))
     return out
 
 
@@ -151,7 +156,4 @@ def pointwise_style_entries(families=None, judges=None, url: str | None = None, 
                         **style_over_length(pair, ctx, folds=folds, seed=seed, n_bootstrap=n_bootstrap)})
     finally:
         engine.dispose()
-    if not out:
-        raise NotFoundError("no pointwise ratings of expert-labelled pairs" + (
-            f" by judges {', '.join(judges)}" if judges else "") + (f" in {', '.join(families)}" if families else ""))
-    return out
+    return _found(out, "no pointwise ratings of expert-labelled pairs", "by", judges, families)
