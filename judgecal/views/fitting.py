@@ -9,114 +9,29 @@ from collections.abc import Callable
 import warnings
 
 import numpy as np
-from sqlalchemy import select
 
 from judgecal.db.models import iso_utc
 from judgecal import __version__
 from judgecal.progress import no_step
-from judgecal.calibrate.data import PairData, PointData, VerbosityData
+from judgecal.calibrate.data import PairData
 from judgecal.calibrate.evaluate import evaluate_pairwise, evaluate_pointwise, evaluate_verbosity_only
-from judgecal.calibrate.penalty import token_entropy
 from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.engine import get_engine, session_scope
 from judgecal.calibrate.fingerprint import fingerprint
-from judgecal.db.fitdata import FamilyRows, fingerprint_records, load_family
+from judgecal.db.fitdata import FamilyRows, fingerprint_records
 from judgecal.db.guarddata import answer_keys
 from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message
 from judgecal.errors import FitError, UsageError
+from judgecal.views.fitinputs import (  # noqa: F401 (re-exported)
+    _load_inputs,
+    default_select_units,
+    family_inputs,
+    left_out,
+)
 
 LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
 MAX_STORED_POINTS = 5000
-
-
-def left_out(info: dict, status_counts: dict[str, int]) -> dict[str, int]:
-    """{reason: count} of the rows a fit could not use: expert pairs, pointwise labels and
-    verbosity pairs whose answers lack an ok rating by the judge, and the judge's unparsed,
-    failed or unfinished ratings (each reason only when its count is > 0)."""
-    out = {
-        "expert-labelled pairs without an ok rating of both answers": info.get("pairs_total", 0) - info.get("pairs_used", 0),
-        "pointwise expert labels without an ok rating": info.get("points_total", 0) - info.get("points_used", 0),
-        "verbosity pairs without an ok rating of both answers": info.get("verbosity_total", 0) - info.get("verbosity_used", 0),
-        "ratings unparsed (no score could be read)": status_counts.get("unparsed", 0),
-        "ratings failed (the call failed after its retries)": status_counts.get("failed", 0),
-        "ratings not finished (pending or running)": status_counts.get("pending", 0) + status_counts.get("running", 0),
-    }
-    return {k: int(v) for k, v in out.items() if v}
-
-
-def _markdown(rows: FamilyRows, kept: list) -> dict:
-    """{md_a, md_b} of the kept pairs (n, 3 Markdown counts each), or {} where an answer has no
-    stored counts (the ``lc_glm_style`` candidate is then not offered)."""
-    md = rows.md
-    if not md or any(md.get(p[1]) is None or md.get(p[2]) is None for p in kept):
-        return {}
-    return {"md_a": [md[p[1]] for p in kept], "md_b": [md[p[2]] for p in kept]}
-
-
-def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | None, PointData | None, VerbosityData | None, dict]:
-    """Arrays for the calibrate layer from loaded rows; pairs/labels/verbosity pairs whose
-    responses lack an ok rating are dropped and counted in the returned info dict."""
-    sc, ln = rows.score, rows.length
-    ent = (lambda r: token_entropy(rows.text[r])) if density else None
-    info = {"pairs_total": len(rows.pairs), "points_total": len(rows.points), "verbosity_total": len(rows.verbosity)}
-    kept = [p for p in rows.pairs if p[1] in sc and p[2] in sc]
-    pair = None
-    if kept:
-        pair = PairData(
-            item_ids=[p[0] for p in kept], score_a=[sc[p[1]] for p in kept], score_b=[sc[p[2]] for p in kept],
-            len_a=[ln[p[1]] for p in kept], len_b=[ln[p[2]] for p in kept], outcome=[p[3] for p in kept],
-            density_a=[ent(p[1]) for p in kept] if ent else None, density_b=[ent(p[2]) for p in kept] if ent else None,
-            **_markdown(rows, kept),
-        )
-    pts = [p for p in rows.points if p[1] in sc]
-    point = None
-    expert_scales = {(p[3], p[4]) for p in pts}
-    if len(expert_scales) > 1:
-        raise FitError(f"pointwise expert labels use several scales {sorted(expert_scales)}: import them on one scale")
-    if pts:
-        point = PointData(item_ids=[p[0] for p in pts], score=[sc[p[1]] for p in pts], length=[ln[p[1]] for p in pts],
-                          expert=[p[2] for p in pts], density=[ent(p[1]) for p in pts] if ent else None)
-        info["expert_scale"] = list(next(iter(expert_scales)))
-    vk = [v for v in rows.verbosity if v[0] in sc and v[1] in sc]
-    verb = None
-    if vk:
-        verb = VerbosityData(
-            score_concise=[sc[v[0]] for v in vk], score_verbose=[sc[v[1]] for v in vk],
-            len_concise=[ln[v[0]] for v in vk], len_verbose=[ln[v[1]] for v in vk],
-            density_concise=[ent(v[0]) for v in vk] if ent else None,
-            density_verbose=[ent(v[1]) for v in vk] if ent else None,
-        )
-    info.update(pairs_used=len(kept), points_used=len(pts), verbosity_used=len(vk))
-    return pair, point, verb, info
-
-
-def _load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url,
-                 summary="greedy", risk_k=1.0, with_summaries=False):
-    """(rows, pair, point, verbosity, info) of one family in one length unit; token lengths
-    missing under ``tokenizer`` are computed and stored first (never silently left out).
-    ``summary``/``risk_k``/``with_summaries``: as :func:`judgecal.db.fitdata.load_family`."""
-    load = dict(length_unit=length_unit, tokenizer=tokenizer, with_text=density, verbosity_family_id=verbosity_family_id,
-                summary=summary, risk_k=risk_k, with_summaries=with_summaries)
-    with session_scope(engine) as s:
-        rows = load_family(s, fam_id, judge_id, **load)
-    if rows.missing_lengths and length_unit == "tokens":
-        from judgecal.tokens import fill_lengths
-
-        fill_lengths(tokenizer, url, response_ids=rows.missing_lengths)
-        with session_scope(engine) as s:
-            rows = load_family(s, fam_id, judge_id, **load)
-    if rows.missing_lengths:
-        raise FitError(f"{len(rows.missing_lengths)} rated responses have no length in {length_unit}"
-                       f"{' (' + tokenizer + ')' if tokenizer else ''}: run `judgecal lengths`")
-    pair, point, verb, info = family_inputs(rows, density)
-    return rows, pair, point, verb, info
-
-
-def default_select_units(length_unit: str) -> list[str]:
-    """Length units tried by the nested selection: the fit's own, plus words (chars when the fit
-    is in words)."""
-    return [length_unit, "chars" if length_unit == "words" else "words"]
 
 
 def evaluate_family(
@@ -655,127 +570,12 @@ def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: in
     return out
 
 
-def staleness(chosen: list[tuple], url: str | None = None) -> dict[int, bool | None]:
-    """{calibration id: stale} of calibrations (as :func:`load_calibrations` returns them):
-    True when the ratings, labels, lengths or verbosity pairs the calibration was fitted on
-    (its ``data["fingerprint"]``) have changed since, False when they are the same, None when
-    the calibration predates fingerprints (freshness unknown). The data are read again exactly
-    as the fit read them (family, judge, length unit and tokenizer, verbosity family); token
-    lengths are never computed here (one missing since the fit is a change)."""
-    out: dict[int, bool | None] = {}
-    todo = [(row, fam) for row, fam, _ in chosen if row.id not in out]
-    if not todo:
-        return out
-    engine = get_engine(url)
-    with session_scope(engine) as s:
-        for row, fam in todo:
-            data = row.data or {}
-            stored = data.get("fingerprint")
-            if not stored:
-                out[row.id] = None
-                continue
-            vname = data.get("verbosity_family") or fam
-            vfam_id = None
-            if vname != fam:
-                vfam_id = s.scalar(select(m.TaskFamily.id).where(m.TaskFamily.name == vname))
-                if vfam_id is None:  # the verbosity family is gone: the data changed
-                    out[row.id] = True
-                    continue
-            fs, fk = fitted_summary(row)
-            rows = load_family(s, row.task_family_id, row.judge_id, length_unit=row.length_unit,
-                               tokenizer=row.tokenizer, verbosity_family_id=vfam_id, summary=fs, risk_k=fk)
-            out[row.id] = fingerprint(fingerprint_records(rows)) != stored
-    engine.dispose()
-    return out
-
-
-STALE_TEXT = ("stale: the ratings, labels or lengths this calibration was fitted on have changed since "
-              "(refit with judgecal fit)")
-UNKNOWN_FRESHNESS_TEXT = ("freshness unknown: this calibration was stored before judgecal recorded the fingerprint "
-                          "of its data (refit with judgecal fit to record one)")
-
-
-def _fit_query(family: str | None, judge: str | None, s):
-    stmt = (
-        select(m.Calibration, m.TaskFamily.name, m.Judge.name)
-        .join(m.TaskFamily, m.TaskFamily.id == m.Calibration.task_family_id)
-        .join(m.Judge, m.Judge.id == m.Calibration.judge_id)
-        .order_by(m.Calibration.id)
-    )
-    fid = q.family_id(s, family) if family else None
-    if fid is not None:
-        stmt = stmt.where(m.Calibration.task_family_id == fid)
-    if judge:  # a name several judges share: the one with a calibration (of the family)
-        fitted = select(m.Calibration.judge_id).distinct()
-        if fid is not None:
-            fitted = fitted.where(m.Calibration.task_family_id == fid)
-        among = set(s.scalars(fitted))
-        where = "with a calibration" + (f" of {family}" if family else "")
-        if not among:  # no judge of the name has a calibration there: the one with data there is meant
-            among = lambda: q.judges_with_data(s, [fid] if fid is not None else None)  # noqa: E731
-            where = "with ratings or verdicts" + (f" in {family}" if family else "")
-        jrow = q.judge_by_name(s, judge, among, where)
-        stmt = stmt.where(m.Calibration.judge_id == jrow.id)
-    return stmt
-
-
-def list_fits(family: str | None = None, judge: str | None = None, url: str | None = None) -> list[dict]:
-    """Every stored calibration (oldest first), optionally of one family and/or judge."""
-    engine = get_engine(url)
-    with session_scope(engine) as s:
-        out = [fit_row(row, fam, jname) for row, fam, jname in s.execute(_fit_query(family, judge, s))]
-    engine.dispose()
-    return out
-
-
-def refuse_out_of_scope(chosen: list[tuple], families=None, judge: str | None = None, url: str | None = None) -> None:
-    """Refuse calibrations named by id that are not of ``judge`` (a name, model or id, as
-    ``--judge`` takes it) or, when ``families`` is given, not of one of those task families.
-
-    ``chosen``: (Calibration row, family name, judge name) as :func:`load_calibrations` returns.
-    Raises UsageError (one line naming the calibration, its family or judge and what was asked),
-    NotFoundError for an unknown judge or family."""
-    if not chosen or (not judge and not families):
-        return
-    engine = get_engine(url)
-    with session_scope(engine) as s:
-        # a shared name resolves to the judge of the calibrations named
-        jrow = q.judge_by_name(s, str(judge), {row.judge_id for row, _, _ in chosen}) if judge else None
-        fam_ids = set(q.family_ids(s, families)) if families else None
-        jname = jrow.name if jrow is not None else None
-    engine.dispose()
-    for row, fam, jud in chosen:
-        if jrow is not None and row.judge_id != jrow.id:
-            ids = (f" (id:{row.judge_id})", f" (id:{jrow.id})") if jud == jname else ("", "")  # a shared name
-            raise UsageError(f"calibration {row.id} is of judge {jud!r}{ids[0]}, not {jname!r}{ids[1]}")
-        if fam_ids is not None and row.task_family_id not in fam_ids:
-            raise UsageError(f"calibration {row.id} is of task family {fam!r}, not of {', '.join(map(repr, families))}")
-
-
-def load_calibrations(families=None, judge: str | None = None, calibration="latest", url: str | None = None) -> list[tuple]:
-    """(Calibration row, family name, judge name) to report: the newest per (family, judge),
-    or the rows named by ``calibration`` (an id, or a list of ids; ``"latest"`` = the newest).
-    With ids, ``families`` and ``judge`` do not filter: the caller decides what to do with a
-    calibration of another family (see :func:`judgecal.views.reporting.collect_entries`)."""
-    ids = [calibration] if isinstance(calibration, (str, int)) else list(calibration or ["latest"])
-    engine = get_engine(url)
-    with session_scope(engine) as s:
-        if ids != ["latest"]:
-            out = []
-            for cid in ids:
-                if str(cid) == "latest" or not str(cid).isdigit():
-                    raise UsageError(f"--calibration must be ids or 'latest' alone, got {cid!r}")
-                found = s.execute(_fit_query(None, None, s).where(m.Calibration.id == int(cid))).all()
-                if not found:
-                    from judgecal.errors import NotFoundError
-
-                    raise NotFoundError(f"no calibration with id {cid} (see `judgecal fit --list`)")
-                out.append(tuple(found[0]))
-            engine.dispose()
-            return out
-        newest: dict[tuple[int, int], tuple] = {}
-        for fam in families or [None]:
-            for row, fname, jname in s.execute(_fit_query(fam, judge, s)):
-                newest[(row.task_family_id, row.judge_id)] = (row, fname, jname)
-    engine.dispose()
-    return sorted(newest.values(), key=lambda t: (t[1], t[2]))
+# split out (re-exported: callers import them from here)
+from judgecal.views.fitlist import (  # noqa: E402,F401
+    STALE_TEXT,
+    UNKNOWN_FRESHNESS_TEXT,
+    list_fits,
+    load_calibrations,
+    refuse_out_of_scope,
+    staleness,
+)
