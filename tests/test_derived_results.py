@@ -129,6 +129,9 @@ def test_refresh_command_stores_and_a_write_retires_it(team_copy, run_cli):
         gen = derived.generation(conn)
         n = conn.execute(text("SELECT count(*) FROM derived_result WHERE generation = :g"), {"g": gen}).scalar_one()
     assert n > 100  # every judge's page, the audits, the boards, the reports
+    with engine.connect() as conn:  # every kind a page stores, the Bradley-Terry boards included (they were left out)
+        kinds = set(conn.execute(text("SELECT DISTINCT kind FROM derived_result WHERE generation = :g"), {"g": gen}).scalars())
+    assert {"bt_board", "judge_profile", "winrate_board", "audit_index", "score_board", "overview"} <= kinds
     from judgecal.views.judge import judge_profile
 
     key = derived.result_key("judge_profile", {"judge": "GPT-4/Vanilla", "n_bootstrap": 1000, "seed": 0})

@@ -69,7 +69,7 @@ def refresh(url: str | None = None, *, step=None) -> dict:
             pages = App(ro, mask_url(url))
             handlers = {"/": pages.overview, "/leaderboard": pages.leaderboard, "/winrates": pages.winrates,
                         "/calibration": pages.calibration, "/publish": pages.publish, "/judge": pages.judge,
-                        "/audit": pages.audit, "/ratings": pages.ratings, "/mc": pages.mc}
+                        "/audit": pages.audit, "/ratings": pages.ratings, "/mc": pages.mc, "/bt": pages.bt}
             keys = [k for k in refresh_keys(ro) if k[0] in handlers]
             with derived.recording() as records:
                 for i, key in enumerate(keys, 1):
