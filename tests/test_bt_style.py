@@ -340,15 +340,50 @@ def test_a_separated_style_column_is_left_out_not_reported():
     assert fit.converged and 5 < fit.gamma[2] < sc.MAX_COEF
     assert list(sc.separated(fit.gamma, Z)) == [False, False, True]
     assert np.max(np.abs(Z[:, 2])) * fit.gamma[2] > sc.MAX_COEF
-    cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, "both", np.ones(a.size, dtype=bool),
-                                                               ["base", "m1", "m2"], data, 0, 100, 0)
-    assert constant == ["headers"] and separated == ["bold"]
+    cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(
+        a, b, y, it, raw, "both", np.ones(a.size, dtype=bool), ["base", "m1", "m2"], data, 0, 100, 0)
+    assert constant == ["headers"] and separated == ["bold"] and collinear == []
     assert [c["feature"] for c in cols] == ["length", "lists"] and fit_c.converged
     # the fit left equals the fit without the bold column
     ref = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, 3, 120, features=Z[:, :2]), 0)
     assert np.allclose(fit_c.gamma, ref.gamma, atol=1e-9) and np.allclose(fit_c.coef, ref.coef, atol=1e-9)
     assert 0.2 < fit_c.gamma[0] < 0.9  # the length effect put in: 1.5 per raw unit x sd 0.29 = 0.43 per sd
     assert np.all(np.isfinite(boot_c.gamma)) and boot_c.n_style_separated == 0
+
+
+def test_a_column_the_models_ratings_explain_is_not_a_coefficient():
+    # a break-it run: one model's answers alone carry headers, lists and bold, at a fixed density (and
+    # always together): the design is rank-deficient (statsmodels: "The design matrix is rank-deficient"),
+    # the fit printed headers = lists = bold = -0.684 with CIs and lifted that model from 313.8 to 931.3
+    from types import SimpleNamespace
+
+    from judgecal.views.btboard import _controlled_fit
+
+    rng = np.random.default_rng(5)
+    n = 300
+    a = np.repeat([1, 2, 3], 100)
+    b = np.zeros(n, dtype=np.int64)
+    it = np.tile(np.arange(100), 3)
+    raw = np.zeros((n, 4))
+    raw[:, 0] = rng.uniform(-0.5, 0.5, n)
+    raw[a == 3, 1:] = [0.2, 0.3, 0.1]  # model 3's answers: the same Markdown density in every battle
+    y = (rng.random(n) < expit(np.where(a == 3, -0.8, 0.2) + 1.2 * raw[:, 0])).astype(float)
+    Z, cols, _ = sc.style_matrix(raw, "both")
+    assert list(sc.collinear(a, b, 4, 0, Z)) == [False, True, True, True]
+    data = SimpleNamespace(items=list(range(100)))
+    cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(
+        a, b, y, it, raw, "both", np.ones(n, dtype=bool), ["base", "m1", "m2", "m3"], data, 0, 50, 0)
+    assert collinear == ["headers", "lists", "bold"] and [c["feature"] for c in cols] == ["length"]
+    ref = bt.fit_bt(bt.make_design(a, b, y, np.ones(n), it, 4, 100, features=Z[:, :1]), 0)
+    assert np.allclose(fit_c.coef, ref.coef, atol=1e-9)  # the fit left is the length-only fit
+    with pytest.raises(Exception, match="no style column of --control markdown is identified apart from the models' "
+                                        "ratings"):
+        _controlled_fit(a, b, y, it, raw, "markdown", np.ones(n, dtype=bool), ["base", "m1", "m2", "m3"], data, 0, 0, 0)
+    # a column that varies within models is kept, though correlated with them
+    raw2 = raw.copy()
+    raw2[a == 3, 3] = rng.uniform(0.05, 0.15, 100)
+    Z2, _, _ = sc.style_matrix(raw2, "both")
+    assert list(sc.collinear(a, b, 4, 0, Z2)) == [False, True, True, False]
 
 
 def test_resamples_that_run_off_count_as_infinite():
@@ -362,9 +397,9 @@ def test_resamples_that_run_off_count_as_infinite():
     raw[[7], 1] = [-0.1]
     y[[5, 6]], y[7] = 1.0, 0.0
     data = SimpleNamespace(items=list(range(120)))
-    cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, "both", np.ones(a.size, dtype=bool),
-                                                               ["base", "m1", "m2"], data, 0, 200, 0)
-    assert separated == ["headers"] and constant == ["bold"]
+    cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(
+        a, b, y, it, raw, "both", np.ones(a.size, dtype=bool), ["base", "m1", "m2"], data, 0, 200, 0)
+    assert separated == ["headers"] and constant == ["bold"] and collinear == []
     ci = bt.percentile_ci(boot_c.gamma[:, 0])
     assert all(math.isfinite(x) for x in ci)
 

@@ -80,3 +80,24 @@ def test_refused_without_pairwise_verdicts(tmp_path, data_dir, run_cli):
                          "--tokenizer applies to --length-unit tokens")):
         r = run_cli("--database-url", url, "check", *extra)
         assert r.exit_code == 2 and says in r.stderr and "Traceback" not in r.output, (extra, r)
+
+
+def test_a_family_with_nothing_to_control_for_does_not_stop_the_gate(alpaca, tmp_path, run_cli):
+    # a break-it run: one family holding a single verdict stopped the whole gate with a usage error (rc 2),
+    # so the AlpacaEval family that should fail was never gated
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"task_family": "tiny", "prompt": "q", "model_a": "x", "response_a": "plain",
+                               "model_b": "y", "response_b": "plain too", "judge": "tiny judge", "verdict": "a",
+                               "baseline": "b"}) + "\n", encoding="utf-8")
+    r = run_cli("--database-url", alpaca, "import", "jsonl", str(one), "--kind", "verdicts", "--no-refresh")
+    assert r.exit_code == 0, r.stderr
+    res = run_check(None, None, url=alpaca, max_style_coefficient=0.5, length_unit="words", transfer_bootstrap=30,
+                    seed=2)
+    rows = [c for c in res["checks"] if c["check"] == "style_coefficient"]
+    tiny = [c for c in rows if c["task_family"] == "tiny"]
+    assert len(tiny) == 1 and tiny[0]["ok"] and tiny[0]["feature"] is None
+    assert "not gated:" in tiny[0]["message"] and "nothing to control for" in tiny[0]["message"]
+    assert any(not c["ok"] for c in rows if c["task_family"] == "alpaca_eval")  # the real judge's length still fails
+    r = run_cli("--database-url", alpaca, "check", "--length-unit", "words", "--bootstrap", "30", "--seed", "2",
+                "--max-style-coefficient", "0.5")
+    assert r.exit_code == 1 and "not gated" in r.stdout + r.stderr, r

@@ -121,6 +121,8 @@ def test_llmbar_pointwise_judges_keep_length_only(tmp_path, data_dir, run_cli):
         assert set(e["fit"]["gamma"]) <= {"headers", "lists", "bold"} and e["fit"]["theta"] > 0
     with pytest.raises(Exception, match="no pointwise ratings of expert-labelled pairs by judges nobody"):
         pointwise_style_entries(url=url, judges=["nobody"], length_unit="words")
+    with pytest.raises(ValueError, match="length unit must be one of tokens, words, chars, bytes"):
+        pointwise_style_entries(url=url, length_unit="furlongs")
 
 
 def test_the_style_candidate_stands_only_where_it_beats_lc_glm_out_of_sample():

@@ -223,3 +223,56 @@ def no_lift(controlled: np.ndarray, plain: np.ndarray) -> np.ndarray:
     uncontrolled one (elementwise minimum; NaN stays NaN), as a degenerate answer's calibrated
     score is at most its raw one (:mod:`judgecal.calibrate.guards`). Shapes broadcast."""
     return np.minimum(np.asarray(controlled, dtype=float), np.asarray(plain, dtype=float))
+
+
+#: a style column whose part outside the span of the model columns and the columns before it has
+#: less than this share of its sum of squares is not identified apart from them
+COLLINEAR_SHARE = 1e-8
+
+
+def collinear(model_a, model_b, n_models: int, anchor: int, Z: np.ndarray) -> np.ndarray:
+    """Which standardised style columns of ``Z`` (n battles, k) the Bradley-Terry fit cannot tell
+    apart from the models' ratings and the columns before them (bool, shape (k,)), in order: a
+    column is kept when the part of it outside the span of the model columns (+1 for a's model,
+    -1 for b's, the ``anchor`` left out) and the kept columns before it holds more than
+    :data:`COLLINEAR_SHARE` of its sum of squares. Such a column has no coefficient of its own: a
+    feature only one model's answers carry at a fixed density, two features that always come
+    together (``- **bold bullet**``), ... -- the design matrix is rank-deficient and a fit would
+    return one of infinitely many equally good splits between the model's rating and the style
+    coefficients (statsmodels warns "The design matrix is rank-deficient"). Computed on the
+    Gram matrix (models + k square), never on the battles x models matrix."""
+    from scipy import sparse
+
+    a = np.asarray(model_a, dtype=np.int64)
+    b = np.asarray(model_b, dtype=np.int64)
+    Z = np.asarray(Z, dtype=float)
+    n, k = Z.shape
+    keep_models = np.array([i for i in range(n_models) if i != anchor], dtype=np.int64)
+    col = np.full(n_models, -1, dtype=np.int64)
+    col[keep_models] = np.arange(keep_models.size)
+    rows = np.concatenate([np.arange(n), np.arange(n)])
+    cols = np.concatenate([col[a], col[b]])
+    vals = np.concatenate([np.ones(n), -np.ones(n)])
+    ok = cols >= 0
+    M = sparse.csr_matrix((vals[ok], (rows[ok], cols[ok])), shape=(n, keep_models.size))
+    MM = (M.T @ M).toarray()
+    MZ = np.asarray(M.T @ Z)
+    ZZ = Z.T @ Z
+    G = np.block([[MM, MZ], [MZ.T, ZZ]])
+    p = keep_models.size
+    kept = list(range(p))
+    out = np.zeros(k, dtype=bool)
+    for j in range(k):
+        jj = p + j
+        total = G[jj, jj]
+        if not total > 0:
+            out[j] = True
+            continue
+        A = np.ix_(kept, kept)
+        g = G[kept, jj]
+        resid = total - g @ np.linalg.pinv(G[A], hermitian=True) @ g
+        if resid <= COLLINEAR_SHARE * total:
+            out[j] = True
+        else:
+            kept.append(jj)
+    return out

@@ -186,7 +186,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             out_idx = [models.index(n) for n in stuffed]
             clean = ~(np.isin(a, out_idx) | np.isin(b, out_idx))
             try:
-                cols, constant, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, clean, models,
+                cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(a, b, y, it, raw, control, clean, models,
                                                                            data, anchor, n_bootstrap, seed)
                 lost = sorted(set(fit_c.set_apart) - set(fit.set_apart) - set(out_idx))
                 why = ", ".join(models[i] for i in lost) + " would have no rating"
@@ -198,16 +198,16 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
             else:
                 stuffed_fit = _controlled_fit(a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data,
                                               anchor, n_bootstrap, seed)
-                fit_s, boot_s = stuffed_fit[3], stuffed_fit[4]
+                fit_s, boot_s = stuffed_fit[4], stuffed_fit[5]
                 notes.append("the style coefficients and the controlled ratings of the other models are fitted without "
                              "the battles of the style-outside models (" + ", ".join(sorted(stuffed)) + "); theirs come "
                              "from the fit with every battle, capped at their uncontrolled ratings")
             if stuffed_fit is None:
-                cols, constant, separated, fit_c, boot_c = _controlled_fit(
+                cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(
                     a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data, anchor, n_bootstrap, seed)
                 fit_s, boot_s = fit_c, boot_c
         else:
-            cols, constant, separated, fit_c, boot_c = _controlled_fit(
+            cols, constant, collinear, separated, fit_c, boot_c = _controlled_fit(
                 a, b, y, it, raw, control, np.ones(a.size, dtype=bool), models, data, anchor, n_bootstrap, seed)
         if not fit_c.converged:
             notes.append(f"the style-controlled fit did not settle in {bt.MAX_ITER} Newton steps: its figures are the "
@@ -215,6 +215,11 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
         if constant:
             notes.append("style columns constant over the battles, left out of the control (no sd to standardise by): "
                          + ", ".join(constant))
+        if collinear:
+            notes.append("style columns not identified apart from the models' ratings and the other columns (a "
+                         "feature that only one model's answers carry, or features that always come together: its "
+                         "coefficient and the model's rating cannot be told apart), left out of the control: "
+                         + ", ".join(collinear))
         if separated:
             notes.append("style columns without a finite coefficient (separation: the battles where they differ are "
                          "won by one side, so the fit runs off to infinity or does not settle), left out of the "
@@ -226,7 +231,7 @@ def build_bt_board(families=None, judge: str | None = None, baseline: str | None
         if boot_c is not None and (boot_c.n_set_apart or boot_c.n_not_converged):
             notes.append(f"bootstrap (style-controlled): {boot_c.n_set_apart} of {n_bootstrap} resamples left some model "
                          f"without a finite rating, {boot_c.n_not_converged} did not settle (left out of the CIs)")
-        style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c, separated)
+        style = _style_block(control, length_unit, tokenizer, cols, constant, fit_c, boot_c, separated, collinear)
     rating = bt.ratings(fit.coef)
     rows, apart = [], []
     n_all = np.bincount(np.concatenate([a, b]), minlength=len(models))
@@ -323,7 +328,7 @@ def _raw_style(resp_a, resp_b, unit: str, tokenizer: str, url: str | None) -> tu
     return sc.raw_features(fa[:, 0], fb[:, 0], fa[:, 1:], fb[:, 1:]), feats
 
 
-def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c, separated=()) -> dict:
+def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c, separated=(), collinear=()) -> dict:
     coefs = []
     for j, c in enumerate(cols):
         g = float(fit_c.gamma[j])
@@ -334,7 +339,8 @@ def _style_block(control, unit, tokenizer, cols, constant, fit_c, boot_c, separa
             "raw_mean": c["mean"], "raw_sd": c["sd"], "meaning": sc.meaning(c["feature"], g),
         })
     return {"control": control, "length_unit": unit, "tokenizer": tokenizer if unit == "tokens" else None,
-            "coefficients": coefs, "left_out": constant, "separated": list(separated), "source": STYLE_SOURCE,
+            "coefficients": coefs, "left_out": constant, "collinear": list(collinear), "separated": list(separated),
+            "source": STYLE_SOURCE,
             "scale": "log-odds per standard deviation of the standardised column (features of a minus b)"}
 
 
@@ -449,8 +455,10 @@ def _stuffed(data: bq.Battles, keep: np.ndarray, models: list[str], feats: dict,
 
 
 def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_bootstrap, seed):
-    """(columns, constant columns, separated columns, fit, bootstrap) of the style-controlled
-    model on the battles ``sel`` (bool mask), the columns standardised over those battles.
+    """(columns, constant columns, collinear columns, separated columns, fit, bootstrap) of the
+    style-controlled model on the battles ``sel`` (bool mask), the columns standardised over those
+    battles. A column not identified apart from the models' ratings and the columns before it
+    (:func:`judgecal.calibrate.stylecontrol.collinear`) is left out first.
 
     A column whose coefficient has no finite maximum (separation:
     :func:`judgecal.calibrate.stylecontrol.separated`) is left out and the model refitted
@@ -462,6 +470,13 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     if not cols:
         raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
                          "battles: nothing to control for")
+    off = sc.collinear(a[sel], b[sel], len(models), anchor, Z)
+    collinear = [c["feature"] for c, o in zip(cols, off) if o]
+    cols, Z = [c for c, o in zip(cols, off) if not o], Z[:, ~off]
+    if not cols:
+        raise UsageError(f"no style column of --control {control} is identified apart from the models' ratings "
+                         f"(collinear: {', '.join(collinear)}; constant: {', '.join(constant) or 'none'}): nothing to "
+                         "control for")
     separated: list[str] = []
     while True:
         d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
@@ -493,4 +508,4 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
         boot_c.n_style_separated = int((off.any(axis=1) | big.any(axis=1)).sum())
         boot_c.gamma = np.where(off, np.copysign(np.inf, boot_c.gamma), boot_c.gamma)
         boot_c.coef = np.where(big, np.copysign(np.inf, boot_c.coef), boot_c.coef)
-    return cols, constant, separated, fit_c, boot_c
+    return cols, constant, collinear, separated, fit_c, boot_c

@@ -66,7 +66,10 @@ def style_checks(families: list[str] | None, judge: str | None, url: str | None,
     coefficient), ci [lo, hi], threshold, ok, message}) of every family and judge
     :func:`pairwise_scopes` selects, one per style feature of ``control`` ("length", "markdown",
     "both"): ok unless the CI's lower bound is above ``max_coefficient`` (log-odds per sd). A
-    feature constant over the battles (left out of the fit) is a passing row that says so. The
+    feature constant over the battles, collinear with the models or separated (left out of the fit)
+    is a passing row that says so; a family whose board has nothing to control for is a passing
+    row, one whose board cannot be computed otherwise a failing row, and the other families are
+    still gated. The
     board's baseline anchors the fit (the coefficients do not depend on the anchor); where the
     verdicts name no single baseline, the model with the most battles anchors it (the row names
     it). ``length_unit``/``tokenizer``, ``n_bootstrap``/``seed``: as ``judgecal bt``."""
@@ -76,7 +79,16 @@ def style_checks(families: list[str] | None, judge: str | None, url: str | None,
     for fam, jref in pairwise_scopes(families, judge, url):
         kw = dict(n_bootstrap=n_bootstrap, seed=seed, control=control, length_unit=length_unit, tokenizer=tokenizer)
         # no single baseline: anchored on the model with the most battles (the coefficients do not depend on it)
-        board = build_bt_board([fam], jref, None, url, any_baseline=True, **kw)
+        try:
+            board = build_bt_board([fam], jref, None, url, any_baseline=True, **kw)
+        except UsageError as exc:  # this family cannot be gated; the others still are (a break-it run: one
+            # one-verdict family stopped the whole gate)
+            nothing = "nothing to control for" in str(exc)
+            rows.append({"task_family": fam, "judge": jref, "check": CHECK, "feature": None, "value": None, "ci": None,
+                         "threshold": max_coefficient, "ok": nothing,
+                         "message": f"{fam} / {jref}: " + (f"not gated: {exc}" if nothing else
+                                                            f"the style-controlled board cannot be computed: {exc}")})
+            continue
         anchor = f"baseline {board['baseline']}"
         st = board["style"]
         where = (f"{fam} / {board['judge']} (Bradley-Terry, style control {control}, lengths in {st['length_unit']}, "
@@ -97,4 +109,10 @@ def style_checks(families: list[str] | None, judge: str | None, url: str | None,
             rows.append({"task_family": fam, "judge": board["judge"], "check": CHECK, "feature": f, "value": None,
                          "ci": None, "threshold": max_coefficient, "ok": True,
                          "message": f"{where}: {f} constant over the battles: no coefficient, nothing to gate"})
+        for key, why in (("collinear", "not identified apart from the models' ratings (collinear)"),
+                         ("separated", "no finite coefficient (separation)")):
+            for f in st.get(key) or []:
+                rows.append({"task_family": fam, "judge": board["judge"], "check": CHECK, "feature": f, "value": None,
+                             "ci": None, "threshold": max_coefficient, "ok": True,
+                             "message": f"{where}: {f} {why}: left out of the fit, not gated"})
     return rows

@@ -125,6 +125,8 @@ def pointwise_style_entries(families=None, judges=None, url: str | None = None, 
     from judgecal.tokens import canonical_name
     from judgecal.views.fitting import _load_inputs
 
+    if length_unit not in ("tokens",) + LENGTH_UNITS:
+        raise ValueError(f"length unit must be one of tokens, {', '.join(LENGTH_UNITS)}")
     tok = canonical_name(tokenizer) if length_unit == "tokens" else None
     engine = get_engine(url)
     out = []
