@@ -145,3 +145,18 @@ def test_the_style_candidate_stands_only_where_it_beats_lc_glm_out_of_sample():
     plain = next(c for c in cands if c["name"] == "polylog[chars]")
     assert _simpler_unless_better(plain, cands, {"chars": d}, d, outer, k, "pairwise", None, codes, n_items, 300,
                                   5) == (plain, None)
+
+
+def test_publish_calibrated_never_says_it_applies_the_style_candidate():
+    # a break-it run: under --publish calibrated the line read "as the advice backs: lc_glm_style[words]"
+    # while the board applied the polylog fit
+    from judgecal.views.check import advice_line, published_column
+
+    fit = {"id": 7, "identification": {"identified": True},
+           "selection": {"decision": "calibrate", "recommended": "lc_glm_style[words]", "reason": "gain +10.8"}}
+    assert published_column(fit) == "raw" and published_column(fit, "calibrated") == "calibrated"
+    line = advice_line(fit, "calibrated")
+    assert "the polylog fit, NOT the advised lc_glm_style[words]" in line and "as the advice backs" not in line
+    assert "the score board applies polylog only, not lc_glm_style[words]" in advice_line(fit)
+    poly = {**fit, "selection": {**fit["selection"], "recommended": "polylog[words]"}}
+    assert "as the advice backs: polylog[words]" in advice_line(poly, "calibrated")

@@ -204,9 +204,13 @@ def advice_line(fit: dict, publish: str = "recommended") -> str:
     ident = fit.get("identification") or {}
     unidentified = bool(ident) and not ident.get("identified")
     if column == "calibrated":
+        polylog = str(rec or "").startswith("polylog")
         what = ("calibrated, as advised: " + str(rec) if decision == "calibrate" and publish == "recommended" else
-                "calibrated (--publish calibrated" + (", as the advice backs: " + str(rec) if decision == "calibrate"
-                                                       else ", NOT backed by the advice") + ")")
+                "calibrated (--publish calibrated" + (", as the advice backs: " + str(rec)
+                                                       if decision == "calibrate" and polylog else
+                                                       f": the polylog fit, NOT the advised {rec} (a pair method the "
+                                                       "score board cannot apply)" if decision == "calibrate" else
+                                                       ", NOT backed by the advice") + ")")
         if unidentified:
             what += "; the fit is not identified, do not publish: " + "; ".join(ident.get("reasons") or [])
     elif decision == "keep raw":
