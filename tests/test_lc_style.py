@@ -160,3 +160,31 @@ def test_publish_calibrated_never_says_it_applies_the_style_candidate():
     assert "the score board applies polylog only, not lc_glm_style[words]" in advice_line(fit)
     poly = {**fit, "selection": {**fit["selection"], "recommended": "polylog[words]"}}
     assert "as the advice backs: polylog[words]" in advice_line(poly, "calibrated")
+
+
+def test_a_fit_says_why_the_style_candidate_is_missing(tmp_path, data_dir, run_cli):
+    # a break-it run: answers whose Markdown counts are NULL (written by another client) dropped the
+    # candidate from the nested selection without a word
+    import json
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'n.db'}"
+    assert run_cli("--database-url", url, "import", "llmbar", str(data_dir / "llmbar" / "Natural"),
+                   "--no-refresh").exit_code == 0
+    args = ("--database-url", url, "fit", "--task-family", "llmbar/Natural", "--judge", "GPT-4", "--length-unit",
+            "words", "--bootstrap", "50", "--format", "json", "--no-refresh")
+    r = run_cli(*args)
+    assert r.exit_code == 0, r.stderr
+    fit = json.loads(r.stdout)
+    assert "lc_glm_style[words]" in fit["selection"]["candidates"]
+    assert not any("lc_glm_style not offered" in w for w in fit["warnings"])
+    con = sqlite3.connect(tmp_path / "n.db")
+    con.execute("UPDATE response SET md_bold = NULL WHERE id IN (SELECT id FROM response ORDER BY text_sha256 LIMIT 2)")
+    con.commit()
+    con.close()
+    r = run_cli(*args)
+    assert r.exit_code == 0, r.stderr
+    fit = json.loads(r.stdout)
+    assert not any(n.startswith("lc_glm_style") for n in fit["selection"]["candidates"])
+    assert any("lc_glm_style not offered: 2 answers of the family have no stored Markdown counts" in w
+               for w in fit["warnings"]), fit["warnings"]

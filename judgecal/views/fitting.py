@@ -144,6 +144,11 @@ def evaluate_family(
     evaluation["data"]["left_out"] = left
     evaluation.setdefault("warnings", [])
     evaluation["warnings"] += [f"left out: {n} {reason}" for reason, n in left.items()]
+    if nested and pair is not None and pair.md_a is None:  # the style candidate needs every answer's counts
+        missing = sum(1 for rid in rows.md if rows.md[rid] is None)
+        evaluation["warnings"].append(
+            f"nested selection: lc_glm_style not offered: {missing} answers of the family have no stored Markdown "
+            "counts (rows written by another client than judgecal after migration 0007)")
     if rows.large_outside:  # --summary mean / risk-averse over a sliver of the judgment: counted and said
         from judgecal.calibrate.summaries import large_outside_note
 
