@@ -175,6 +175,7 @@ def test_no_choice_of_baselines_or_pairs_for_what_does_not_exist(client):
     ("/winrates?baseline=x&bootstrap=many&format=json", 400),
     ("/leaderboard?judge=GPT-4&calibration=99&format=json", 404),
     ("/bt?family=alpaca_eval&fresh=maybe&format=json", 400),
+    ("/nonexistent?format=json", 404),  # no such page: answered HTML before
     (f"/winrates?baseline={BASE}&length_unit=tokens&format=json", 400),  # the CLI's words came back in JSON
     ("/publish?publish=sometimes&format=json", 400),
 ])

@@ -443,13 +443,14 @@ def create_app(url: str | None = None, *, token: str | None = None, cache_mb: in
     code_fingerprint()  # the stored results' code key (judgecal.db.derived), once per process, not in a request
 
     async def not_found(request: Request, exc: HTTPException):
+        as_json = request.query_params.get("format") == "json"  # a script asked for JSON: the error is JSON too
         if exc.status_code == 405:
             response = _computed(pages.error(405, f"{request.method} is not allowed: this web view is read-only "
-                                                  f"(GET and HEAD only)"))
+                                                  f"(GET and HEAD only)", as_json=as_json))
             response.headers["allow"] = "GET, HEAD"
             return response
         return _computed(pages.error(exc.status_code, "no such page (see the overview at /)" if exc.status_code == 404
-                                     else str(exc.detail)))
+                                     else str(exc.detail), as_json=as_json))
 
     warmer = None
     if warm and cache_mb:
