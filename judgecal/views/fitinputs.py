@@ -73,7 +73,7 @@ def family_inputs(rows: FamilyRows, density: bool = False) -> tuple[PairData | N
     return pair, point, verb, info
 
 
-def _load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url,
+def load_inputs(engine, fam_id, judge_id, *, length_unit, tokenizer, density, verbosity_family_id, url,
                  summary="greedy", risk_k=1.0, with_summaries=False):
     """(rows, pair, point, verbosity, info) of one family in one length unit; token lengths
     missing under ``tokenizer`` are computed and stored first (never silently left out).

@@ -24,10 +24,10 @@ from judgecal.db.guarddata import answer_keys
 from judgecal.calibrate.summaries import DEFAULT_RISK_K, check_summary, missing_message
 from judgecal.errors import FitError, UsageError
 from judgecal.views.fitinputs import (  # noqa: F401 (re-exported)
-    _load_inputs,
     default_select_units,
     family_inputs,
     left_out,
+    load_inputs,
 )
 
 LENGTH_UNITS = ("tokens", "words", "chars", "bytes")
@@ -80,7 +80,7 @@ def evaluate_family(
         ctx = {"task_family_id": fam_id, "judge_id": jrow.id, "judge": jrow.name, "task_family": family,
                "scale": (jrow.scale_min, jrow.scale_max), "fixed_l_ref": fixed_l_ref}
     step(f"reading {family}'s ratings, labels and lengths")
-    rows, pair, point, verb, info = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
+    rows, pair, point, verb, info = load_inputs(engine, fam_id, ctx["judge_id"], length_unit=length_unit,
                                                  tokenizer=tok if length_unit == "tokens" else None, density=density,
                                                  verbosity_family_id=vfam_id, url=url, summary=summary, risk_k=risk_k,
                                                  with_summaries=True)
@@ -103,7 +103,7 @@ def evaluate_family(
             if u == length_unit:
                 continue
             step(f"reading lengths in {u} for the nested selection")
-            _, p2, pt2, _, _ = _load_inputs(engine, fam_id, ctx["judge_id"], length_unit=u,
+            _, p2, pt2, _, _ = load_inputs(engine, fam_id, ctx["judge_id"], length_unit=u,
                                             tokenizer=tok if u == "tokens" else None, density=density,
                                             verbosity_family_id=None, url=url, summary=summary, risk_k=risk_k)
             variants[u] = p2 if objective == "pairwise" else pt2
@@ -458,8 +458,8 @@ def transfer_evaluation(row: m.Calibration, source_family: str, judge: str, targ
     summ, k = fitted_summary(row)
     load = dict(length_unit=unit, tokenizer=tok, density=False, verbosity_family_id=None, url=url, summary=summ,
                 risk_k=k)
-    trows, tpair, tpoint, _, tinfo = _load_inputs(engine, tgt_id, row.judge_id, **load)
-    srows, spair, _, _, _ = _load_inputs(engine, src_id, row.judge_id, **load)
+    trows, tpair, tpoint, _, tinfo = load_inputs(engine, tgt_id, row.judge_id, **load)
+    srows, spair, _, _, _ = load_inputs(engine, src_id, row.judge_id, **load)
     with session_scope(engine) as s:  # the target's answers, for the degenerate-answer guards
         tkeys = answer_keys(s, trows.score)
     engine.dispose()
@@ -550,8 +550,8 @@ def _recommended_on(row: m.Calibration, sel: dict, sctx, src_id: int, tgt_id: in
                 tok = canonical_name("smollm2")
             load = dict(length_unit=u, tokenizer=tok, density=False, verbosity_family_id=None, url=engine_url,
                         summary=summ, risk_k=k)
-            _, sp, _, _, _ = _load_inputs(engine, src_id, row.judge_id, **load)
-            _, tp, _, _, _ = _load_inputs(engine, tgt_id, row.judge_id, **load)
+            _, sp, _, _, _ = load_inputs(engine, src_id, row.judge_id, **load)
+            _, tp, _, _, _ = load_inputs(engine, tgt_id, row.judge_id, **load)
             variants[u], targets[u] = sp, tp
     finally:
         engine.dispose()

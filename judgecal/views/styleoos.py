@@ -123,7 +123,7 @@ def pointwise_style_entries(families=None, judges=None, url: str | None = None, 
     from judgecal.calibrate.fit import default_l_ref
     from judgecal.calibrate.lc_style_oos import style_over_length
     from judgecal.tokens import canonical_name
-    from judgecal.views.fitting import _load_inputs
+    from judgecal.views.fitinputs import load_inputs
 
     if length_unit not in ("tokens",) + LENGTH_UNITS:
         raise ValueError(f"length unit must be one of tokens, {', '.join(LENGTH_UNITS)}")
@@ -149,7 +149,7 @@ def pointwise_style_entries(families=None, judges=None, url: str | None = None, 
                     if judges is None or labels[jrow.id] in judges:
                         scopes.append((fid, fname, jrow.id, labels[jrow.id], (jrow.scale_min, jrow.scale_max)))
         for fid, fname, jid, label, scale in scopes:
-            _, pair, _, _, _ = _load_inputs(engine, fid, jid, length_unit=length_unit, tokenizer=tok, density=False,
+            _, pair, _, _, _ = load_inputs(engine, fid, jid, length_unit=length_unit, tokenizer=tok, density=False,
                                             verbosity_family_id=None, url=url)
             if pair is None:
                 continue
