@@ -35,10 +35,18 @@ def test_far_outside_rule_and_cap():
     assert np.allclose(dens[3], [0.05, 0.05, 0.05])  # the empty answer counts as density 0
     assert np.allclose(dens[4], [0.9, 0.1, 0]) and np.all(np.isnan(dens[5]))
     hits = sc.far_outside(dens, range(6), range(6))
-    # model 4: headers 0.9 > 2 x 0.1 (model 1's); bold: model 3 is the only one using it (no range: not flagged);
-    # lists: nobody above twice the others'
-    assert list(hits) == [4] and [h["feature"] for h in hits[4]] == ["headers"]
+    # model 4: headers 0.9 > 2 x 0.1 (model 1's); bold: model 3 is the only one using it (a feature no other
+    # model uses: flagged, no share given); lists: nobody above twice the others'
+    assert list(hits) == [3, 4] and [h["feature"] for h in hits[4]] == ["headers"]
     assert hits[4][0]["highest"] == pytest.approx(0.1) and hits[4][0]["threshold"] == pytest.approx(0.2)
+    assert hits[4][0]["group"] == [4] and hits[3] == [{"feature": "bold", "density": pytest.approx(0.05), "highest": 0.0,
+                                                      "threshold": 0.0, "low": pytest.approx(0.05), "group": [3]}]
+    # the share floor: bold in both of model 3's answers is flagged under the 10% floor too; in 1 of 20 it is not
+    share = sc.model_shares([0, 0, 1, 2, 3, 3, 4], counts, 6)
+    assert np.allclose(share[3], [1.0, 1.0, 1.0]) and np.allclose(share[0], [0.5, 0.5, 0.0])
+    assert list(sc.far_outside(dens, range(6), range(6), share)) == [3, 4]
+    share[3, 2] = 0.05
+    assert list(sc.far_outside(dens, range(6), range(6), share)) == [4]
     # at exactly twice the highest other: not flagged (strictly above); too few others: nothing read
     dens2 = np.array([[0.1, 0, 0], [0.05, 0, 0], [0.05, 0, 0], [0.2, 0, 0]])
     assert sc.far_outside(dens2, [3], range(4)) == {}
@@ -49,6 +57,37 @@ def test_far_outside_rule_and_cap():
     assert np.std(x, ddof=1) > 0
     raw = np.column_stack([np.linspace(-1, 1, 90), np.zeros(90), x, np.zeros(90)])
     assert sc.style_matrix(raw, "both")[2] == ["headers", "lists", "bold"]
+
+
+def test_far_outside_groups():
+    """Two stuffed models hide each other from the one-model rule (each is within twice the other);
+    as a group, far above the rest (more than FAR_OUTSIDE_GROUP times), both are flagged. A cluster
+    of real heavy users with the real data's gap (9.7 times, AlpacaEval bold) is not; a tie is never
+    split; the group is a minority of the reference models."""
+    rest = [0.001, 0.002, 0.003, 0.004, 0.0045]
+    dens = np.array([[x, 0, 0] for x in rest] + [[0.10, 0, 0], [0.11, 0, 0]])
+    hits = sc.far_outside(dens, range(7), range(7))
+    assert list(hits) == [5, 6] and hits[5][0]["group"] == [6, 5] and hits[6][0]["group"] == [6, 5]
+    assert hits[5][0]["highest"] == pytest.approx(0.0045) and hits[5][0]["low"] == pytest.approx(0.10)
+    assert hits[5][0]["threshold"] == pytest.approx(sc.FAR_OUTSIDE_GROUP * 0.0045)
+    # the one-model rule alone would miss them: each is within twice the other
+    assert 0.11 <= sc.FAR_OUTSIDE * 0.10
+    # real clusters: AlpacaEval's bold users (FuseChat 0.0448, gemma 0.0266, gpt4_1106 0.0088 per word against
+    # Mixtral's 0.0009): a gap of 9.7, under the group factor
+    bold = np.array([[x, 0, 0] for x in [0.0001, 0.0002, 0.0003, 0.0004, 0.00091, 0.00879, 0.02657, 0.04476]])
+    assert sc.far_outside(bold, range(8), range(8)) == {}
+    # a group of half the reference models or more is the range itself, not outside it
+    dens3 = np.array([[0.001, 0, 0], [0.001, 0, 0], [0.001, 0, 0], [0.5, 0, 0], [0.5, 0, 0], [0.5, 0, 0]])
+    assert sc.far_outside(dens3, range(6), range(6)) == {}
+    # ties at the cut go together: 0.5 x 2 and a third 0.5 would be split at k = 2, so k = 2 is skipped
+    dens4 = np.array([[0.001, 0, 0]] * 4 + [[0.5, 0, 0]] * 3)
+    got = sc.far_outside(dens4, range(7), range(7))
+    assert list(got) == [4, 5, 6] and got[4][0]["group"] == [4, 5, 6]
+    # two models using a feature no one else uses, in at least 10% of their answers
+    dens5 = np.array([[0.0, 0, 0]] * 4 + [[0.02, 0, 0], [0.03, 0, 0]])
+    share5 = np.array([[0.0, 0, 0]] * 4 + [[0.5, 0, 0], [0.05, 0, 0]])
+    got = sc.far_outside(dens5, range(6), range(6), share5)
+    assert list(got) == [4] and got[4][0]["highest"] == 0.0 and got[4][0]["group"] == [5, 4]
 
 
 # ------------------------------------------------------------------ degenerate models on real data
@@ -135,17 +174,17 @@ STUFFED = "claude-2_stuffed"
 OTHERS = ("alpaca-7b", "claude-2", "gpt-3.5-turbo-1106", "gemma-7b-it", "NullModel")
 
 
-def _stuffed_folder(data_dir, tmp_path):
-    """results/claude-2_stuffed/<annotator>/annotations.json: claude-2's annotations with its
+def _stuffed_folder(data_dir, tmp_path, original=ORIGINAL):
+    """results/<original>_stuffed/<annotator>/annotations.json (claude-2 by default): its annotations with its
     answer (output_2) stuffed and the judge's verdict copied: the judge never saw the stuffed
     text, so the copy is the verdict of a judge blind to the stuffing, and every rise of its
     rating under control could only come from the correction itself."""
-    src = data_dir / "alpaca_eval" / "results" / ORIGINAL / ANNOTATOR / "annotations.json"
+    src = data_dir / "alpaca_eval" / "results" / original / ANNOTATOR / "annotations.json"
     rows = json.loads(src.read_text(encoding="utf-8"))
     for r in rows:
-        assert r["generator_2"] == ORIGINAL
-        r["generator_2"], r["output_2"] = STUFFED, stuff(r["output_2"])
-    dest = tmp_path / "results" / STUFFED / ANNOTATOR
+        assert r["generator_2"] == original
+        r["generator_2"], r["output_2"] = original + "_stuffed", stuff(r["output_2"])
+    dest = tmp_path / "results" / (original + "_stuffed") / ANNOTATOR
     dest.mkdir(parents=True)
     (dest / "annotations.json").write_text(json.dumps(rows), encoding="utf-8")
     return dest.parent
@@ -201,6 +240,73 @@ def test_stuffed_model_flagged_and_not_lifted(db_url, data_dir, tmp_path, run_cl
     assert r.exit_code == 0 and "style-outside" in r.stdout and "claude-2_stuffed: Markdown density" in r.stdout, r
     r = run_cli(*args)
     assert r.exit_code == 0 and f"flag style-outside: {STUFFED}" in r.stdout, r
+
+
+def test_two_stuffed_models_do_not_hide_each_other(sqlite_url, data_dir, tmp_path):
+    """Two stuffed models (claude-2's and gpt-3.5-turbo-1106's real answers, stuffed alike, their
+    verdicts copied): each is within twice the other's header density, so the one-model rule
+    alone flags neither and, kept in the fit, they set the header coefficient themselves (a
+    break-it round measured lifts of 568 -> 939 and 593 -> 964). As a group far above the rest
+    both are flagged, neither is lifted, and the coefficients are the fit without their battles."""
+    second = "gpt-3.5-turbo-1106"
+    folders = [data_dir / "alpaca_eval" / "results" / n for n in OTHERS] + [
+        _stuffed_folder(data_dir, tmp_path / "one"), _stuffed_folder(data_dir, tmp_path / "two", second)]
+    importing.import_alpaca_eval(folders, [], None, sqlite_url)
+    board = build_bt_board(url=sqlite_url, n_bootstrap=30, seed=2, control="markdown", length_unit="words")
+    got = {r["model"]: r for r in board["rows"]}
+    pair = (STUFFED, second + "_stuffed")
+    for name in pair:
+        assert got[name]["flag_codes"] == ["style-outside"], got[name]
+        other = pair[1] if name == pair[0] else pair[0]
+        assert f"(with {other}): the group's lowest density is" in got[name]["flags"][0]
+        assert got[name]["rating"] <= got[name]["rating_uncontrolled"] + 1e-9
+        assert got[name]["rating_ci"][1] <= got[name]["rating_uncontrolled_ci"][1] + 1e-9
+    assert all(not r["flag_codes"] for name, r in got.items() if name not in pair)
+    # the coefficients and the other models' ratings: the fit on the real models' battles alone
+    from test_bt_style import _alpaca
+
+    models, a, b, y, it, n_items, raw = _alpaca(data_dir, OTHERS)
+    Z, cols, _ = sc.style_matrix(raw, "markdown")
+    f = bt.fit_bt(bt.make_design(a, b, y, np.ones(a.size), it, len(models), n_items, features=Z), models.index(BASE))
+    assert np.allclose([c["coef"] for c in board["style"]["coefficients"]], f.gamma, atol=1e-8)
+    assert {c["feature"]: c["coef"] for c in board["style"]["coefficients"]}["headers"] > 0.2
+    for i, name in enumerate(models):
+        if name != "NullModel":
+            assert got[name]["rating"] == pytest.approx(float(bt.ratings(f.coef[i])), abs=1e-6)
+
+
+def test_a_feature_only_one_model_uses_is_flagged(sqlite_url, tmp_path):
+    """S alone writes list items, at a varying number (5 to 8 per answer; A, B, C and D none), and
+    this judge gives S less credit the more items it writes: the list coefficient then rests on
+    S's own answers alone, comes out negative, and the correction would lift S above its
+    uncontrolled rating. The feature no other model uses flags S (\"no other model uses\") and
+    caps it; the others are not flagged."""
+    vocab = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    recs = []
+    for k in range(40):
+        words = [vocab[(k + j) % 10] for j in range(9)] + [vocab[k % 10] + vocab[k // 10]]
+        prompt = f"question {' '.join(words[:3])} {k}"
+        base = " ".join(words)
+        for name, pref in (("B", 0.6), ("C", 0.5), ("D", 0.4)):
+            recs.append({"prompt": prompt, "model_a": name, "response_a": f"{name} {base} " + "x" * (k % 3),
+                         "model_b": "A", "response_b": "A " + base, "judge": "j", "task_family": "fam",
+                         "preference": pref + 0.05 * (k % 3 - 1)})
+        n = 5 + k % 4
+        recs.append({"prompt": prompt, "model_a": "S", "response_a": "S " + _answer(words, n), "model_b": "A",
+                     "response_b": "A " + base, "judge": "j", "task_family": "fam", "preference": 0.75 - 0.15 * (n - 5)})
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    importing.import_generic(path, "verdicts", "jsonl", None, sqlite_url)
+    board = build_bt_board(url=sqlite_url, baseline="A", n_bootstrap=20, seed=0, control="markdown",
+                           length_unit="words")
+    got = {r["model"]: r for r in board["rows"]}
+    s = got["S"]
+    assert s["flag_codes"] == ["style-outside"] and "lists" in s["flags"][0], s
+    assert "a feature no other model uses" in s["flags"][0] and "capped there" in s["flags"][0]
+    fit_value = float(re.search(r"the controlled fit gave ([\d.]+)", s["flags"][0]).group(1))
+    assert fit_value > s["rating_uncontrolled"] + 20  # the lift the guard refuses
+    assert s["rating"] == s["rating_uncontrolled"]
+    assert all(not got[m]["flag_codes"] for m in "ABCD")
 
 
 def _answer(words: list[str], n_items: int) -> str:

@@ -166,11 +166,20 @@ def meaning(feature: str, gamma: float) -> str:
 
 #: the Markdown features whose density the stuffing guard compares across models
 MARKDOWN = ("headers", "lists", "bold")
-#: a model is "far outside" the others' style when its mean density of a Markdown feature is more
+#: one model is "far outside" the others' style when its mean density of a Markdown feature is more
 #: than this many times the highest mean density among the other models
 FAR_OUTSIDE = 2.0
-#: the stuffing guard needs at least this many other models to read a range from
+#: a group of several models is far outside when its lowest mean density of a feature is more than
+#: this many times the highest among the rest: real models that share a style come in clusters (on the
+#: 26 AlpacaEval models the three heaviest bold users sit 9.7 times above the rest in words, 9.9 in
+#: tokens, with wizardlm-13b as the baseline), so a group needs a wider gap than one model to be told
+#: from them
+FAR_OUTSIDE_GROUP = 20.0
+#: the stuffing guard needs at least this many models outside the candidate (or group) to read a range from
 FAR_OUTSIDE_MIN_MODELS = 3
+#: a feature no other model uses flags the models that do only where it appears in at least this share
+#: of their answers (one header in 805 answers is not a style)
+FAR_OUTSIDE_MIN_SHARE = 0.1
 
 
 def model_densities(model, length, counts, n_models: int) -> np.ndarray:
@@ -185,37 +194,81 @@ def model_densities(model, length, counts, n_models: int) -> np.ndarray:
     c = np.asarray(counts, dtype=float).reshape(le.size, 3)
     d = np.zeros_like(c)
     np.divide(c, le[:, None], out=d, where=le[:, None] > 0)
+    return _model_means(model, d, n_models)
+
+
+def model_shares(model, counts, n_models: int) -> np.ndarray:
+    """Each model's share of answers carrying each Markdown feature (count > 0), shape
+    (n_models, 3) in :data:`MARKDOWN` order, in [0, 1] (NaN for a model without answers). Args as
+    :func:`model_densities`."""
+    model = np.asarray(model, dtype=np.int64).reshape(-1)
+    c = np.asarray(counts, dtype=float).reshape(model.size, 3)
+    return _model_means(model, (c > 0).astype(float), n_models)
+
+
+def _model_means(model: np.ndarray, values: np.ndarray, n_models: int) -> np.ndarray:
     n = np.bincount(model, minlength=n_models).astype(float)
-    out = np.full((n_models, 3), np.nan)
-    for j in range(3):
-        s = np.bincount(model, weights=d[:, j], minlength=n_models)
+    out = np.full((n_models, values.shape[1]), np.nan)
+    for j in range(values.shape[1]):
+        s = np.bincount(model, weights=values[:, j], minlength=n_models)
         np.divide(s, n, out=out[:, j], where=n > 0)
     return out
 
 
-def far_outside(dens: np.ndarray, candidates, reference) -> dict[int, list[dict]]:
-    """The stuffing guard: {model code: [{feature, density, highest, threshold}]} of the
+def far_outside(dens: np.ndarray, candidates, reference, share: np.ndarray | None = None) -> dict[int, list[dict]]:
+    """The stuffing guard: {model code: [{feature, density, highest, threshold, low, group}]} of the
     ``candidates`` (model codes) whose mean density of a Markdown feature (``dens`` from
-    :func:`model_densities`) is above ``FAR_OUTSIDE * highest``, ``highest`` the largest mean
-    density of that feature among the ``reference`` models other than the candidate. Not
-    flagged: a feature no other model uses (highest 0: no range to be outside of), and any
-    candidate when fewer than :data:`FAR_OUTSIDE_MIN_MODELS` other models have answers.
+    :func:`model_densities`) lies far above the range of the ``reference`` models (codes; the
+    candidates among them), per feature:
+
+    - **one model**: its density is above :data:`FAR_OUTSIDE` times ``highest``, the largest
+      density of the feature among the reference models other than it;
+    - **a group**: the k candidates of highest density (2 <= k, fewer than half the reference
+      models) whose lowest density is above :data:`FAR_OUTSIDE_GROUP` times the highest among the
+      reference models outside the group -- so two stuffed models cannot hide each other, while
+      a cluster of real models that share a style (a gap under that factor) is not flagged;
+    - **a feature no model outside the candidate (or group) uses** (``highest`` 0): flagged
+      where the feature appears in at least :data:`FAR_OUTSIDE_MIN_SHARE` of the model's answers
+      (``share`` from :func:`model_shares`; without it, any use); its coefficient would rest on
+      those models' own answers alone.
+
+    ``group`` lists the codes read together (one code for a single model), ``low`` is their
+    lowest density, ``threshold`` the factor times ``highest`` (0 for an unused feature). Nothing is read when fewer than
+    :data:`FAR_OUTSIDE_MIN_MODELS` reference models lie outside the candidate or group; candidates
+    tied in density are never split between a group and the rest. Each model keeps its first hit
+    per feature (the smallest group). NaN densities (no answers) are neither candidates nor reference.
 
     Why above only: a density far above every other model's is a style the fit never saw, so
     its covariate lies beyond the range its coefficient was estimated on and the correction is
     an extrapolation; a density of 0 (no Markdown at all) is inside the range of any family."""
     out: dict[int, list[dict]] = {}
-    ref = [int(r) for r in reference]
-    for i in candidates:
-        others = [r for r in ref if r != i and np.all(np.isfinite(dens[r]))]
-        if len(others) < FAR_OUTSIDE_MIN_MODELS or not np.all(np.isfinite(dens[i])):
-            continue
-        for j, feat in enumerate(MARKDOWN):
-            top = float(np.max(dens[others, j]))
-            if top > 0 and dens[i, j] > FAR_OUTSIDE * top:
-                out.setdefault(int(i), []).append({"feature": feat, "density": float(dens[i, j]), "highest": top,
-                                                   "threshold": FAR_OUTSIDE * top})
-    return out
+    ref = [int(r) for r in reference if np.all(np.isfinite(dens[int(r)]))]
+    cand = [int(i) for i in candidates if int(i) in set(ref)]
+    max_group = max(1, (len(ref) - 1) // 2)
+    for j, feat in enumerate(MARKDOWN):
+        order = sorted(cand, key=lambda i: (-dens[i, j], i))
+        hit: set[int] = set()
+        for k in range(1, min(max_group, len(order)) + 1):
+            group = order[:k]
+            if k < len(order) and dens[order[k], j] == dens[group[-1], j]:
+                continue  # a tie straddles the cut: the tied models go together or not at all
+            rest = [r for r in ref if r not in set(group)]
+            if len(rest) < FAR_OUTSIDE_MIN_MODELS:
+                break
+            top = float(np.max(dens[rest, j]))
+            low = float(dens[group[-1], j])
+            factor = FAR_OUTSIDE if k == 1 else FAR_OUTSIDE_GROUP
+            if top > 0:
+                flagged = group if low > factor * top else []
+            else:
+                flagged = [i for i in group if dens[i, j] > 0
+                           and (share is None or share[i, j] >= FAR_OUTSIDE_MIN_SHARE)]
+            for i in flagged:
+                if i not in hit:
+                    hit.add(i)
+                    out.setdefault(i, []).append({"feature": feat, "density": float(dens[i, j]), "highest": top,
+                                                  "threshold": factor * top, "low": low, "group": list(group)})
+    return {i: out[i] for i in sorted(out)}
 
 
 def no_lift(controlled: np.ndarray, plain: np.ndarray) -> np.ndarray:

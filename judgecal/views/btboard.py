@@ -444,14 +444,31 @@ def _stuffed(data: bq.Battles, keep: np.ndarray, models: list[str], feats: dict,
     rid, mo = _answers(data, keep, models)
     f = np.array([feats[r] for r in rid.tolist()], dtype=float).reshape(-1, 4)
     dens = sc.model_densities(mo, f[:, 0], f[:, 1:], len(models))
+    share = sc.model_shares(mo, f[:, 1:], len(models))
     ranked = [i for i, n in enumerate(models) if i not in fit.set_apart and n not in degenerate]
+    per = unit.rstrip("s")
     out = {}
-    for i, hits in sc.far_outside(dens, [i for i in ranked if i != anchor], ranked).items():
-        out[models[i]] = ("Markdown density far above the other models': " + "; ".join(
-            f"{h['feature']} {h['density']:.4f} per {unit.rstrip('s')}, {h['density'] / h['highest']:.1f} times the "
-            f"highest of the others ({h['highest']:.4f}; flagged above {sc.FAR_OUTSIDE:g} times)" for h in hits)
-            + "; style control corrects within the range of styles it was fitted on, not beyond it")
+    for i, hits in sc.far_outside(dens, [i for i in ranked if i != anchor], ranked, share).items():
+        out[models[i]] = ("Markdown density far above the other models': " + "; ".join(_outside_reason(h, i, models, per)
+                                                                                       for h in hits)
+                          + "; style control corrects within the range of styles it was fitted on, not beyond it")
     return out
+
+
+def _outside_reason(h: dict, i: int, models: list[str], per: str) -> str:
+    """One hit of :func:`judgecal.calibrate.stylecontrol.far_outside` in words."""
+    feat, d = h["feature"], h["density"]
+    with_ = [models[g] for g in h["group"] if g != i]
+    together = f" (with {', '.join(sorted(with_))})" if with_ else ""
+    if h["highest"] == 0:
+        return (f"{feat} {d:.4f} per {per}, a feature no other model{' outside the group' if with_ else ''} uses"
+                f"{together} (its coefficient would rest on these answers alone)")
+    if with_:
+        return (f"{feat} {d:.4f} per {per}{together}: the group's lowest density is "
+                f"{h['low'] / h['highest']:.1f} times the "
+                f"highest of the rest ({h['highest']:.4f}; a group flagged above {sc.FAR_OUTSIDE_GROUP:g} times)")
+    return (f"{feat} {d:.4f} per {per}, {d / h['highest']:.1f} times the highest of the others ({h['highest']:.4f}; "
+            f"flagged above {sc.FAR_OUTSIDE:g} times)")
 
 
 def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_bootstrap, seed):
