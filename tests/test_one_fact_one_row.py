@@ -132,6 +132,33 @@ def test_swapped_twins_against_the_database(tmp_path, db_url, run_cli):
     assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "other way round" in r.stderr, r
 
 
+def test_swapped_twin_preference_within_float_rounding(tmp_path, db_url, run_cli):
+    """A soft preference and its swapped twin written as a file writes them (0.574443 and
+    0.425557) are one verdict, in one file and against the database, though 1 - 0.574443 is
+    0.42555699999999996 in floats; a twin that really differs (0.4256) is still refused."""
+    from judgecal.importers.records import same_swapped
+
+    assert 1.0 - 0.574443 != 0.425557 and same_swapped(1.0 - 0.574443, 0.425557)
+    assert not same_swapped(0.4256, 0.425557) and not same_swapped(True, 1.0) and same_swapped({"a": [0.3]}, {"a": [0.3]})
+    f = _jsonl(tmp_path / "v.jsonl", [_verdict("x", "y", "a", preference=0.574443),
+                                      _verdict("y", "x", "b", preference=0.425557)])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 0, r
+    out = json.loads(r.stdout)
+    assert out["added"]["pairwise_judgment"] == 1 and any("repeat an earlier record" in w for w in out["warnings"])
+    # against the database: the stored x/y verdict turned to this file's order
+    r = _imp(run_cli, db_url, _jsonl(tmp_path / "v2.jsonl", [_verdict("y", "x", "b", preference=0.425557)]), "verdicts")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["pairwise_judgment"] == 0, r
+    f = _jsonl(tmp_path / "v3.jsonl", [_verdict("y", "x", "b", preference=0.4256)])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:1:" in r.stderr and "sides swapped" in r.stderr, r
+    f = _jsonl(tmp_path / "v4.jsonl", [_verdict("p", "q", "a", preference=0.574443),
+                                       _verdict("q", "p", "b", preference=0.4256)])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    assert _n(db_url, "pairwise_judgment") == 1
+
+
 def test_same_autoj_content_under_another_name(tmp_path, db_url, run_cli):
     recs = [{"prompt": f"q{i}", "response 1": f"one {i}", "response 2": f"two {i}", "label": i % 3, "scenario": "s"}
             for i in range(4)]

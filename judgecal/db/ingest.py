@@ -21,7 +21,7 @@ from judgecal.db import models as m
 from judgecal.db import queries as q
 from judgecal.db.filebook import FileBook
 from judgecal.errors import InputError
-from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict, show_value
+from judgecal.importers.records import ImportBatch, JudgeSpec, KnownRef, RespRef, Verdict, same_swapped, show_value
 from judgecal.judge.distribution import swap as swap_distribution
 
 
@@ -53,10 +53,13 @@ _VERDICT_COLUMNS = ("response_a_id", "response_b_id", "judge_id") + Verdict._fie
 _UNSTATED_OK = frozenset({"expected_score", "distribution"})
 
 
-def _agrees(names: tuple[str, ...], stored: tuple, given: tuple) -> bool:
+def _agrees(names: tuple[str, ...], stored: tuple, given: tuple, swapped: bool = False) -> bool:
     """True when a stored row's values and a file's agree: equal, except that a field of
-    :data:`_UNSTATED_OK` the file leaves out (None) agrees with any stored value."""
-    return all(a == b or (b is None and n in _UNSTATED_OK) for n, a, b in zip(names, stored, given))
+    :data:`_UNSTATED_OK` the file leaves out (None) agrees with any stored value. ``swapped``:
+    the stored values were turned to the file's order (1 - p...), so numbers agree within float
+    rounding (:func:`judgecal.importers.records.same_swapped`)."""
+    same = same_swapped if swapped else (lambda a, b: a == b)
+    return all(same(a, b) or (b is None and n in _UNSTATED_OK) for n, a, b in zip(names, stored, given))
 
 
 _META_MEMO: dict[str, tuple] = {}
@@ -512,7 +515,7 @@ class Writer:
             meant = (status, _SWAP[verdict], None if pref is None else 1.0 - pref, _SWAP[side], raw, error,
                      swap_distribution(dist))
             given = tuple(r[j] for j in val_at)
-            if not _agrees(names, meant, given):
+            if not _agrees(names, meant, given, swapped=True):
                 file, line = batch.where("verdicts", i)
                 origin = f" (imported from {source})" if source else ""
                 raise InputError(

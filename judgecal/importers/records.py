@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import re
 import stat
@@ -945,6 +946,28 @@ def check_family(family: str | None) -> None:
                          "remove them")
 
 
+#: a swapped twin's number agrees with the earlier line's when within this relative (or absolute) gap:
+#: the rounding of 1 - p, never a different verdict
+SWAP_TOLERANCE = 1e-9
+
+
+def same_swapped(x: object, y: object) -> bool:
+    """Whether two values of a pair fact (a verdict's preference, its distribution...) are the
+    same, floats within :data:`SWAP_TOLERANCE` (relative or absolute: ``math.isclose``), dicts,
+    lists and tuples element by element, anything else by ``==``. Booleans are not numbers here."""
+    if isinstance(x, bool) or isinstance(y, bool):
+        return type(x) is type(y) and x == y
+    if isinstance(x, float) or isinstance(y, float):
+        if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
+            return x == y
+        return math.isclose(x, y, rel_tol=SWAP_TOLERANCE, abs_tol=SWAP_TOLERANCE)
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(same_swapped(x[k], y[k]) for k in x)
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        return type(x) is type(y) and len(x) == len(y) and all(same_swapped(a, b) for a, b in zip(x, y))
+    return x == y
+
+
 def show_value(value: object) -> str:
     """A value as an error message shows it (at most 80 characters)."""
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
@@ -983,7 +1006,9 @@ class Seen:
         position...) mean with the sides swapped. A swapped twin that agrees is an exact
         repeat (counted, kept once); one that disagrees -- or any swapped twin, with
         ``swapped_is_conflict`` (a verbosity pair: which response is the concise one?) -- is
-        refused at FILE:LINE naming the earlier line."""
+        refused at FILE:LINE naming the earlier line. A swapped twin's numbers are compared
+        within float rounding (:func:`same_swapped`): 1 - 0.574443 is 0.42555699999999996, not
+        the 0.425557 a file writes."""
         pairs = self.__dict__.setdefault("_pairs", {})
         swapped = b < a  # the key holds the pair in one order, whatever the file's
         key = (kind, b, a, swap_rest(rest) if swap_rest else rest) if swapped else (kind, a, b, rest)
@@ -996,7 +1021,7 @@ class Seen:
             if given != value:
                 raise f.fail(f"{what} conflicts with line {earlier.line} (same {what}, different values: "
                              f"{show_value(given)} there, {show_value(value)} here); remove one of them")
-        elif swapped_is_conflict or before != meant:
+        elif swapped_is_conflict or not same_swapped(before, meant):
             there = swap(value) if swap else value  # (the sides differ from the earlier line's)
             why = ("the same two responses with their roles swapped" if swapped_is_conflict else
                    f"the same pair with its sides swapped: {show_value(value)} here is {show_value(there)} in "
