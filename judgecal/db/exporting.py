@@ -8,7 +8,14 @@ kind also declares its columns in :data:`COLUMNS` (the CSV header, known before 
 row). ``families``: task family ids to keep (None: all; a label or verdict belongs to the
 family of its first response's item); ``judge_id``: only that judge's rows, for the kinds in
 :data:`JUDGED` (the others have no judge; :func:`judgecal.views.export.export` refuses ``--judge``
-for them). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`."""
+for them). Adding a kind = one generator + one entry in :data:`COLUMNS` and :data:`KINDS`.
+
+Every kind is written in **content order**, never row-id order, so the same data gives the same
+file in every database whatever the import order: by task family name, the item's prompt
+SHA-256, then the rows' own natural keys (model and text SHA-256 of each response, judge key,
+sample index, position, annotator, source), texts compared by code point on both dialects
+(:func:`_by_code_point`). Ratings walk their stored ``content_key`` (the same order).
+Calibrations are oldest first, then in that order."""
 
 from __future__ import annotations
 
@@ -57,6 +64,22 @@ def _item_fields(fam, prompt, ext, ref) -> dict:
     return out
 
 
+def _by_code_point(s: Session, col):
+    """``col`` for ORDER BY in code-point order: PostgreSQL's "C" collation (UTF-8 bytes, which
+    compare as code points); SQLite's default BINARY already is."""
+    return col.collate("C") if s.get_bind().dialect.name == "postgresql" else col
+
+
+def _answer_order(s: Session, R) -> tuple:
+    """The ORDER BY terms of a response: its model (code point), then its text SHA-256."""
+    return (_by_code_point(s, R.model), R.text_sha256)
+
+
+def _item_order(s: Session, I=m.Item, F=m.TaskFamily) -> tuple:
+    """The ORDER BY terms of an item: its family's name (code point), then its prompt SHA-256."""
+    return (_by_code_point(s, F.name), I.prompt_sha256)
+
+
 def _stream(s: Session, q):
     return s.execute(q.execution_options(yield_per=YIELD_PER))
 
@@ -71,10 +94,10 @@ def _scope(q, families: Optional[list[int]], judge_col=None, judge_id: Optional[
 
 
 def responses(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every response: task_family, prompt, model, response (+ item_id, reference)."""
+    """Every response: task_family, prompt, model, response (+ item_id, reference), in content order."""
     R, I, F = m.Response, m.Item, m.TaskFamily
     q = (select(*_item_cols(), R.model, R.text).select_from(F).join(I, I.task_family_id == F.id).join(R, R.item_id == I.id)
-         .order_by(R.id))
+         .order_by(*_item_order(s), *_answer_order(s, R)))
     q = _scope(q, families)
     for fam, prompt, ext, ref, model, text in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "model": model, "response": text}
@@ -111,7 +134,9 @@ def ratings(s: Session, families: Optional[list[int]] = None, judge_id: Optional
 
 
 def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every expert label, pointwise and pairwise."""
+    """Every expert label, pointwise and pairwise, in content order: the first response's item,
+    kind, the responses (b's NULL for every pointwise label), annotator, source (unique, as the
+    label key is)."""
     E, I, F = m.ExpertLabel, m.Item, m.TaskFamily
     ra, rb, rp = aliased(m.Response), aliased(m.Response), aliased(m.Response)
     # the item is the first response's (response_a for pairwise, response for pointwise)
@@ -123,7 +148,8 @@ def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[
          .outerjoin(rp, rp.id == E.response_id)
          .join(first, first.id == func.coalesce(E.response_a_id, E.response_id))
          .join(I, I.id == first.item_id).join(F, F.id == I.task_family_id)
-         .order_by(E.id))
+         .order_by(*_item_order(s), E.kind, *_answer_order(s, first), _by_code_point(s, rb.model), rb.text_sha256,
+                   _by_code_point(s, E.annotator), _by_code_point(s, E.source)))
     q = _scope(q, families)
     for kind, score, lo, hi, pref, annotator, source, am, at, bm, bt, pm, pt, fam, prompt, ext, ref in _stream(s, q):
         row = _item_fields(fam, prompt, ext, ref)
@@ -136,12 +162,14 @@ def labels(s: Session, families: Optional[list[int]] = None, judge_id: Optional[
 
 
 def pairs(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every verbosity pair, with its source (the importer or file it came from)."""
+    """Every verbosity pair, with its source (the importer or file it came from), in content
+    order: item, concise response, verbose response (unique)."""
     V, I, F = m.VerbosityPair, m.Item, m.TaskFamily
     rc, rv = aliased(m.Response), aliased(m.Response)
     q = (select(*_item_cols(), rc.model, rc.text, rv.model, rv.text, V.source).select_from(V)
          .join(rc, rc.id == V.concise_response_id).join(rv, rv.id == V.verbose_response_id)
-         .join(I, I.id == V.item_id).join(F, F.id == I.task_family_id).order_by(V.id))
+         .join(I, I.id == V.item_id).join(F, F.id == I.task_family_id)
+         .order_by(*_item_order(s), *_answer_order(s, rc), *_answer_order(s, rv)))
     q = _scope(q, families)
     for fam, prompt, ext, ref, cm, ct, vm, vt, source in _stream(s, q):
         yield {**_item_fields(fam, prompt, ext, ref), "concise_model": cm, "concise": ct, "verbose_model": vm, "verbose": vt,
@@ -153,8 +181,9 @@ def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optiona
     every column of ``pairwise_judgment`` but ids and claims: the two responses by their
     natural keys (item of response_a), the judge's identity (``judge_mode`` pairwise),
     sample_index, position, status, verdict, preference, distribution, baseline (the baseline_side column), source, raw_output,
-    error, attempts, latency_s, prompt_tokens, completion_tokens."""
-    P, I, F = m.PairwiseJudgment, m.Item, m.TaskFamily
+    error, attempts, latency_s, prompt_tokens, completion_tokens. In content order: item, the two
+    responses, judge key, sample index, position shown (unique)."""
+    P, I, F, J = m.PairwiseJudgment, m.Item, m.TaskFamily, m.Judge
     ra, rb = aliased(m.Response), aliased(m.Response)
     judges = _judges(s)
     q = (select(*_item_cols(), ra.model, ra.text, rb.model, rb.text, P.judge_id, P.sample_index, P.position, P.status,
@@ -162,7 +191,10 @@ def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optiona
                 P.prompt_tokens, P.completion_tokens)
          .select_from(P).join(ra, ra.id == P.response_a_id).join(rb, rb.id == P.response_b_id)
          .join(I, I.id == ra.item_id).join(F, F.id == I.task_family_id)
-         .where(P.status.in_(("ok", "unparsed", "failed"))).order_by(P.id))
+         .join(J, J.id == P.judge_id)
+         .where(P.status.in_(("ok", "unparsed", "failed")))
+         .order_by(*_item_order(s), *_answer_order(s, ra), *_answer_order(s, rb), J.judge_key, P.sample_index,
+                   P.position))
     q = _scope(q, families, P.judge_id, judge_id)
     for (fam, prompt, ext, ref, am, at, bm, bt, jid, sample, position, status, verdict, pref, dist, side, source, raw, error,
          attempts, latency, pt, ct) in _stream(s, q):
@@ -173,7 +205,8 @@ def verdicts(s: Session, families: Optional[list[int]] = None, judge_id: Optiona
 
 
 def calibrations(s: Session, families: Optional[list[int]] = None, judge_id: Optional[int] = None) -> Iterator[dict]:
-    """Every stored calibration (oldest first), every column of ``calibration`` but its id:
+    """Every stored calibration (oldest first, then by family, judge key, method, objective and
+    length unit), every column of ``calibration`` but its id:
     the task family by name, the judge's identity (as ratings and verdicts carry it, with
     ``judge_mode``), ``created_at`` (ISO 8601 UTC, when it was fitted), the fitted parameters,
     bounds, fit diagnostics (n, converged, loss, folds, n_bootstrap, seed), ``params``,
@@ -183,7 +216,10 @@ def calibrations(s: Session, families: Optional[list[int]] = None, judge_id: Opt
     C, F = m.Calibration, m.TaskFamily
     judges = _judges(s)
     cols = [getattr(C, c) for c in CALIBRATION_FIELDS]
-    q = select(F.name, C.judge_id, C.scale_min, C.scale_max, *cols).join(F, F.id == C.task_family_id).order_by(C.id)
+    J = m.Judge
+    q = (select(F.name, C.judge_id, C.scale_min, C.scale_max, *cols).join(F, F.id == C.task_family_id)
+         .join(J, J.id == C.judge_id)
+         .order_by(C.created_at, _by_code_point(s, F.name), J.judge_key, C.method, C.objective, C.length_unit))
     q = _scope(q, families, C.judge_id, judge_id)
     for fam, jid, lo, hi, *values in _stream(s, q):
         judge = judges[jid]
