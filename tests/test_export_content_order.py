@@ -71,3 +71,16 @@ def test_same_data_any_import_order_same_files(db_url, sqlite_url, tmp_path, fmt
         assert one_item == ["B-model", "a-model", "base", "Émodel"]
         verdicts = [json.loads(x) for x in (tmp_path / "verdicts-1.jsonl").read_text(encoding="utf-8").splitlines()]
         assert len(verdicts) == 3 * 3 * 3 * 2
+
+
+def test_every_family_listed_by_name_not_by_id(db_url, tmp_path, run_cli):
+    """Families imported in the order éfam, fam, Fam (ids 1, 2, 3) are listed by name, by code
+    point, wherever "every family" is meant: the leaderboard's ``families`` (JSON)."""
+    for fam in ("éfam", "fam", "Fam"):  # one import each: the ids follow this order
+        rows = [r for r in _records()["ratings"] if r["task_family"] == fam]
+        path = tmp_path / f"r-{fam}.jsonl"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        importing.import_generic(path, "ratings", "jsonl", None, db_url)
+    r = run_cli("--database-url", db_url, "leaderboard", "--format", "json")
+    assert r.exit_code == 0, r
+    assert json.loads(r.stdout)["families"] == ["Fam", "fam", "éfam"]

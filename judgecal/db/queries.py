@@ -241,10 +241,13 @@ def one_family(session: Session, families: list[str], board: str) -> None:
 
 
 def family_ids(session: Session, names: Iterable[str] | None) -> list[int]:
-    """Ids of the named families (all families when ``names`` is empty or None)."""
+    """Ids of the named families, in the order given (all families when ``names`` is empty or
+    None: by name, compared by code point, never by id, so every database holding the same
+    families lists them alike)."""
     names = list(names or [])
     if not names:
-        return list(session.scalars(select(m.TaskFamily.id).order_by(m.TaskFamily.id)))
+        rows = session.execute(select(m.TaskFamily.id, m.TaskFamily.name)).all()
+        return [fid for fid, _ in sorted(rows, key=lambda r: r[1])]
     return [family_id(session, n) for n in names]
 
 
