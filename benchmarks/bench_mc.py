@@ -90,7 +90,10 @@ def run_lm_eval(lm, task):
     return [ll for ll, _ in out], time.perf_counter() - t, time.process_time() - c
 
 
-LM_EVAL_TASKS = {"arc_challenge_25shot": ("arc_challenge", 25), "mmlu_5shot": ("mmlu_anatomy", 5)}
+LM_EVAL_TASKS = {"arc_challenge_25shot": ("arc_challenge", 25), "mmlu_5shot": ("mmlu_anatomy", 5),
+                 # short-context tasks (issue 36 item 4): PIQA (a goal, two solutions of 20-60 tokens) and
+                 # COPA (a premise of ~10 tokens, two short alternatives), at 0, 5 and 25 shots
+                 **{f"{t}_{k}shot": (t, k) for t in ("piqa", "copa") for k in (0, 5, 25)}}
 
 
 def run_lm_eval_config(lm, spec: str, shots: int, limit: int, hub: Path) -> tuple[dict, float, float, float]:
@@ -184,8 +187,8 @@ def main() -> int:
     ap.add_argument("--lm-eval-batch-sizes", default="16,32,64")
     ap.add_argument("--batch-size", default="auto", help="judgecal's --batch-size")
     ap.add_argument("--tasks", default="arc_easy,hellaswag",
-                    help="comma-separated subset of arc_easy,hellaswag,arc_challenge_25shot,mmlu_5shot to time "
-                         "(the lm-eval batch probe uses ARC items)")
+                    help="comma-separated subset of arc_easy,hellaswag and the lm-eval configs "
+                         + ",".join(LM_EVAL_TASKS) + " to time (the lm-eval batch probe uses ARC items)")
     ap.add_argument("--lmeval-items", type=int, default=50, help="items of each lm-eval config task (default 50)")
     ap.add_argument("--lmeval-forward", default=None, choices=["fused", "transformers"],
                     help="judgecal's forward for the lm-eval config tasks (default: what --forward auto runs for "
@@ -310,6 +313,13 @@ def main() -> int:
         for k, rate in best.items():
             row[f"floor_share_{k}"] = row["achieved_gflops"] / rate
             row[f"floor_share_cpu_{k}"] = row["achieved_gflops_cpu"] / rate
+            # the ceiling: lm-eval's model pass against the necessary work (judgecal's floor) run at this
+            # matmul rate: no scorer doing only that work at that rate is faster than this many times lm-eval
+            lm_seconds = row["items"] / row["lm_eval_items_per_s"]
+            row[f"ceiling_{k}"] = lm_seconds / (row["floor_gflop"] / rate)
+        print(f"ceiling, {name}: lm-eval's model pass / the necessary work at the best matmul rate: " + "; ".join(
+            f"{row[f'ceiling_{k}']:.2f}x at {k} {rate:.0f} GFLOP/s" for k, rate in best.items())
+            + f" (judgecal measured {row['ratio']:.2f}x)")
         print(f"share of floor, {name}: " + "; ".join(
             f"vs {k} {rate:.0f} GFLOP/s: {100 * row[f'floor_share_{k}']:.0f}% wall, "
             f"{100 * row[f'floor_share_cpu_{k}']:.0f}% CPU time" for k, rate in best.items()))

@@ -215,3 +215,39 @@ def test_symlinked_alpaca_eval_folder_imports_once(tmp_path, db_url, run_cli):
     assert len(batch.verdicts) == 3
     note = next(w for w in batch.warnings if "not imported: the same file or content" in w)
     assert note.startswith("2 file(s)") and "m1_link" in note and "m1_copy" in note
+
+
+def test_swapped_twin_distribution_greedy_swaps_too(tmp_path, db_url, run_cli):
+    """A distribution's ``greedy`` verdict is a side: the twin of greedy "a" on (x, y) is greedy
+    "b" on (y, x) (a break-it finding: the check swapped ``probs`` only, so it refused the true
+    twin and took a contradicting one as a repeat), in one file and against the database."""
+    from judgecal.judge.distribution import swap
+
+    assert swap({"probs": {"a": 0.6, "b": 0.3, "tie": 0.1}, "greedy": "a"}) == {
+        "probs": {"b": 0.6, "a": 0.3, "tie": 0.1}, "greedy": "b"}
+    assert swap({"probs": {"a": 0.5, "b": 0.5}, "greedy": "tie"})["greedy"] == "tie"
+
+    def dist(pa, pb, greedy):
+        return {"probs": {"a": pa, "b": pb, "tie": round(1 - pa - pb, 6)}, "outside": 0.0, "source": "top_logprobs",
+                "k": 3, "greedy": greedy}
+
+    one = _verdict("x", "y", "a", preference=0.65, distribution=dist(0.6, 0.3, "a"))
+    twin = _verdict("y", "x", "b", preference=0.35, distribution=dist(0.3, 0.6, "b"))
+    wrong = _verdict("y", "x", "b", preference=0.35, distribution=dist(0.3, 0.6, "a"))
+    r = _imp(run_cli, db_url, _jsonl(tmp_path / "v.jsonl", [one, twin]), "verdicts")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["pairwise_judgment"] == 1, r
+    f = _jsonl(tmp_path / "w.jsonl", [{**one, "prompt": "q2"}, {**wrong, "prompt": "q2"}])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:2:" in r.stderr and "sides swapped" in r.stderr, r
+    # against the database: the stored (x, y) verdict's twin counts as stored; the contradicting one is refused
+    r = _imp(run_cli, db_url, _jsonl(tmp_path / "t.jsonl", [twin]), "verdicts")
+    assert r.exit_code == 0 and json.loads(r.stdout)["added"]["pairwise_judgment"] == 0, r
+    f = _jsonl(tmp_path / "t2.jsonl", [wrong])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:1:" in r.stderr and "sides swapped" in r.stderr, r
+    assert _n(db_url, "pairwise_judgment") == 1
+    # the refusal names the field that differs (here only the raw output), with both values
+    f = _jsonl(tmp_path / "t3.jsonl", [{**twin, "raw_output": "Output (b)"}])
+    r = _imp(run_cli, db_url, f, "verdicts")
+    assert r.exit_code == 2 and f"{f}:1:" in r.stderr and "differs in raw_output (stored null, this file 'Output (b)')" \
+        in r.stderr and "preference (" not in r.stderr, r

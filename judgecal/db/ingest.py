@@ -518,11 +518,13 @@ class Writer:
             if not _agrees(names, meant, given, swapped=True):
                 file, line = batch.where("verdicts", i)
                 origin = f" (imported from {source})" if source else ""
+                differ = [(n, a, b) for n, a, b in zip(names, meant, given)
+                          if not (same_swapped(a, b) or (b is None and n in _UNSTATED_OK))]
                 raise InputError(
-                    f"this verdict is already stored with its sides swapped{origin}, meaning verdict {show_value(meant[1])}, "
-                    f"preference {show_value(meant[2])} in this file's order; this file gives verdict "
-                    f"{show_value(given[1])}, preference {show_value(given[2])}: one pair, one verdict per judge, "
-                    "sample and order shown; nothing was imported", source=file or batch.source, line=line)
+                    f"this verdict is already stored with its sides swapped{origin}; in this file's order it differs in "
+                    + ", ".join(f"{n} (stored {show_value(a)}, this file {show_value(b)})" for n, a, b in differ)
+                    + ": one pair, one verdict per judge, sample and order shown; nothing was imported",
+                    source=file or batch.source, line=line)
             self.already["pairwise_judgment"] += 1
         return keep
 

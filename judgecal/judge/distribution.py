@@ -183,11 +183,16 @@ def score_key(score: float) -> Optional[str]:
 
 
 def swap(dist: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
-    """A pairwise distribution with sides a and b swapped (the same judgment of (b, a))."""
+    """A pairwise distribution with sides a and b swapped (the same judgment of (b, a)): the
+    ``probs`` keys and the ``greedy`` verdict exchanged (``tie`` and the rest unchanged)."""
     if dist is None:
         return None
+    flip = {"a": "b", "b": "a"}
     probs = dist.get("probs") or {}
-    return {**dist, "probs": {{"a": "b", "b": "a"}.get(k, k): v for k, v in probs.items()}}
+    out = {**dist, "probs": {flip.get(k, k): v for k, v in probs.items()}}
+    if isinstance(dist.get("greedy"), str):
+        out["greedy"] = flip.get(dist["greedy"], dist["greedy"])
+    return out
 
 
 DIST_KEYS = frozenset({"probs", "outside", "source", "k", "prefix", "greedy"})
