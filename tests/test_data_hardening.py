@@ -54,7 +54,9 @@ def test_socket_symlink_and_size_limit(tmp_path, monkeypatch):
         records.read_text(link)
     big = tmp_path / "big.jsonl"
     big.write_bytes(b"x" * 101)
-    monkeypatch.setattr(records, "MAX_FILE_BYTES", 100)
+    from judgecal.importers import filereading
+
+    monkeypatch.setattr(filereading, "MAX_FILE_BYTES", 100)  # where the readers look it up
     with pytest.raises(InputError, match=r"big\.jsonl: the file has 101 bytes; judgecal reads files of at most 100 bytes"):
         records.read_text(big)
     ok = tmp_path / "ok.csv"
