@@ -243,7 +243,8 @@ def far_outside(dens: np.ndarray, candidates, reference, share: np.ndarray | Non
     an extrapolation; a density of 0 (no Markdown at all) is inside the range of any family."""
     out: dict[int, list[dict]] = {}
     ref = [int(r) for r in reference if np.all(np.isfinite(dens[int(r)]))]
-    cand = [int(i) for i in candidates if int(i) in set(ref)]
+    in_ref = set(ref)
+    cand = [int(i) for i in candidates if int(i) in in_ref]
     max_group = max(1, (len(ref) - 1) // 2)
     for j, feat in enumerate(MARKDOWN):
         order = sorted(cand, key=lambda i: (-dens[i, j], i))
@@ -252,7 +253,8 @@ def far_outside(dens: np.ndarray, candidates, reference, share: np.ndarray | Non
             group = order[:k]
             if k < len(order) and dens[order[k], j] == dens[group[-1], j]:
                 continue  # a tie straddles the cut: the tied models go together or not at all
-            rest = [r for r in ref if r not in set(group)]
+            members = set(group)
+            rest = [r for r in ref if r not in members]
             if len(rest) < FAR_OUTSIDE_MIN_MODELS:
                 break
             top = float(np.max(dens[rest, j]))
