@@ -413,6 +413,10 @@ def test_percentile_ci_with_infinite_values():
     # an infinite neighbour makes the bound infinite (not -2.4e307 interpolated from a clipped value)
     assert bt.percentile_ci([-math.inf] * 5 + list(range(195)))[0] == -math.inf
     assert bt.percentile_ci([math.nan]) is None
+    # 97.5% of 41 values lies exactly on index 39 (t = 0): the bound is v[39], not numpy's
+    # v[39] + (inf - v[39]) * 0 = NaN (seen: a style coefficient's CI in the team's HTML report)
+    assert bt.percentile_ci(list(range(40)) + [math.inf]) == pytest.approx([1.0, 39.0])
+    assert bt.percentile_ci([0.0] * 40 + [math.inf]) == [0.0, 0.0]
 
 
 def test_run_off_rules_known_answers():

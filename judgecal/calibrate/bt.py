@@ -573,7 +573,8 @@ def win_rate(rating, baseline_rating) -> np.ndarray:
 def percentile_ci(values) -> list | None:
     """[2.5, 97.5] percentiles (numpy's linear interpolation) of the values that are not NaN,
     infinite values included: a bound whose interpolation touches an infinite value is that
-    infinity (never a finite number interpolated from one); None when none is left."""
+    infinity (never a finite number interpolated from one), and a bound at an exact index is that
+    value even where the next one is infinite (numpy gives NaN there); None when none is left."""
     v = np.sort(np.asarray(values, dtype=float).ravel())
     v = v[~np.isnan(v)]
     if v.size == 0:
@@ -584,6 +585,10 @@ def percentile_ci(values) -> list | None:
         lo, hi = v[int(math.floor(pos))], v[int(math.ceil(pos))]
         if math.isinf(lo) or math.isinf(hi):
             out.append(float(lo if math.isinf(lo) and (q < 0.5 or not math.isinf(hi)) else hi))
-        else:
-            out.append(float(np.percentile(v, 100 * q)))
+            continue
+        # numpy interpolates between v[k] and v[k + 1] even at an exact index k (weight 0): with
+        # v[k + 1] infinite that is inf * 0 = NaN; the percentile there is v[k] itself
+        with np.errstate(invalid="ignore"):
+            p = float(np.percentile(v, 100 * q))
+        out.append(float(lo) if math.isnan(p) else p)
     return out
