@@ -20,6 +20,10 @@ cross-validated) and the nested selection's recommendation.
 The distributions are cached: the rating database is ``--cache`` (default
 ``JUDGECAL_HOME/cache/summaries-smollm2.db``), rated once and reused by later runs (``rate`` is
 resumable and idempotent: a second run rates nothing). Delete the file to rate again.
+Two runs on one machine share that cache (several checkouts, one user): a run holds an exclusive
+lock on ``<cache>.lock`` from its import to the end of its fits, so a second run waits (and says
+so) instead of fitting while the first is still storing ratings; a ``rate`` that ends with rows
+of the selection still claimed by another worker stops the script with that count.
 Measured on this project's 2-core machine (2026-12-03, other jobs sharing the cores): the first
 run rated for about 32 minutes (LLMBar Natural 107 s, Neighbor 404 s, GPTInst 293 s for 652
 responses; the 200 AlpacaEval answers 1131 s, 0.18 answers/s: the verbose ones run to ~600
@@ -32,6 +36,8 @@ Run:  HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/summaries.py [--alpaca-items 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -91,7 +97,42 @@ def collect(url: str, alpaca_items: int, log=print, data: Path | None = None) ->
                   "--task-family", fam, *extra, "--format", "json")
         spent[fam] = time.perf_counter() - t0
         log(f"rated {fam}: {spent[fam]:.0f} s; {out.stdout.strip()[-300:]}")
+        unfinished = unfinished_rows(out.stdout)
+        if unfinished:
+            raise SystemExit(f"judgecal rate --task-family {fam}: {unfinished} row(s) of the selection are not "
+                             "finished (another worker holds them, or they are pending): the fits would leave them "
+                             f"out; run again when that worker is done ({url})")
     return spent
+
+
+def unfinished_rows(rate_json: str) -> int:
+    """Rows of ``rate --format json``'s selection still 'pending' or 'running' (another worker's
+    claims) after the run; raises SystemExit when the output is not rate's JSON summary."""
+    try:
+        totals = json.loads(rate_json)["totals"]
+        return int(totals.get("pending", 0)) + int(totals.get("running", 0))
+    except (ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"judgecal rate gave no JSON summary ({e}): {rate_json.strip()[-300:]}")
+
+
+@contextlib.contextmanager
+def cache_lock(cache: Path, log=print):
+    """Hold an exclusive lock on ``<cache>.lock`` (flock; released when the process ends, even
+    killed) while a run imports, rates and fits the shared cache: a second run on the machine
+    waits for the first instead of fitting a cache that the first is still filling."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache.with_name(cache.name + ".lock"), "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another run that holds {fh.name} (it is rating or fitting the same cache)")
+            t0 = time.perf_counter()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            log(f"got {fh.name} after {time.perf_counter() - t0:.0f} s")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def main(argv=None) -> None:
@@ -103,13 +144,14 @@ def main(argv=None) -> None:
     ap.add_argument("--collect-only", action="store_true")
     args = ap.parse_args(argv)
     cache = args.cache or default_cache()
-    cache.parent.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{cache}"
-    spent = collect(url, args.alpaca_items, log=lambda s: print(s, file=sys.stderr, flush=True))
-    if args.collect_only:
-        print(json.dumps(spent))
-        return
-    rows = fits(url, args.n_bootstrap, args.alpaca_items)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    with cache_lock(cache, log):
+        spent = collect(url, args.alpaca_items, log=log)
+        if args.collect_only:
+            print(json.dumps(spent))
+            return
+        rows = fits(url, args.n_bootstrap, args.alpaca_items)
     print(section(rows, spent, args.alpaca_items, args.n_bootstrap))
 
 
@@ -118,10 +160,12 @@ def run_all(data: Path | None = None, alpaca_items: int = 100, n_bootstrap: int 
     """What benchmarks/results.py keeps (JSON): {"rows": {set: fit row}, "spent": {family: s},
     "alpaca_items", "n_bootstrap"}; rates into the cache only what it lacks."""
     cache = cache or default_cache()
-    cache.parent.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{cache}"
-    spent = collect(url, alpaca_items, log=log or (lambda s: print(s, file=sys.stderr, flush=True)), data=data)
-    return {"rows": fits(url, n_bootstrap, alpaca_items), "spent": spent, "alpaca_items": alpaca_items, "n_bootstrap": n_bootstrap}
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    with cache_lock(cache, log):
+        spent = collect(url, alpaca_items, log=log, data=data)
+        rows = fits(url, n_bootstrap, alpaca_items)
+    return {"rows": rows, "spent": spent, "alpaca_items": alpaca_items, "n_bootstrap": n_bootstrap}
 
 
 def pct(x, ci=None, signed=False) -> str:

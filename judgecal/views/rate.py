@@ -721,7 +721,8 @@ def notices(summary: dict[str, Any]) -> list[str]:
     """Lines the CLI prints on stderr after a run whatever its exit status: with --logprobs,
     the answered calls that came back without logprobs (naming the endpoint: no distribution
     was stored for them) and the calls the endpoint refused for asking logprobs; the answers
-    whose stored text had characters replaced (``raw_output_replaced``)."""
+    whose stored text had characters replaced (``raw_output_replaced``); the rows of the selection
+    that another worker still holds ('running' in ``totals``) when the run ends."""
     lp = summary.get("logprobs") or {}
     out = []
     answered = lp.get("with", 0) + lp.get("without", 0)
@@ -738,6 +739,11 @@ def notices(summary: dict[str, Any]) -> list[str]:
     if lp.get("refused"):
         out.append(f"warning: the endpoint {summary['endpoint']} refused {lp['refused']} call(s) for asking logprobs "
                    f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")
+    totals = summary.get("totals") or {}
+    if totals.get("running") and not summary.get("interrupted"):
+        out.append(f"note: {totals['running']} row(s) of this selection are being rated by another worker (claimed, "
+                   "status 'running'): they are not stored yet, so a fit or report run now leaves them out (it counts "
+                   "them as not finished); wait for that worker, or run the same command again after its lease")
     if summary.get("raw_output_replaced"):
         out.append(f"warning: the endpoint {summary['endpoint']} gave {summary['raw_output_replaced']} answer(s) or "
                    "error(s) holding a NUL character or an unpaired surrogate, which no database stores alike: the "
