@@ -8,18 +8,17 @@ docs/results.md with the change. These fast tests check the renderer on what it 
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from script_helpers import load_benchmark  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("judgecal_results_script", REPO / "benchmarks" / "results.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("results")
 
 
 def test_results_doc_says_it_is_generated():

@@ -6,7 +6,6 @@ benchmark holds a lock on the shared cache from import to fit and refuses to fit
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import os
 import socket
@@ -18,17 +17,13 @@ import pytest
 from sqlalchemy import create_engine, update
 
 sys.path.insert(0, str(Path(__file__).parent))
+from script_helpers import load_benchmark  # noqa: E402
 from stub_openai import StubServer  # noqa: E402
 from judgecal.db import models as m  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def _summaries():
-    spec = importlib.util.spec_from_file_location("judgecal_summaries_script", REPO / "benchmarks" / "summaries.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("summaries")
 
 
 def test_rate_says_rows_another_worker_still_holds(db_url, tmp_path):
