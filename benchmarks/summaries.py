@@ -119,19 +119,39 @@ def unfinished_rows(rate_json: str) -> int:
 def cache_lock(cache: Path, log=print):
     """Hold an exclusive lock on ``<cache>.lock`` (flock; released when the process ends, even
     killed) while a run imports, rates and fits the shared cache: a second run on the machine
-    waits for the first instead of fitting a cache that the first is still filling."""
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    with open(cache.with_name(cache.name + ".lock"), "a") as fh:
+    waits for the first (saying which process holds it) instead of fitting a cache that the
+    first is still filling. Raises SystemExit with one line when the lock file cannot be made
+    (exit 1) or when Ctrl-C ends the wait (exit 130)."""
+    lock = cache.with_name(cache.name + ".lock")
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock, "a+")
+    except OSError as e:
+        raise SystemExit(f"{lock}: cannot create the cache's lock file ({e.strerror or e}); "
+                         "give --cache a writable place or set JUDGECAL_HOME")
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"waiting for another run that holds {fh.name} (it is rating or fitting the same cache)")
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            log(f"waiting for {holder}, which holds {lock} (it is rating or fitting the same cache; "
+                "Ctrl-C stops waiting)")
             t0 = time.perf_counter()
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            log(f"got {fh.name} after {time.perf_counter() - t0:.0f} s")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            except KeyboardInterrupt:
+                print(f"interrupted while waiting for {lock}: nothing was rated or fitted", file=sys.stderr)
+                raise SystemExit(130)
+            log(f"got {lock} after {time.perf_counter() - t0:.0f} s")
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})\n")
+        fh.flush()
         try:
             yield
         finally:
+            fh.truncate(0)
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 

@@ -509,7 +509,8 @@ def run_rate(
     (pauses, paused_s, gave_up, last_reason), interrupted (None, 'SIGINT' or 'SIGTERM'),
     handed_back (rows put back to 'pending' at the end), totals (rows of the selection by
     status), skipped (pairwise --baseline: no_baseline, items_with_several), elapsed_s,
-    ratings_per_s, released_stale, reset_failed. Raises UsageError for bad options,
+    ratings_per_s, released_stale (claims of dead workers of this host, or older than the lease,
+    taken back before the run), released_after (the same, after the run), lease_s, reset_failed. Raises UsageError for bad options,
     InputError for a bad prompt file, NotFoundError for an unknown task family,
     DatabaseError for an unreachable database. Endpoint failures never raise: they are rows."""
     if samples < 1 or concurrency < 1 or max_attempts < 1 or max_tokens < 1 or timeout <= 0:
@@ -616,6 +617,9 @@ def run_rate(
             runner, interrupted = _run_with_progress(engine, plan, tmpl, client_kw, concurrency, key, todo, progress,
                                                      max_outage_s, render_time_limit_s)
             elapsed = time.perf_counter() - start
+        # another worker of this host that died while this run went on left its claims: take
+        # them back now (they show as pending, and the note says to run again)
+        released_after = 0 if interrupted else queue.release_stale(engine, plan, lease)
         totals = queue.counts(engine, plan)
     finally:
         engine.dispose()
@@ -633,7 +637,7 @@ def run_rate(
         "raw_output_replaced": getattr(runner, "replaced", 0),
         "totals": {s: totals.get(s, 0) for s in m.RATING_STATUSES},
         "skipped": skipped,
-        "released_stale": released, "reset_failed": reset,
+        "released_stale": released, "released_after": released_after, "lease_s": lease, "reset_failed": reset,
         "elapsed_s": round(elapsed, 3), "ratings_per_s": round(n_done / elapsed, 2) if elapsed > 0 else None,
     }
 
@@ -722,7 +726,9 @@ def notices(summary: dict[str, Any]) -> list[str]:
     the answered calls that came back without logprobs (naming the endpoint: no distribution
     was stored for them) and the calls the endpoint refused for asking logprobs; the answers
     whose stored text had characters replaced (``raw_output_replaced``); the rows of the selection
-    that another worker still holds ('running' in ``totals``) when the run ends."""
+    that another worker still holds ('running' in ``totals``) or that are pending again (handed
+    back by, or taken back from, another worker after this run's last claim) when the run ends;
+    nothing of that for a run that was itself interrupted (its own message says what to do)."""
     lp = summary.get("logprobs") or {}
     out = []
     answered = lp.get("with", 0) + lp.get("without", 0)
@@ -741,9 +747,18 @@ def notices(summary: dict[str, Any]) -> list[str]:
                    f"(top_logprobs {lp.get('top_logprobs')}): try a smaller --top-logprobs, or rate without --logprobs")
     totals = summary.get("totals") or {}
     if totals.get("running") and not summary.get("interrupted"):
-        out.append(f"note: {totals['running']} row(s) of this selection are being rated by another worker (claimed, "
-                   "status 'running'): they are not stored yet, so a fit or report run now leaves them out (it counts "
-                   "them as not finished); wait for that worker, or run the same command again after its lease")
+        lease = summary.get("lease_s")
+        out.append(f"note: {totals['running']} row(s) of this selection are being rated by another worker (a live "
+                   "process of this host, or a claim of another host younger than the lease"
+                   + (f" of {lease:g} s" if lease else "") + "): they are not stored yet, so a fit or report run now "
+                   "leaves them out (it counts them as not finished); wait for that worker, then run the same command "
+                   "again to see the totals")
+    if totals.get("pending") and not summary.get("interrupted"):
+        dead = summary.get("released_after") or 0
+        why = (f"{dead} claimed by a worker of this host that died during this run, the rest " if dead else "")
+        out.append(f"note: {totals['pending']} row(s) of this selection are still pending ({why}handed back by "
+                   "another worker after this run took its last batch): they are not rated, so a fit or report run "
+                   "now leaves them out; run the same command again to rate them")
     if summary.get("raw_output_replaced"):
         out.append(f"warning: the endpoint {summary['endpoint']} gave {summary['raw_output_replaced']} answer(s) or "
                    "error(s) holding a NUL character or an unpaired surrogate, which no database stores alike: the "
