@@ -108,8 +108,23 @@ def test_a_worker_that_dies_during_the_run_is_taken_back_and_said(db_url, tmp_pa
     assert second["released_after"] == 1 and second["totals"] == {**second["totals"], "ok": 3, "pending": 1, "running": 0}
     notes = [line for line in notices(second) if line.startswith("note:")]
     assert notes == [notes[0]] and notes[0].startswith(
-        "note: 1 row(s) of this selection are still pending (1 claimed by a worker of this host that died during this run")
+        "note: 1 row(s) of this selection are still pending (claimed by a worker of this host that died during this "
+        "run): they are not rated, so a fit or report run now leaves them out; run the same command again to rate them")
     assert exit_status(second) == (0, None)
+
+
+def test_pending_note_names_each_cause():
+    from judgecal.views.rate import notices
+
+    def note(pending, dead):
+        lines = notices({"totals": {"pending": pending}, "released_after": dead, "interrupted": None})
+        return lines[0][:lines[0].index("): ")]
+
+    assert note(3, 0) == ("note: 3 row(s) of this selection are still pending (handed back by another worker after "
+                          "this run took its last batch")
+    assert note(3, 1) == ("note: 3 row(s) of this selection are still pending (1 claimed by a worker of this host that "
+                          "died during this run, the rest handed back by another worker after this run took its last batch")
+    assert notices({"totals": {"pending": 3, "running": 2}, "interrupted": "SIGINT"}) == []
 
 
 def test_benchmark_refuses_to_fit_unfinished_rows():

@@ -510,9 +510,9 @@ def run_rate(
     handed_back (rows put back to 'pending' at the end), totals (rows of the selection by
     status), skipped (pairwise --baseline: no_baseline, items_with_several), elapsed_s,
     ratings_per_s, released_stale (claims of dead workers of this host, or older than the lease,
-    taken back before the run), released_after (the same, after the run), lease_s, reset_failed. Raises UsageError for bad options,
-    InputError for a bad prompt file, NotFoundError for an unknown task family,
-    DatabaseError for an unreachable database. Endpoint failures never raise: they are rows."""
+    taken back before the run), released_after (the same, after the run), lease_s, reset_failed.
+    Raises UsageError for bad options, InputError for a bad prompt file, NotFoundError for an
+    unknown task family, DatabaseError for an unreachable database. Endpoint failures never raise: they are rows."""
     if samples < 1 or concurrency < 1 or max_attempts < 1 or max_tokens < 1 or timeout <= 0:
         raise UsageError("--samples, --concurrency, --max-attempts, --max-tokens must be >= 1 and --timeout > 0")
     if (limit is not None and limit < 1) or (items is not None and items < 1):
@@ -754,11 +754,12 @@ def notices(summary: dict[str, Any]) -> list[str]:
                    "leaves them out (it counts them as not finished); wait for that worker, then run the same command "
                    "again to see the totals")
     if totals.get("pending") and not summary.get("interrupted"):
-        dead = summary.get("released_after") or 0
-        why = (f"{dead} claimed by a worker of this host that died during this run, the rest " if dead else "")
-        out.append(f"note: {totals['pending']} row(s) of this selection are still pending ({why}handed back by "
-                   "another worker after this run took its last batch): they are not rated, so a fit or report run "
-                   "now leaves them out; run the same command again to rate them")
+        n, dead = totals["pending"], min(summary.get("released_after") or 0, totals["pending"])
+        died = "claimed by a worker of this host that died during this run"
+        back = "handed back by another worker after this run took its last batch"
+        why = died if dead == n else f"{dead} {died}, the rest {back}" if dead else back
+        out.append(f"note: {n} row(s) of this selection are still pending ({why}): they are not rated, so a fit or "
+                   "report run now leaves them out; run the same command again to rate them")
     if summary.get("raw_output_replaced"):
         out.append(f"warning: the endpoint {summary['endpoint']} gave {summary['raw_output_replaced']} answer(s) or "
                    "error(s) holding a NUL character or an unpaired surrogate, which no database stores alike: the "
