@@ -275,4 +275,8 @@ def section(rows: dict, spent: dict, alpaca_items: int, n_bootstrap: int, headin
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted: the ratings stored so far stay in the cache (rate is resumable: run again to "
+                         "go on); nothing was fitted")

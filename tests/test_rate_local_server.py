@@ -1,5 +1,6 @@
 """Integration: a real `transformers serve` with the pulled SmolLM2-135M-Instruct folder on CPU
-rates 10 real LLMBar Natural responses into SQLite and into PostgreSQL through `judgecal rate`.
+rates real LLMBar Natural responses (5 with pointwise_v1, 10 with the two-shot prompt) into SQLite
+and into PostgreSQL through `judgecal rate`.
 
 The 135M model often breaks the `[[rating]]` format of pointwise_v1: every call must be
 stored as ok or unparsed with its raw output, and ok scores must lie within the scale. With
@@ -23,8 +24,14 @@ from judgecal.judge.server import LocalServer  # noqa: E402
 
 MODEL_DIR = config.default_model_dir()
 FAMILY = "llmbar/Natural"
+# Time limits that only catch a hang: on 2 cores beside two other `make test` runs (each with its
+# own `transformers serve`) these tests took up to 15 minutes and the default 900 s per test ended
+# one (issue 35's three runs side by side). Alone they take about 2 minutes.
+CALL_TIMEOUT_S = 600
+RUN_TIMEOUT_S = 1700
 
 pytestmark = [
+    pytest.mark.timeout(1800),
     pytest.mark.model,
     pytest.mark.slow,
     pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
@@ -52,15 +59,16 @@ def _check(url: str, base_url: str, data_dir) -> None:
 
     importing.import_llmbar(data_dir / "llmbar" / "Natural", FAMILY, url)
     parsed = {}
-    for prompt, max_tokens in (("pointwise_v1", 64), ("pointwise_fewshot_v1", 8)):
+    # 5 answers of 64 tokens with pointwise_v1 (the costly calls), 10 of 8 tokens with the few-shot prompt
+    for prompt, max_tokens, limit in (("pointwise_v1", 64, 5), ("pointwise_fewshot_v1", 8, 10)):
         # the model name sent is the folder path (what `transformers serve <folder>` serves)
-        res = subprocess.run(rate_command(url, judge=str(MODEL_DIR), base_url=base_url, task_families=[FAMILY], limit=10,
-                                          prompt=prompt, concurrency=2, max_tokens=max_tokens, timeout=120),
-                             env=child_env(), capture_output=True, text=True, timeout=900, cwd=REPO)
+        res = subprocess.run(rate_command(url, judge=str(MODEL_DIR), base_url=base_url, task_families=[FAMILY], limit=limit,
+                                          prompt=prompt, concurrency=2, max_tokens=max_tokens, timeout=CALL_TIMEOUT_S),
+                             env=child_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO)
         assert res.returncode == 0, res.stderr[-3000:]
         summary = json.loads(res.stdout[res.stdout.index("{"):])
         rows = _rows(url, summary["judge_id"])
-        assert len(rows) == 10
+        assert len(rows) == limit
         for r in rows:
             assert r.status in ("ok", "unparsed"), r  # the server answered every call
             assert r.raw_output is not None and r.raw_output.strip()
@@ -92,8 +100,8 @@ def test_local_server_pairwise_baseline_sqlite(server, tmp_path, data_dir):
     d = data_dir / "alpaca_eval"
     importing.import_alpaca_eval([d / "gpt4_1106_preview.json", d / "gpt4_1106_preview_concise.json"], [], "alpaca_eval", url)
     res = subprocess.run(rate_command(url, judge=str(MODEL_DIR), base_url=server, task_families=["alpaca_eval"], items=3,
-                                      baseline="gpt4_1106_preview", concurrency=2, max_tokens=16, timeout=120),
-                         env=child_env(), capture_output=True, text=True, timeout=900, cwd=REPO)
+                                      baseline="gpt4_1106_preview", concurrency=2, max_tokens=16, timeout=CALL_TIMEOUT_S),
+                         env=child_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO)
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads(res.stdout[res.stdout.index("{"):])
     assert summary["mode"] == "pairwise" and summary["this_run"]["failed"] == 0
