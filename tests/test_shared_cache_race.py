@@ -28,26 +28,36 @@ def _summaries():
     return load_benchmark("summaries")
 
 
-def test_rate_says_rows_another_worker_still_holds(db_url, tmp_path):
+def _import_answers(db_url: str, path: Path, indices) -> None:
+    """Import one answer of model 'm' per index to prompt f'q{i}' (task family 'race')."""
     from judgecal.views import importing
-    from judgecal.views.rate import exit_status, notices, run_rate
 
-    rows = [{"task_family": "race", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in range(3)]
-    path = tmp_path / "r.jsonl"
+    rows = [{"task_family": "race", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in indices]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     importing.import_generic(path, "responses", "jsonl", url=db_url)
+
+
+def _claim_first_row(db_url: str, pid: int, age_s: float) -> None:
+    """Another worker of this host (process ``pid``) claimed the first rating row ``age_s`` ago."""
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        rid = conn.execute(m.Rating.__table__.select().order_by(m.Rating.response_id).limit(1)).first().id
+        conn.execute(update(m.Rating).where(m.Rating.id == rid).values(
+            status="running", claimed_by=f"{socket.gethostname()[:120]}:{pid}:otherwrk",
+            claimed_at=m.utcnow() - dt.timedelta(seconds=age_s)))
+    engine.dispose()
+
+
+def test_rate_says_rows_another_worker_still_holds(db_url, tmp_path):
+    from judgecal.views.rate import exit_status, notices, run_rate
+
+    _import_answers(db_url, tmp_path / "r.jsonl", range(3))
     with StubServer(answer="Rating: [[6]]") as s:
         first = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False,
                          task_families=["race"], concurrency=1)
         assert first["totals"]["ok"] == 3 and not any(line.startswith("note:") for line in notices(first))
         # another worker of this host (a live process: this one, another token) has just claimed a row
-        engine = create_engine(db_url)
-        with engine.begin() as conn:
-            rid = conn.execute(m.Rating.__table__.select().order_by(m.Rating.response_id).limit(1)).first().id
-            conn.execute(update(m.Rating).where(m.Rating.id == rid).values(
-                status="running", claimed_by=f"{socket.gethostname()[:120]}:{os.getpid()}:otherwrk",
-                claimed_at=m.utcnow() - dt.timedelta(seconds=5)))
-        engine.dispose()
+        _claim_first_row(db_url, os.getpid(), age_s=5)
         second = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False,
                           task_families=["race"], concurrency=1)
     assert second["totals"]["running"] == 1 and second["totals"]["ok"] == 2
@@ -63,13 +73,9 @@ def test_a_worker_that_dies_during_the_run_is_taken_back_and_said(db_url, tmp_pa
     """helper-27: the rows of a worker of this host that died while this run went on were
     reported as "being rated by another worker" (nobody was): they are taken back at the end of
     the run, and the note says they are pending and to run again."""
-    from judgecal.views import importing
     from judgecal.views.rate import exit_status, notices, run_rate
 
-    rows = [{"task_family": "race", "prompt": f"q{i}", "model": "m", "response": f"answer {i}"} for i in range(3)]
-    path = tmp_path / "r.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    importing.import_generic(path, "responses", "jsonl", url=db_url)
+    _import_answers(db_url, tmp_path / "r.jsonl", range(3))
     # the other worker: a child process this test owns, alive when the run starts
     other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
@@ -77,20 +83,13 @@ def test_a_worker_that_dies_during_the_run_is_taken_back_and_said(db_url, tmp_pa
             first = run_rate(judge="stub-judge", base_url=s.base_url, database_url=db_url, progress=False,
                              task_families=["race"], concurrency=1)
             assert first["totals"]["ok"] == 3
-            engine = create_engine(db_url)
-            with engine.begin() as conn:
-                rid = conn.execute(m.Rating.__table__.select().order_by(m.Rating.response_id).limit(1)).first().id
-                conn.execute(update(m.Rating).where(m.Rating.id == rid).values(
-                    status="running", claimed_by=f"{socket.gethostname()[:120]}:{other.pid}:otherwrk",
-                    claimed_at=m.utcnow()))
-            engine.dispose()
-            new = tmp_path / "new.jsonl"  # one more answer: this run's own work
-            new.write_text(json.dumps({"task_family": "race", "prompt": "q9", "model": "m", "response": "answer 9"}) + "\n")
-            importing.import_generic(new, "responses", "jsonl", url=db_url)
+            _claim_first_row(db_url, other.pid, age_s=0)
+            _import_answers(db_url, tmp_path / "new.jsonl", [9])  # one more answer: this run's own work
             n0 = s.requests
 
             def kill_when_called():
-                while s.requests <= n0:  # this run's call has reached the endpoint
+                deadline = time.monotonic() + 300
+                while s.requests <= n0 and time.monotonic() < deadline:  # this run's call reached the endpoint
                     time.sleep(0.01)
                 other.kill()
                 other.wait(timeout=30)
