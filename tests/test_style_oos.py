@@ -113,7 +113,7 @@ def test_llmbar_real_figures(tmp_path, repo):
     r = CliRunner().invoke(cli, ["--database-url", url, "import", "llmbar", str(repo)])
     assert r.exit_code == 0, r.output
     out = {(e["task_family"], e["judge"]): e for e in style_oos_entries(families=["llmbar/Natural"],
-                                                                        judges=["PaLM2/CoT", "LLaMA2/Vanilla"], url=url)}
+                                                                        judges=["PaLM2/CoT", "LLaMA2/Vanilla", "GPT-4/CoT"], url=url)}
     e = out[("llmbar/Natural", "PaLM2/CoT")]
     # headers in 1 answer, bold in 3 of Natural's 200: the full control has no finite fit
     assert e["answers"] == {"n": 200, "headers": 1, "lists": 16, "bold": 3}
@@ -121,6 +121,11 @@ def test_llmbar_real_figures(tmp_path, repo):
     assert e["loglik"]["both"] is None
     assert e["lists_beat_length_only"] is True
     assert e["lists_vs_length"]["gain"] == pytest.approx(0.0181, abs=5e-5)
+    # GPT-4/CoT: two training folds are separated (bold's 3 answers); Newton reported convergence there with
+    # coefficients of 11 and 15 log-odds per sd (inside the old +-30 guard), and scored the divergent fits
+    g4 = out[("llmbar/Natural", "GPT-4/CoT")]
+    assert g4["loglik"]["both"] is None and "separation" in g4["why"]["both"] and g4["both_vs_length"] is None
+    assert g4["loglik"]["length"] is not None
     lv = out[("llmbar/Natural", "LLaMA2/Vanilla")]
     assert lv["length_vs_none"]["above"] and lv["length_vs_none"]["gain"] == pytest.approx(0.0909, abs=5e-5)
     assert lv["beats_length_only"] is False and lv["both_vs_length"]["gain"] == pytest.approx(-0.0337, abs=5e-5)
@@ -150,4 +155,54 @@ def test_one_answer_with_a_header_is_no_fit():
     ll, why, _ = held_out_loglik(y, raw, [f"i{k // 2}" for k in range(200)], "both", folds=5, seed=0)
     assert ll is None and "no finite maximum" in why
     ll, why, _ = held_out_loglik(y, raw, [f"i{k // 2}" for k in range(200)], "length+lists", folds=5, seed=0)
+    assert why is None and np.all(np.isfinite(ll))
+
+
+def test_separation_known_answers():
+    from judgecal.calibrate.separation import separation
+
+    # overlap: x = 1 won once and lost once; the MLE is finite (theta = 0, slope = 0): optimum 0
+    X = np.array([[1, 1], [1, 1], [1, -1], [1, -1]], dtype=float)
+    r = separation(X, np.ones(4), np.array([1, 0, 1, 0], dtype=float))
+    assert not r["separated"] and r["optimum"] == 0.0
+    # complete separation: x > 0 always won, x < 0 always lost; the direction (0, 1) raises every
+    # row's likelihood: LP optimum sum |x| / n = 4 / 4 with d bounded by 1
+    r = separation(X, np.ones(4), np.array([1, 1, 0, 0], dtype=float))
+    assert r["separated"] and r["optimum"] == pytest.approx(1.0) and r["direction"][1] == pytest.approx(1.0)
+    # quasi-complete: the one row with x != 0 was won, the x = 0 rows split: still no finite slope
+    Xq = np.array([[1, 0], [1, 0], [1, 2]], dtype=float)
+    assert separation(Xq, np.ones(3), np.array([1, 0, 1.0]))["separated"]
+    # a tie (credit 0.5) on the x != 0 row pins the direction: X_r d = 0 there, so the data overlap
+    assert not separation(Xq, np.ones(3), np.array([1, 0, 0.5]))["separated"]
+    # a lost row at x = 2 makes the data overlap; with weight 0 it is left out and they are separated again
+    X4 = np.array([[1, 0], [1, 0], [1, 2], [1, 2]], dtype=float)
+    assert not separation(X4, np.ones(4), np.array([1, 0, 1, 0.0]))["separated"]
+    assert separation(X4, np.array([1, 1, 1, 0.0]), np.array([1, 0, 1, 0.0]))["separated"]
+    # an all-won set is separated along the intercept
+    assert separation(np.ones((3, 1)), np.ones(3), np.ones(3))["separated"]
+    with pytest.raises(ValueError, match="success weights"):
+        separation(X, np.ones(4), np.array([2, 0, 0, 0.0]))
+    with pytest.raises(ValueError, match="finite"):
+        separation(np.array([[1, np.nan]]), np.ones(1), np.ones(1))
+    with pytest.raises(ValueError, match=r"\(n, q\)"):
+        separation(X, np.ones(3), np.ones(3))
+
+
+def test_separated_fold_is_no_fit_wherever_newton_stops():
+    # LLMBar Adversarial_GPTInst's shape: bold in three answers whose battles the judge all gave the
+    # expert; Newton "converges" with a bold coefficient near 9 once the probabilities round to 1 (and on
+    # another machine's rounding it did not, or stopped elsewhere): separation decides, not the coefficient
+    rng = np.random.default_rng(11)
+    raw = _raw(300, rng)
+    raw[:, 3] = 0.0
+    raw[[3, 40, 41, 200], 3] = [0.9, 0.5, 0.5, 1.4]
+    y = (rng.random(300) < 0.6).astype(float)
+    y[[3, 40, 41, 200]] = 1.0
+    ll, why, _ = held_out_loglik(y, raw, [f"i{k}" for k in range(300)], "both", folds=5, seed=0)
+    assert ll is None and "separation" in why
+    # half of them lost instead (and two more bold answers, one lost): the data overlap in every training
+    # fold, the fit is finite and scored
+    raw[[100, 150], 3] = [0.7, 1.1]
+    y[[40, 200, 100, 150]] = [0.0, 0.0, 0.0, 1.0]
+    ll, why, _ = held_out_loglik(y, raw, [f"i{k}" for k in range(300)], "both", folds=5, seed=0)
     assert why is None and np.all(np.isfinite(ll))

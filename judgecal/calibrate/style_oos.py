@@ -31,9 +31,15 @@ better on items the fit has not seen? The measure (docs/style.md, "Out of sample
   **Style control beats length-only** when that CI lies above zero; otherwise keep length-only.
 
 A fold whose training fit has no finite maximum (the judge sides with the expert in every
-training battle, or in none; or a covariate separates the credits: Newton does not settle, or
-stops where the likelihood has gone flat with a coefficient beyond :data:`MAX_COEF`) makes that
-control undefined on the set: the result says so rather than scoring a divergent fit."""
+training battle, or in none; or a covariate separates the credits) makes that control undefined
+on the set: the result says so rather than scoring a divergent fit. Separation is decided from
+the training battles alone by Konis's linear program
+(:func:`judgecal.calibrate.separation.separation`), not from where Newton stopped: under
+separation Newton's steps grow a coefficient until the fitted probabilities round to 0 or 1 and
+then report convergence, at a size that depends on the machine's rounding (a coefficient of 9 on
+one machine, past :data:`MAX_COEF` on another, and a held-out figure of -2.8 nats per verdict or
+"n.i." for the same data). A fit of data that overlap that still does not settle, or stops with
+a coefficient beyond :data:`MAX_COEF`, is refused too."""
 
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ from scipy.special import log_expit
 from judgecal.calibrate import bt
 from judgecal.calibrate import stylecontrol as sc
 from judgecal.calibrate.resample import item_codes, make_folds, percentile_ci, resample_counts
+from judgecal.calibrate.separation import separation
 
 #: the covariate sets compared, in order ("none": the plain two-player fit; "both": Arena-Hard-Auto's
 #: full style control, ``--control both``; "length+lists": length and the list-item density only, the
@@ -97,9 +104,13 @@ def held_out_loglik(y, raw, item_ids, control: str, *, folds: int = 5,
         fit = bt.fit_bt(design, 0)
         if fit.set_apart:
             return None, "the judge sides with the expert in every training battle of a fold, or in none", dropped
+        if separation(np.column_stack([np.ones(n_tr), z_tr]) if z_tr is not None else np.ones((n_tr, 1)),
+                      np.ones(n_tr), y[tr])["separated"]:
+            return None, ("the fit of a training fold has no finite maximum (separation: a direction of the "
+                          "covariates never lowers the likelihood, so a coefficient runs off to infinity)"), dropped
         if not fit.converged or not np.all(np.abs(np.concatenate([fit.coef[1:], fit.gamma])) <= MAX_COEF):
-            return None, ("the fit of a training fold has no finite maximum (a covariate separates the credits: "
-                          "a coefficient runs past +-30 log-odds per sd or does not settle)"), dropped
+            return None, ("the fit of a training fold did not settle (its data overlap, but Newton's steps did not "
+                          f"converge or left a coefficient past +-{MAX_COEF:g} log-odds per sd)"), dropped
         eta = fit.coef[1] + z_te @ fit.gamma
         out[te] = y[te] * log_expit(eta) + (1.0 - y[te]) * log_expit(-eta)
     return out, None, dropped

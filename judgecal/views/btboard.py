@@ -16,6 +16,7 @@ from sqlalchemy import select
 from judgecal.calibrate import bt, guards
 from judgecal.calibrate import stylecontrol as sc
 from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, rank_change, shown_ranks
+from judgecal.calibrate.separation import bt_separation
 from judgecal.db import battles as bq
 from judgecal.db import guarddata
 from judgecal.db import models as m
@@ -477,9 +478,14 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     battles. A column not identified apart from the models' ratings and the columns before it
     (:func:`judgecal.calibrate.stylecontrol.collinear`) is left out first.
 
-    A column whose coefficient has no finite maximum (separation:
-    :func:`judgecal.calibrate.stylecontrol.separated`) is left out and the model refitted
-    without it, as a constant column is; a resample whose coefficient runs past
+    A column whose coefficient has no finite maximum is left out and the model refitted
+    without it, as a constant column is: separation is decided from the battles by Konis's linear
+    program (:func:`judgecal.calibrate.separation.bt_separation`), which gives the run-off
+    direction; of its covariate columns the one with the largest fitted coefficient goes first.
+    Where the data overlap (a finite maximum), a coefficient the optimum puts out of bounds
+    (:func:`judgecal.calibrate.stylecontrol.separated`, :func:`~judgecal.calibrate.stylecontrol.run_off`:
+    collinear columns running off against each other) or a fit that does not settle is left out
+    too; a resample whose coefficient runs past
     :data:`judgecal.calibrate.stylecontrol.MAX_COEF` holds +-inf there (its CI bound is then
     infinite, never the last iterate of a run-off fit), counted in the bootstrap's
     ``n_style_separated``."""
@@ -499,7 +505,13 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
         d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
                              features=Z)
         fit_c = bt.fit_bt(d_c, anchor)
-        off = sc.separated(fit_c.gamma, Z)
+        sep = bt_separation(d_c, anchor)
+        if sep["separated"]:  # decided by the data, not by where Newton stopped: the run-off column of the direction
+            on = np.abs(sep["covariates"]) > 1e-9
+            off = np.arange(on.size) == int(np.argmax(np.where(on if on.any() else np.ones(on.size, dtype=bool),
+                                                               np.abs(np.nan_to_num(fit_c.gamma, nan=np.inf)), -1)))
+        else:
+            off = sc.separated(fit_c.gamma, Z)
         if not off.any():
             off = sc.run_off(fit_c.gamma, Z)
         if not off.any() and not fit_c.converged and fit_c.gamma.size:
