@@ -96,8 +96,9 @@ def collect(url: str, alpaca_items: int, log=print, data: Path | None = None) ->
         out = cli(url, "rate", "--local", "smollm2", "--judge-name", JUDGE, "--prompt", PROMPT,
                   "--task-family", fam, *extra, "--format", "json")
         spent[fam] = time.perf_counter() - t0
-        log(f"rated {fam}: {spent[fam]:.0f} s; {out.stdout.strip()[-300:]}")
         unfinished = unfinished_rows(out.stdout)
+        totals = json.loads(out.stdout)["totals"]
+        log(f"rated {fam}: {spent[fam]:.0f} s; rows " + ", ".join(f"{k} {v}" for k, v in totals.items()))
         if unfinished:
             raise SystemExit(f"judgecal rate --task-family {fam}: {unfinished} row(s) of the selection are not "
                              "finished (another worker holds them, or they are pending): the fits would leave them "
