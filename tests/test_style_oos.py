@@ -136,11 +136,13 @@ def test_llmbar_real_figures(tmp_path, repo):
 
     b = build_bt_board(["llmbar/Natural"], "GPT-4/CoT", "llmbar/output_2", url, control="both", n_bootstrap=100,
                        length_unit="words")
-    assert b["style"]["separated"] == ["bold", "headers"] and b["converged"]  # the larger run-off first
+    # neither removal alone ends the separation (each feature separates on its own): column order, not
+    # the size Newton left the coefficients at (which flipped the order under 1e-12 noise before)
+    assert b["style"]["separated"] == ["headers", "bold"] and b["converged"]
     assert [c["feature"] for c in b["style"]["coefficients"]] == ["length", "lists"]
     assert all(math.isfinite(x) for c in b["style"]["coefficients"] for x in c["coef_ci"])
     assert all(math.isfinite(x) for r in b["rows"] for x in r["rating_ci"])
-    assert any("left out of the control: bold, headers" in n for n in b["notes"])
+    assert any("left out of the control: headers, bold" in n for n in b["notes"])
 
 
 def test_one_answer_with_a_header_is_no_fit():
@@ -206,3 +208,49 @@ def test_separated_fold_is_no_fit_wherever_newton_stops():
     y[[40, 200, 100, 150]] = [0.0, 0.0, 0.0, 1.0]
     ll, why, _ = held_out_loglik(y, raw, [f"i{k}" for k in range(300)], "both", folds=5, seed=0)
     assert why is None and np.all(np.isfinite(ll))
+
+
+def test_separation_is_scale_free_and_reads_credits_as_linked_does():
+    from judgecal.calibrate.separation import separation
+
+    # a won row whose entries are 1e-7 of the others' still separates (its probability goes to 1)
+    X = np.array([[1, 1], [1, 1], [1e-7, 0]])
+    assert separation(X, np.ones(3), np.array([1, 0, 1.0]))["separated"]
+    # wins at (1, 0) and (0, 1), a loss at (eps, eps): the data overlap however small eps is
+    for eps in (1e-8, 1e-9, 1e-13):
+        assert not separation(np.array([[1, 0], [0, 1], [eps, eps]]), np.ones(3), np.array([1, 1, 0.0]))["separated"]
+    # a row of tiny weight is still a loss when its credit is 0 (both rows lost: separated along x)
+    assert separation(np.ones((2, 1)), np.array([1e-13, 1.0]), np.zeros(2))["separated"]
+    # a credit of 1e-13 is a split row (bt.linked counts any credit above 0 as a win of a): not separated
+    assert not separation(np.array([[1.0], [-1.0]]), np.ones(2), np.array([1e-13, 0.0]))["separated"]
+    # a column 0 on every row is no direction; a credit past its bound by the last bit is that bound
+    r = separation(np.array([[1, 0], [-1, 0]]), np.ones(2), np.array([1.0, 1.0 + 1e-16 - 1e-16]))
+    assert not r["separated"]
+    assert separation(np.array([[1.0], [1.0]]), np.ones(2), np.array([1.0 + 1e-15, 1.0]))["separated"]
+
+
+def test_board_drops_the_column_the_data_name_not_newtons_largest():
+    # only headers separates (every battle with a header was won); bold's 4 battles, inside those, go both
+    # ways: removing headers alone leaves data that overlap, so bold stays (before: bold's run-off
+    # coefficient was larger where Newton stopped, and both were dropped)
+    import types
+
+    from judgecal.views import btboard as bb
+
+    rng = np.random.default_rng(25)
+    n = 150
+    raw = np.column_stack([rng.normal(size=n), np.zeros(n), rng.normal(size=n), np.zeros(n)])
+    H = rng.choice(n, 40, replace=False)
+    raw[H, 1] = rng.uniform(0.5, 1, 40)
+    raw[H[:4], 3] = rng.uniform(0.05, 0.3, 4) * np.array([1, -1, 1, -1])
+    y = (rng.random(n) < 0.5).astype(float)
+    y[H] = 1.0
+    a, b = np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    cols, _, _, dropped, fit, _ = bb._controlled_fit(a, b, y, np.arange(n), raw, "both", np.ones(n, dtype=bool),
+                                                     ["m0", "m1"], types.SimpleNamespace(items=range(n)), 0, 0, 0)
+    assert dropped == ["headers"] and [c["feature"] for c in cols] == ["length", "lists", "bold"]
+    assert fit.converged and np.all(np.abs(fit.gamma) < 5)
+    # the same with 1e-12 relative noise on the features: the same columns (Newton stops elsewhere)
+    raw2 = raw * (1 + 1e-12 * np.random.default_rng(1).standard_normal(raw.shape))
+    assert bb._controlled_fit(a, b, y, np.arange(n), raw2, "both", np.ones(n, dtype=bool), ["m0", "m1"],
+                              types.SimpleNamespace(items=range(n)), 0, 0, 0)[3] == ["headers"]

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from judgecal.calibrate import bt, guards
 from judgecal.calibrate import stylecontrol as sc
 from judgecal.calibrate.ranking import WIN_RATE_DECIMALS, rank_change, shown_ranks
-from judgecal.calibrate.separation import bt_separation
+from judgecal.calibrate.separation import covariate_to_drop
 from judgecal.db import battles as bq
 from judgecal.db import guarddata
 from judgecal.db import models as m
@@ -480,8 +480,9 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
 
     A column whose coefficient has no finite maximum is left out and the model refitted
     without it, as a constant column is: separation is decided from the battles by Konis's linear
-    program (:func:`judgecal.calibrate.separation.bt_separation`), which gives the run-off
-    direction; of its covariate columns the one with the largest fitted coefficient goes first.
+    program: :func:`judgecal.calibrate.separation.covariate_to_drop` names the column, one at a
+    time (of the columns a separating direction moves, the first whose removal alone ends the
+    separation, else the first of them), whatever size Newton's last step left it at.
     Where the data overlap (a finite maximum), a coefficient the optimum puts out of bounds
     (:func:`judgecal.calibrate.stylecontrol.separated`, :func:`~judgecal.calibrate.stylecontrol.run_off`:
     collinear columns running off against each other) or a fit that does not settle is left out
@@ -505,11 +506,9 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
         d_c = bt.make_design(a[sel], b[sel], y[sel], np.ones(int(sel.sum())), it[sel], len(models), len(data.items),
                              features=Z)
         fit_c = bt.fit_bt(d_c, anchor)
-        sep = bt_separation(d_c, anchor)
-        if sep["separated"]:  # decided by the data, not by where Newton stopped: the run-off column of the direction
-            on = np.abs(sep["covariates"]) > 1e-9
-            off = np.arange(on.size) == int(np.argmax(np.where(on if on.any() else np.ones(on.size, dtype=bool),
-                                                               np.abs(np.nan_to_num(fit_c.gamma, nan=np.inf)), -1)))
+        drop = covariate_to_drop(d_c, anchor)  # decided by the data, not by where Newton stopped
+        if drop is not None:
+            off = np.arange(fit_c.gamma.size) == drop
         else:
             off = sc.separated(fit_c.gamma, Z)
         if not off.any():
