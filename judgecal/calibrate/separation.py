@@ -153,16 +153,6 @@ def bt_rows(design, anchor: int):
     return X.toarray(), W[rows], S[rows], design.k
 
 
-def bt_separation(design, anchor: int) -> dict:
-    """:func:`separation` of a Bradley-Terry fit's likelihood (:func:`bt_rows`). Returns its dict
-    with "covariates": the direction's entries on the covariate columns ((k,); zeros when not
-    separated), in units of the column's largest absolute value."""
-    X, W, S, k = bt_rows(design, anchor)
-    r = separation(X, W, S)
-    r["covariates"] = r["direction"][X.shape[1] - k:] if k else np.zeros(0)
-    return r
-
-
 def covariate_to_drop(design, anchor: int) -> int | None:
     """The covariate column (index among the design's k) to leave out of a separated
     Bradley-Terry fit, decided by the data alone: of the columns some separating direction moves
