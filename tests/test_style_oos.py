@@ -254,3 +254,34 @@ def test_board_drops_the_column_the_data_name_not_newtons_largest():
     raw2 = raw * (1 + 1e-12 * np.random.default_rng(1).standard_normal(raw.shape))
     assert bb._controlled_fit(a, b, y, np.arange(n), raw2, "both", np.ones(n, dtype=bool), ["m0", "m1"],
                               types.SimpleNamespace(items=range(n)), 0, 0, 0)[3] == ["headers"]
+
+
+def test_involved_ignores_columns_that_coincide_on_the_rows_used():
+    # model 3 wins or loses every battle (set apart); on the other battles lists == length, so a direction
+    # (lists - length) changes no fitted probability; headers and bold each separate: only they are involved
+    from judgecal.calibrate import bt
+    from judgecal.calibrate.separation import bt_rows, covariate_to_drop, involved
+
+    rng = np.random.default_rng(5)
+    n, m = 300, 4
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    y = (rng.random(n) < 0.5).astype(float)
+    y[a == 3], y[b == 3] = 1.0, 0.0
+    r3 = np.flatnonzero((a == 3) | (b == 3))
+    rest = np.flatnonzero((a != 3) & (b != 3))
+    length = rng.normal(size=n)
+    lists = length.copy()
+    lists[r3] = rng.normal(size=r3.size)
+    headers, bold = np.zeros(n), np.zeros(n)
+    H = rng.choice(rest, 5, replace=False)
+    headers[H] = np.where(y[H] > 0, 1.0, -1.0)
+    B = rng.choice(np.setdiff1d(rest, H), 5, replace=False)
+    bold[B] = np.where(y[B] > 0, 1.0, -1.0)
+    d = bt.make_design(a, b, y, np.ones(n), np.arange(n), m, n, features=np.column_stack([length, headers, lists, bold]))
+    X, W, S, k = bt_rows(d, 0)
+    p = X.shape[1] - k
+    assert [j - p for j in involved(X, W, S, range(p, p + k))] == [1, 3]
+    assert covariate_to_drop(d, 0) == 1  # headers (neither removal alone ends it: the first involved)
+    with pytest.raises(ValueError, match="not a column"):
+        involved(X, W, S, [X.shape[1]])

@@ -34,14 +34,15 @@ def _design(X, w, s):
     """(X, w, s) as finite float arrays, checked; raises ValueError (module doc of :func:`separation`)."""
     if hasattr(X, "toarray"):  # a scipy sparse matrix
         X = X.toarray()
-    if any(np.iscomplexobj(v) for v in (X, w, s)):
-        raise ValueError("X, w and s must be real numbers")
     try:
-        X = np.asarray(X, dtype=float)
-        w = np.asarray(w, dtype=float).ravel()
-        s = np.asarray(s, dtype=float).ravel()
+        X, w, s = (np.asarray(v) for v in (X, w, s))
+        if any(np.iscomplexobj(v) for v in (X, w, s)):
+            raise ValueError("X, w and s must be real numbers")
+        X = X.astype(float)
+        w = w.astype(float).ravel()
+        s = s.astype(float).ravel()
     except (TypeError, ValueError) as e:
-        raise ValueError(f"X, w and s must be arrays of numbers ({e})") from None
+        raise ValueError(f"X, w and s must be arrays of real numbers ({e})") from None
     if X.ndim != 2 or X.shape[0] != w.size or w.size != s.size:
         raise ValueError(f"X must be (n, q) with w and s (n,): got {X.shape}, {w.shape}, {s.shape}")
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(w)) and np.all(np.isfinite(s))):
@@ -68,16 +69,34 @@ def _constraints(X, w, s):
     return Xs, sign, live
 
 
-def _solve(Xs, sign, live, c=None, drop=None):
+def _null_space(Xs, live) -> np.ndarray:
+    """(m, q) basis of the directions d with ``Xs d = 0`` over the live columns (numpy's rank
+    tolerance: singular values up to max(n, q) * eps * the largest); (0, q) when the live columns
+    are linearly independent on the rows used."""
+    q = Xs.shape[1]
+    cols = np.flatnonzero(live)
+    if not Xs.shape[0] or not cols.size:
+        return np.zeros((0, q))
+    _, sv, vt = np.linalg.svd(Xs[:, cols], full_matrices=False)
+    rank = int(np.sum(sv > sv.max() * max(Xs.shape[0], cols.size) * np.finfo(float).eps)) if sv.size else 0
+    out = np.zeros((cols.size - rank, q))
+    out[:, cols] = vt[rank:]
+    return out
+
+
+def _solve(Xs, sign, live, c=None, drop=None, null=None):
     """Konis's LP on the scaled design; ``c`` (q,) an objective (None: the module's); ``drop``
-    column to hold at 0. Returns (direction (q,), rows' shares sign * Xs d)."""
+    column to hold at 0; ``null`` (m, q) directions the answer must be orthogonal to (the null
+    space of Xs: a direction that changes no fitted probability moves nothing). Returns
+    (direction (q,), rows' shares sign * Xs d)."""
     n, q = Xs.shape
     ineq, eq = sign != 0, sign == 0
     A = sign[ineq, None] * Xs[ineq]
     obj = -A.sum(axis=0) if c is None else c
     bounds = [(-1.0, 1.0) if live[j] and j != drop else (0.0, 0.0) for j in range(q)]
+    E = np.vstack([Xs[eq]] + ([null] if null is not None and null.size else []))
     res = linprog(obj, A_ub=-A if A.size else None, b_ub=np.zeros(A.shape[0]) if A.size else None,
-                  A_eq=Xs[eq] if eq.any() else None, b_eq=np.zeros(int(eq.sum())) if eq.any() else None,
+                  A_eq=E if E.size else None, b_eq=np.zeros(E.shape[0]) if E.size else None,
                   bounds=bounds, method="highs")
     if res.status != 0 or res.x is None:
         raise ValueError(f"the separation test's linear program failed: {res.message}")
@@ -115,18 +134,31 @@ def involved(X, w, s, columns) -> list[int]:
     columns j for which a direction with ``d_j != 0`` never lowers the likelihood (two LPs each:
     the largest and smallest ``d_j`` over the directions :func:`separation` allows, beyond
     :data:`SEPARATION_TOL`). A property of the data, unlike the one direction an LP solver returns.
-    Assumes X's columns are linearly independent on the rows used (else a direction with
-    ``X d = 0`` moves them too). Args and errors as :func:`separation`."""
+    The directions are taken orthogonal to the null space of X on the rows used: columns that
+    coincide there (collinear on those rows only) are not moved by a direction that changes no
+    fitted probability. A column the first LP's separating direction already moves needs no
+    more LPs. Args and errors as :func:`separation`."""
     X, w, s = _design(X, w, s)
     Xs, sign, live = _constraints(X, w, s)
+    if not Xs.shape[0] or not live.any():
+        return []
+    null = _null_space(Xs, live)
+    d0, share = _solve(Xs, sign, live, null=null)
+    if not (share.size and share.max() > SEPARATION_TOL):
+        return []
     out = []
     for j in columns:
+        if not 0 <= j < Xs.shape[1]:
+            raise ValueError(f"column {j} is not a column of X (0..{Xs.shape[1] - 1})")
         if not live[j]:
+            continue
+        if abs(d0[j]) > SEPARATION_TOL:
+            out.append(int(j))
             continue
         for side in (1.0, -1.0):
             c = np.zeros(Xs.shape[1])
             c[j] = -side
-            d, _ = _solve(Xs, sign, live, c=c)
+            d, _ = _solve(Xs, sign, live, c=c, null=null)
             if side * d[j] > SEPARATION_TOL:
                 out.append(int(j))
                 break
