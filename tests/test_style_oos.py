@@ -256,12 +256,10 @@ def test_board_drops_the_column_the_data_name_not_newtons_largest():
                               types.SimpleNamespace(items=range(n)), 0, 0, 0)[3] == ["headers"]
 
 
-def test_involved_ignores_columns_that_coincide_on_the_rows_used():
-    # model 3 wins or loses every battle (set apart); on the other battles lists == length, so a direction
-    # (lists - length) changes no fitted probability; headers and bold each separate: only they are involved
-    from judgecal.calibrate import bt
-    from judgecal.calibrate.separation import bt_rows, covariate_to_drop, involved
-
+def _set_apart_and_coinciding():
+    """(a, b, y, raw (n, 4), m): model 3 wins or loses every battle (set apart); on the other battles
+    lists == length, so a direction (lists - length) changes no fitted probability; headers and bold each
+    separate (5 battles each, all won by the side with more)."""
     rng = np.random.default_rng(5)
     n, m = 300, 4
     a = rng.integers(0, m, n)
@@ -278,10 +276,41 @@ def test_involved_ignores_columns_that_coincide_on_the_rows_used():
     headers[H] = np.where(y[H] > 0, 1.0, -1.0)
     B = rng.choice(np.setdiff1d(rest, H), 5, replace=False)
     bold[B] = np.where(y[B] > 0, 1.0, -1.0)
-    d = bt.make_design(a, b, y, np.ones(n), np.arange(n), m, n, features=np.column_stack([length, headers, lists, bold]))
+    return a, b, y, np.column_stack([length, headers, lists, bold]), m
+
+
+def test_involved_ignores_columns_that_coincide_on_the_rows_used():
+    from judgecal.calibrate import bt
+    from judgecal.calibrate.separation import bt_rows, covariate_to_drop, involved
+
+    a, b, y, raw, m = _set_apart_and_coinciding()
+    n = y.size
+    d = bt.make_design(a, b, y, np.ones(n), np.arange(n), m, n, features=raw)
     X, W, S, k = bt_rows(d, 0)
     p = X.shape[1] - k
     assert [j - p for j in involved(X, W, S, range(p, p + k))] == [1, 3]
     assert covariate_to_drop(d, 0) == 1  # headers (neither removal alone ends it: the first involved)
     with pytest.raises(ValueError, match="not a column"):
         involved(X, W, S, [X.shape[1]])
+
+
+def test_board_collinear_on_the_rows_the_fit_uses():
+    # the board on the same battles (both orders, so the columns' means are 0): lists equals length on the
+    # battles the fit uses, so it is collinear there (not a separated column, and not one chosen by where
+    # Newton's run-off in the null direction stopped: before, length or lists by row order and noise)
+    import types
+
+    from judgecal.views import btboard as bb
+
+    a, b, y, raw, m = _set_apart_and_coinciding()
+    a, b, y, raw = np.r_[a, b], np.r_[b, a], np.r_[y, 1 - y], np.r_[raw, -raw]
+    n = y.size
+    seen = set()
+    for t in range(4):
+        p = np.random.default_rng(t).permutation(n)
+        r = raw[p] * (1 + 1e-12 * np.random.default_rng(50 + t).standard_normal(raw.shape)) if t % 2 else raw[p]
+        cols, _, collinear, separated, fit, _ = bb._controlled_fit(
+            a[p], b[p], y[p], np.arange(n)[p], r, "both", np.ones(n, dtype=bool), [f"m{i}" for i in range(m)],
+            types.SimpleNamespace(items=range(n)), 0, 0, 0)
+        seen.add((tuple(collinear), tuple(separated), tuple(c["feature"] for c in cols)))
+    assert seen == {(("lists",), ("headers", "bold"), ("length",))}

@@ -476,7 +476,8 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     """(columns, constant columns, collinear columns, separated columns, fit, bootstrap) of the
     style-controlled model on the battles ``sel`` (bool mask), the columns standardised over those
     battles. A column not identified apart from the models' ratings and the columns before it
-    (:func:`judgecal.calibrate.stylecontrol.collinear`) is left out first.
+    (:func:`judgecal.calibrate.stylecontrol.collinear`, on the battles the fit uses: none of a
+    model set apart by :func:`judgecal.calibrate.bt.linked`) is left out first.
 
     A column whose coefficient has no finite maximum is left out and the model refitted
     without it, as a constant column is: separation is decided from the battles by Konis's linear
@@ -494,7 +495,11 @@ def _controlled_fit(a, b, y, it, raw, control, sel, models, data, anchor, n_boot
     if not cols:
         raise UsageError(f"every style column of --control {control} ({', '.join(constant)}) is constant over the "
                          "battles: nothing to control for")
-    off = sc.collinear(a[sel], b[sel], len(models), anchor, Z)
+    # on the battles the fit uses: a model set apart (bt.linked: it won or lost all its battles) has none there,
+    # and two columns may be equal on the others only (a direction between them would change no probability)
+    apart = list(bt.linked(a[sel], b[sel], np.ones(int(sel.sum())), y[sel], len(models), anchor))
+    among = ~(np.isin(a[sel], apart) | np.isin(b[sel], apart))
+    off = sc.collinear(a[sel][among], b[sel][among], len(models), anchor, Z[among])
     collinear = [c["feature"] for c, o in zip(cols, off) if o]
     cols, Z = [c for c, o in zip(cols, off) if not o], Z[:, ~off]
     if not cols:
