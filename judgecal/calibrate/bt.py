@@ -187,10 +187,22 @@ def _params(design: Design, keep: np.ndarray, anchor: int):
     return col, free.size + design.k
 
 
-def _system(design: Design, col: np.ndarray, q: int, rows: np.ndarray):
-    """Sparse X (n_rows x q) of the rows used, and T (n_rows x q*q) with T[r, i*q + j] =
-    X[r, i] X[r, j] for i <= j, 0 below the diagonal (a Hessian is then :func:`_hessian` of c:
-    the upper triangle c @ T mirrored; half the products of the full square)."""
+def fit_rows(design: Design, anchor: int, W: np.ndarray, S: np.ndarray):
+    """What a fit on row weights ``W`` and credits ``S`` (n_rows,) estimates: (models set apart
+    (:func:`linked`), rows used (weight > 0, both models kept), column of each model (-1: none),
+    q parameters)."""
+    used = W > 0
+    apart = linked(design.ia[used], design.ib[used], W[used], S[used], design.n_models, anchor)
+    keep = np.ones(design.n_models, dtype=bool)
+    keep[list(apart)] = False
+    rows = np.flatnonzero(used & keep[design.ia] & keep[design.ib])
+    col, q = _params(design, keep, anchor)
+    return apart, rows, col, q
+
+
+def design_matrix(design: Design, col: np.ndarray, q: int, rows: np.ndarray) -> sparse.csr_matrix:
+    """Sparse X (n_rows x q) of the rows used: +1 in a's model column, -1 in b's, then the k
+    covariates; P(a preferred) = expit(X beta)."""
     ia, ib, Z = design.ia[rows], design.ib[rows], design.Z[rows]
     n, k = rows.size, design.k
     r_idx, c_idx, vals = [], [], []
@@ -207,6 +219,15 @@ def _system(design: Design, col: np.ndarray, q: int, rows: np.ndarray):
         vals.append(Z[:, j])
     X = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n, q))
     X.sum_duplicates()
+    return X
+
+
+def _system(design: Design, col: np.ndarray, q: int, rows: np.ndarray):
+    """Sparse X (:func:`design_matrix`), and T (n_rows x q*q) with T[r, i*q + j] =
+    X[r, i] X[r, j] for i <= j, 0 below the diagonal (a Hessian is then :func:`_hessian` of c:
+    the upper triangle c @ T mirrored; half the products of the full square)."""
+    X = design_matrix(design, col, q, rows)
+    n = rows.size
     Xc = X.tocoo()
     # pairs of nonzeros of each row
     order = np.argsort(Xc.row, kind="stable")
@@ -415,12 +436,7 @@ def fit_bt(design: Design, anchor: int, weights_of_items: np.ndarray | None = No
 
 def _fit_one(design: Design, anchor: int, W: np.ndarray, S: np.ndarray, start: np.ndarray | None) -> Fit:
     m = design.n_models
-    used = W > 0
-    apart = linked(design.ia[used], design.ib[used], W[used], S[used], m, anchor)
-    keep = np.ones(m, dtype=bool)
-    keep[list(apart)] = False
-    rows = np.flatnonzero(used & keep[design.ia] & keep[design.ib])
-    col, q = _params(design, keep, anchor)
+    apart, rows, col, q = fit_rows(design, anchor, W, S)
     X, T = _system(design, col, q, rows)
     beta0 = np.zeros((1, q))
     if start is not None:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
+from judgecal.calibrate import bt
+
 #: a row whose share ``s_r X_r d`` of the LP's direction is above this (the direction bounded by 1, the
 #: design's columns and rows scaled to a largest absolute value of 1) is pushed to certainty: separation. Far
 #: above HiGHS's feasibility tolerance (1e-7), far below any separated row of LLMBar's folds (>= 0.5)
@@ -84,16 +86,15 @@ def _null_space(Xs, live) -> np.ndarray:
     return out
 
 
-def _solve(Xs, sign, live, c=None, drop=None, null=None):
-    """Konis's LP on the scaled design; ``c`` (q,) an objective (None: the module's); ``drop``
-    column to hold at 0; ``null`` (m, q) directions the answer must be orthogonal to (the null
+def _solve(Xs, sign, live, c=None, null=None):
+    """Konis's LP on the scaled design; ``c`` (q,) an objective (None: the module's); ``null`` (m, q) directions the answer must be orthogonal to (the null
     space of Xs: a direction that changes no fitted probability moves nothing). Returns
     (direction (q,), rows' shares sign * Xs d)."""
     n, q = Xs.shape
     ineq, eq = sign != 0, sign == 0
     A = sign[ineq, None] * Xs[ineq]
     obj = -A.sum(axis=0) if c is None else c
-    bounds = [(-1.0, 1.0) if live[j] and j != drop else (0.0, 0.0) for j in range(q)]
+    bounds = [(-1.0, 1.0) if live[j] else (0.0, 0.0) for j in range(q)]
     E = np.vstack([Xs[eq]] + ([null] if null is not None and null.size else []))
     res = linprog(obj, A_ub=-A if A.size else None, b_ub=np.zeros(A.shape[0]) if A.size else None,
                   A_eq=E if E.size else None, b_eq=np.zeros(E.shape[0]) if E.size else None,
@@ -171,17 +172,10 @@ def bt_rows(design, anchor: int):
     that fit has: the models in the anchor's strongly connected component (the others are set
     apart by :func:`judgecal.calibrate.bt.linked`, exactly) and the ``design.k`` covariate
     columns (the last k of X), on the rows among those models."""
-    from judgecal.calibrate import bt
-
     W = np.asarray(design.Cw.sum(axis=0)).ravel()
     S = np.asarray(design.Cs.sum(axis=0)).ravel()
-    used = W > 0
-    apart = bt.linked(design.ia[used], design.ib[used], W[used], S[used], design.n_models, anchor)
-    keep = np.ones(design.n_models, dtype=bool)
-    keep[list(apart)] = False
-    rows = np.flatnonzero(used & keep[design.ia] & keep[design.ib])
-    col, q = bt._params(design, keep, anchor)
-    X, _ = bt._system(design, col, q, rows)
+    _, rows, col, q = bt.fit_rows(design, anchor, W, S)
+    X = bt.design_matrix(design, col, q, rows)
     return X.toarray(), W[rows], S[rows], design.k
 
 
@@ -193,10 +187,8 @@ def covariate_to_drop(design, anchor: int) -> int | None:
     covariate is involved (separation among the models' columns only, which
     :func:`judgecal.calibrate.bt.linked` handles)."""
     X, W, S, k = bt_rows(design, anchor)
-    if not k or not separation(X, W, S)["separated"]:
-        return None
     p = X.shape[1] - k
-    cand = [j - p for j in involved(X, W, S, range(p, p + k))]
+    cand = [j - p for j in involved(X, W, S, range(p, p + k))]  # [] when not separated
     for j in cand:
         keep = np.ones(X.shape[1], dtype=bool)
         keep[p + j] = False
